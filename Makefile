@@ -1,0 +1,55 @@
+# lua-gpu: PyCUDA for Lua 5.4.
+#   make            build gpu/core.so
+#   make test       busted specs (GPU specs are pending without a device)
+#   make test-gpu   busted's "gpu" run: every spec, and a missing device is a failure
+#   make demo       the main example (compiles its kernel even without a GPU)
+# Honours LUA, LUA_INCDIR, CUDA_HOME, CFLAGS, BUSTED.
+
+LUA ?= lua5.4
+LUA_INCDIR ?= $(firstword $(wildcard /usr/include/lua5.4 /usr/local/include/lua5.4) /usr/include/lua5.4)
+CUDA_HOME ?= /usr/local/cuda
+BUSTED ?= $(LUA) $(shell command -v busted)
+CFLAGS ?= -O2 -g
+WARNINGS = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+ALL_CFLAGS = -std=c11 -fPIC -fvisibility=hidden $(WARNINGS) $(CFLAGS)
+CPPFLAGS += -I$(LUA_INCDIR) -I$(CUDA_HOME)/include -Ibuild -D_GNU_SOURCE
+LDLIBS = -ldl -lpthread -lm
+
+SOURCES = $(wildcard src/*.c)
+OBJECTS = $(SOURCES:src/%.c=build/%.o)
+
+# Paths that make the source tree usable without installing.
+export LUA_PATH := $(CURDIR)/lua/?.lua;$(CURDIR)/lua/?/init.lua;$(CURDIR)/spec/?.lua;$(LUA_PATH);;
+export LUA_CPATH := $(CURDIR)/?.so;$(LUA_CPATH);;
+
+.PHONY: all test test-gpu demo clean
+
+all: gpu/core.so
+
+gpu/core.so: $(OBJECTS)
+	@mkdir -p gpu
+	$(CC) -shared -o $@ $(OBJECTS) $(LDFLAGS) $(LDLIBS)
+
+build/%.o: src/%.c src/gpu.h | build
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
+
+build/device.o: build/device_attributes.h
+
+# Every device attribute this toolkit's cuda.h names, as X(NAME) lines.
+build/device_attributes.h: $(CUDA_HOME)/include/cuda.h | build
+	sed -n 's/^ *CU_DEVICE_ATTRIBUTE_\([A-Z0-9_]*\) *= *[0-9].*/X(\1)/p' $< > $@
+
+build:
+	@mkdir -p build
+
+test: all
+	$(BUSTED)
+
+test-gpu: all
+	$(BUSTED) --run=gpu
+
+demo: all
+	$(LUA) examples/vector_add.lua
+
+clean:
+	rm -rf build gpu

@@ -1,0 +1,158 @@
+-- gpu: PyCUDA for Lua 5.4.  This is the module `require "gpu"` returns: the C core
+-- (gpu.core: devices, memory, NVRTC, modules, launches, streams) plus what is easier to say in
+-- Lua: SourceModule's source handling, printing, and argument checking of the sugar.
+
+local core = require "gpu.core"
+local signature = require "gpu.signature"
+
+local gpu = {}
+
+for name, value in pairs(core) do
+  if name ~= "types" then gpu[name] = value end
+end
+
+gpu.VERSION = "0.1.0"
+
+-- Errors ---------------------------------------------------------------------------------
+
+local Error = core.Error
+
+-- gpu.Error.is(e[, name]): whether e is a gpu.Error (with that CUDA/NVRTC error name).
+function Error.is(e, name)
+  return getmetatable(e) == Error and (name == nil or e.name == name)
+end
+gpu.Error = Error
+
+-- Argument checks for the Lua layer, in the style of luaL_argerror.  level counts from the
+-- function that calls argerror (1: blame its caller).
+local function argerror(n, fname, msg, level)
+  error(("bad argument #%d to '%s' (%s)"):format(n, fname, msg), (level or 1) + 2)
+end
+gpu._argerror = argerror
+
+-- Checks an options table's keys against known (a set); returns the table or {}.
+local function check_options(opts, n, fname, known)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" then
+    argerror(n, fname, "options table expected, got " .. type(opts), 2)
+  end
+  for key in pairs(opts) do
+    if not known[key] then
+      argerror(n, fname, ("unknown option '%s'"):format(tostring(key)), 2)
+    end
+  end
+  return opts
+end
+gpu._check_options = check_options
+
+-- dtypes ---------------------------------------------------------------------------------
+
+-- gpu.dtype(name) -> {name, itemsize, ctype, kind}
+gpu.dtype = core.dtype
+
+-- Host arrays ----------------------------------------------------------------------------
+
+gpu.host = require "gpu.host"
+
+-- Compiling ------------------------------------------------------------------------------
+
+-- The architecture NVRTC should build for: the device's own, or the newest NVRTC knows
+-- (then as PTX, which the driver compiles for the newer device when loading).
+local function default_arch()
+  local ok, why = core.available()
+  if not ok then
+    error("no device to choose an architecture for (" .. why .. "): pass opts.arch, "
+          .. "e.g. 'sm_90'", 3)
+  end
+  local major, minor = core.get_device():compute_capability()
+  local want = major * 10 + minor
+  local best = 0
+  for _, a in ipairs(core.nvrtc_supported_archs()) do
+    if a <= want and a > best then best = a end
+  end
+  if best == want then return "sm_" .. want, "cubin" end
+  return "compute_" .. best, "ptx"
+end
+
+local function wrap_source(source, opts)
+  if opts.no_extern_c then return source end
+  -- #line keeps NVRTC's line numbers those of the caller's source
+  return 'extern "C" {\n#line 1 "' .. (opts.name or "kernel.cu") .. '"\n' .. source .. "\n}\n"
+end
+
+local function string_list(value, n, fname, key)
+  if value == nil then return nil end
+  if type(value) == "string" then return {value} end
+  if type(value) ~= "table" then
+    argerror(n, fname, ("option '%s' must be a list of strings"):format(key), 2)
+  end
+  for i, item in ipairs(value) do
+    if type(item) ~= "string" then
+      argerror(n, fname, ("option '%s' item %d must be a string, got %s"):format(key, i, type(item)), 2)
+    end
+  end
+  return value
+end
+
+local compile_options = {
+  target = true, arch = true, options = true, include_dirs = true, no_extern_c = true,
+  name = true, headers = true,
+}
+
+-- gpu.compile(source[, opts]) -> image (cubin or PTX bytes), log.  Needs no GPU when
+-- opts.arch is given.
+function gpu.compile(source, opts)
+  if type(source) ~= "string" then argerror(1, "compile", "source string expected, got " .. type(source)) end
+  opts = check_options(opts, 2, "compile", compile_options)
+  local arch, target = opts.arch, opts.target
+  if arch == nil then
+    local default_target
+    arch, default_target = default_arch()
+    target = target or default_target
+  end
+  target = target or (arch:match("^sm_") and "cubin" or "ptx")
+  return core.compile(wrap_source(source, opts), {
+    target = target, arch = arch, name = opts.name, headers = opts.headers,
+    options = string_list(opts.options, 2, "compile", "options"),
+    include_dirs = string_list(opts.include_dirs, 2, "compile", "include_dirs"),
+  })
+end
+
+local module_options = {
+  arch = true, options = true, include_dirs = true, no_extern_c = true, cache = true,
+  name = true, headers = true,
+}
+
+-- gpu.SourceModule(source[, opts]) -> gpu.Module, compiled for the current device.
+function gpu.SourceModule(source, opts)
+  if type(source) ~= "string" then
+    argerror(1, "SourceModule", "source string expected, got " .. type(source))
+  end
+  opts = check_options(opts, 2, "SourceModule", module_options)
+  local arch, target = opts.arch, nil
+  if arch == nil then arch, target = default_arch() end
+  target = target or (arch:match("^sm_") and "cubin" or "ptx")
+  local image = core.compile(wrap_source(source, opts), {
+    target = target, arch = arch, name = opts.name, headers = opts.headers,
+    options = string_list(opts.options, 2, "SourceModule", "options"),
+    include_dirs = string_list(opts.include_dirs, 2, "SourceModule", "include_dirs"),
+  })
+  return core.module_from_buffer(image, signature.parse(source))
+end
+
+-- gpu.module_from_buffer(image[, signatures]): signatures maps kernel names to prepare()
+-- letters, as gpu.signature.parse returns them for a source.
+gpu.module_from_buffer = core.module_from_buffer
+
+function gpu.module_from_file(path)
+  if type(path) ~= "string" then argerror(1, "module_from_file", "path expected, got " .. type(path)) end
+  local f, err = io.open(path, "rb")
+  if not f then error(err, 2) end
+  local image = f:read("a")
+  f:close()
+  return core.module_from_buffer(image)
+end
+
+gpu.signature = signature
+
+return gpu

@@ -1,0 +1,117 @@
+-- gpu.signature: reads the parameter types of each __global__ function in CUDA C source,
+-- so that kernels can take plain Lua numbers (converted to the declared type, range-checked).
+--
+-- parse(source) -> { kernel_name = "PPfi", ... } using the letters of f:prepare():
+--   P pointer, ? bool, b/B int8/uint8, h/H int16/uint16, i/I int32/uint32, q/Q int64/uint64,
+--   e float16, E bfloat16, f float32, d float64, V anything else passed by value (a struct).
+-- Templates are skipped (their names are mangled); unknown types become V, whose size
+-- the driver still checks.
+
+local M = {}
+
+local scalar_letters = {
+  ["bool"] = "?",
+  ["char"] = "b", ["signed char"] = "b", ["unsigned char"] = "B",
+  ["short"] = "h", ["short int"] = "h", ["signed short"] = "h", ["unsigned short"] = "H",
+  ["unsigned short int"] = "H",
+  ["int"] = "i", ["signed"] = "i", ["signed int"] = "i", ["unsigned"] = "I",
+  ["unsigned int"] = "I",
+  ["long"] = "q", ["long int"] = "q", ["signed long"] = "q", ["unsigned long"] = "Q",
+  ["unsigned long int"] = "Q",
+  ["long long"] = "q", ["long long int"] = "q", ["signed long long"] = "q",
+  ["unsigned long long"] = "Q", ["unsigned long long int"] = "Q",
+  ["int8_t"] = "b", ["uint8_t"] = "B", ["int16_t"] = "h", ["uint16_t"] = "H",
+  ["int32_t"] = "i", ["uint32_t"] = "I", ["int64_t"] = "q", ["uint64_t"] = "Q",
+  ["size_t"] = "Q", ["ptrdiff_t"] = "q", ["ssize_t"] = "q", ["intptr_t"] = "q",
+  ["uintptr_t"] = "Q",
+  ["__half"] = "e", ["half"] = "e", ["__nv_bfloat16"] = "E", ["nv_bfloat16"] = "E",
+  ["float"] = "f", ["double"] = "d",
+}
+
+-- Words that qualify a parameter without changing how it is passed.
+local qualifiers = {
+  ["const"] = true, ["volatile"] = true, ["__restrict__"] = true, ["__restrict"] = true,
+  ["restrict"] = true, ["__grid_constant__"] = true, ["struct"] = true, ["enum"] = true,
+  ["std"] = true,
+}
+
+-- Source with comments, string literals and preprocessor lines blanked out.
+local function strip(source)
+  source = source:gsub("/%*.-%*/", " "):gsub("//[^\n]*", "")
+  source = source:gsub('"[^"\n]*"', '""')
+  -- attributes that take parenthesised arguments would look like the parameter list
+  for _, attr in ipairs{"__launch_bounds__", "__cluster_dims__", "__maxnreg__", "__attribute__"} do
+    source = source:gsub(attr .. "%s*%b()", " ")
+  end
+  return (("\n" .. source):gsub("\n%s*#[^\n]*", "\n"))
+end
+
+-- The letter for one declared parameter ("const float *__restrict__ a").
+local function param_letter(decl)
+  if decl:find("[%*%[&]") then return "P" end
+  local words = {}
+  for word in decl:gmatch("[%w_:]+") do
+    word = word:gsub("^std::", "")
+    if not qualifiers[word] then words[#words + 1] = word end
+  end
+  if #words >= 2 then table.remove(words) end -- the parameter's name
+  return scalar_letters[table.concat(words, " ")] or "V"
+end
+
+-- Splits a parameter list at top-level commas.
+local function split_params(list)
+  local params, depth, start = {}, 0, 1
+  for i = 1, #list do
+    local c = list:sub(i, i)
+    if c == "(" or c == "<" or c == "[" or c == "{" then depth = depth + 1
+    elseif c == ")" or c == ">" or c == "]" or c == "}" then depth = depth - 1
+    elseif c == "," and depth == 0 then
+      params[#params + 1] = list:sub(start, i - 1)
+      start = i + 1
+    end
+  end
+  params[#params + 1] = list:sub(start)
+  return params
+end
+
+function M.parse(source)
+  local text = strip(source)
+  local kernels = {}
+  local pos = 1
+  while true do
+    local s, e = text:find("__global__", pos, true)
+    if not s then break end
+    pos = e + 1
+    local before = text:sub(math.max(1, s - 200), s - 1)
+    local templated = before:match("template%s*<[^;{}]*>%s*[%w_%s\"]*$") ~= nil
+    local open = text:find("(", pos, true)
+    if open then
+      local head = text:sub(pos, open - 1)
+      local name = head:match("([%a_][%w_]*)%s*$")
+      -- the matching close parenthesis
+      local depth, close = 0, nil
+      for i = open, #text do
+        local c = text:sub(i, i)
+        if c == "(" then depth = depth + 1
+        elseif c == ")" then
+          depth = depth - 1
+          if depth == 0 then close = i break end
+        end
+      end
+      if name and close and not templated and not head:find("[;{}]") then
+        local list = text:sub(open + 1, close - 1)
+        local letters = {}
+        if not list:match("^%s*$") and not list:match("^%s*void%s*$") then
+          for _, decl in ipairs(split_params(list)) do
+            letters[#letters + 1] = param_letter(decl)
+          end
+        end
+        kernels[name] = table.concat(letters)
+      end
+      pos = close or open + 1
+    end
+  end
+  return kernels
+end
+
+return M

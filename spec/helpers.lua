@@ -1,0 +1,80 @@
+-- Shared by the specs: GPU-only tests, exact error checks, random data and references.
+
+local busted = require "busted"
+local gpu = require "gpu"
+
+local helpers = {gpu = gpu}
+
+local available, why = gpu.available()
+helpers.has_gpu = available
+helpers.no_gpu_reason = why
+
+-- gpu_it(name, fn): a spec that needs a device, tagged #gpu.  Without one it is pending with
+-- the reason, or (in `busted --run=gpu`) a failure.
+function helpers.gpu_it(name, fn)
+  name = name .. " #gpu"
+  if available then return busted.it(name, fn) end
+  if rawget(_G, "GPU_SPECS_REQUIRE_DEVICE") then
+    return busted.it(name, function() error("this run needs a GPU, but: " .. why) end)
+  end
+  return busted.pending(name .. " (no GPU: " .. why .. ")")
+end
+
+-- The error fn raises, with Lua's "file:line: " position stripped from string messages.
+function helpers.error_of(fn, ...)
+  local ok, err = pcall(fn, ...)
+  assert(not ok, "expected an error, but the call succeeded")
+  if type(err) == "string" then err = err:gsub("^[^:\n]+:%d+: ", "") end
+  return err
+end
+
+-- Asserts fn raises exactly message (position stripped; gpu.Error compared by tostring).
+function helpers.assert_error(message, fn, ...)
+  local err = helpers.error_of(fn, ...)
+  assert.are.equal(message, type(err) == "string" and err or tostring(err))
+end
+
+-- Asserts fn raises a gpu.Error with the given name (and call, if given); returns it.
+function helpers.assert_gpu_error(name, call, fn, ...)
+  local err = helpers.error_of(fn, ...)
+  assert.is_true(gpu.Error.is(err), "expected a gpu.Error, got: " .. tostring(err))
+  assert.are.equal(name, err.name)
+  if call then assert.are.equal(call, err.call) end
+  return err
+end
+
+-- Fresh random data: floats in [-scale, scale), integers in [lo, hi].
+function helpers.random_floats(n, scale)
+  scale = scale or 1
+  local t = {}
+  for i = 1, n do t[i] = (math.random() * 2 - 1) * scale end
+  return t
+end
+
+function helpers.random_integers(n, lo, hi)
+  local t = {}
+  for i = 1, n do t[i] = math.random(lo, hi) end
+  return t
+end
+
+-- Rounds a Lua number to float32, as the device stores it.
+function helpers.f32(x)
+  return string.unpack("f", string.pack("f", x))
+end
+
+-- Asserts two numbers agree to a relative tolerance (NaN matches only NaN).
+function helpers.assert_close(expected, actual, rtol, what)
+  rtol = rtol or 1e-6
+  if expected ~= expected then
+    assert(actual ~= actual, (what or "value") .. ": expected nan, got " .. tostring(actual))
+    return
+  end
+  local err = math.abs(expected - actual)
+  local tol = rtol * math.max(1, math.abs(expected))
+  assert(err <= tol, ("%s: expected %.9g, got %.9g (error %.3g > %.3g)"):format(
+    what or "value", expected, actual, err, tol))
+end
+
+math.randomseed(os.time(), os.clock() * 1e6)
+
+return helpers

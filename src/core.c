@@ -1,0 +1,105 @@
+/*
+** core.c: luaopen_gpu_core, the per-state data, and small helpers shared by subsystems.
+**
+** require "gpu.core" returns a table of the C functions of every subsystem plus
+** core.types (metatables by short name, so the Lua layer can add methods and printing).
+** Nothing here touches the driver: loading succeeds on a machine without a GPU.
+*/
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu.h"
+
+gpu_State *gpu_state (lua_State *L) {
+  gpu_State *s;
+  lua_getfield(L, LUA_REGISTRYINDEX, GPU_STATE_KEY);
+  s = (gpu_State *)lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  return s;
+}
+
+int gpu_checkoptions (lua_State *L, int arg, const char *const known[]) {
+  if (lua_isnoneornil(L, arg)) return 0;
+  luaL_checktype(L, arg, LUA_TTABLE);
+  lua_pushnil(L);
+  while (lua_next(L, arg) != 0) {
+    int i;
+    lua_pop(L, 1);
+    if (lua_type(L, -1) != LUA_TSTRING)
+      return luaL_argerror(L, arg, lua_pushfstring(L, "option keys must be strings, got %s",
+                                                   luaL_typename(L, -1)));
+    for (i = 0; known[i] != NULL; i++)
+      if (strcmp(lua_tostring(L, -1), known[i]) == 0) break;
+    if (known[i] == NULL)
+      return luaL_argerror(L, arg, lua_pushfstring(L, "unknown option '%s'", lua_tostring(L, -1)));
+  }
+  return 1;
+}
+
+void gpu_newtype (lua_State *L, const char *tname, const luaL_Reg *meta,
+                  const luaL_Reg *methods) {
+  const char *shortname = strchr(tname, '.') + 1;
+  lua_newtable(L);                              /* methods */
+  if (methods != NULL) {
+    lua_pushvalue(L, -1);
+    luaL_setfuncs(L, methods, 1);               /* methods see their own table as upvalue */
+  }
+  luaL_newmetatable(L, tname);
+  lua_pushvalue(L, -2);
+  lua_setfield(L, -2, "__methods");
+  lua_pushvalue(L, -2);
+  luaL_setfuncs(L, meta, 1);                    /* metamethods see the methods table */
+  if (lua_getfield(L, -1, "__index") == LUA_TNIL) {
+    lua_pushvalue(L, -3);
+    lua_setfield(L, -3, "__index");
+  }
+  lua_pop(L, 1);
+  lua_remove(L, -2);
+  /* core.types[shortname] = metatable; the module table sits below, at types' level */
+  lua_getfield(L, LUA_REGISTRYINDEX, "gpu.types");
+  lua_pushvalue(L, -2);
+  lua_setfield(L, -2, shortname);
+  lua_pop(L, 1);
+}
+
+int gpu_freed_error (lua_State *L, int arg, const char *what) {
+  return luaL_argerror(L, arg, lua_pushfstring(L, "%s has been freed", what));
+}
+
+void gpu_pin (lua_State *L, int ud, int idx, int n) {
+  lua_pushvalue(L, idx);
+  lua_setiuservalue(L, ud, n);
+}
+
+static void open_state (lua_State *L) {
+  gpu_State *s = (gpu_State *)lua_newuserdatauv(L, sizeof(gpu_State), 0);
+  s->device = -1;
+  s->gc_debt = 0;
+  lua_setfield(L, LUA_REGISTRYINDEX, GPU_STATE_KEY);
+}
+
+static void (*const subsystems[])(lua_State *L) = {
+  gpu_error_open, gpu_dtype_open, gpu_device_open, gpu_memory_open, gpu_host_open, gpu_stream_open,
+  gpu_nvrtc_open, gpu_module_open, gpu_launch_open,
+};
+
+int luaopen_gpu_core (lua_State *L) {
+  size_t i;
+  luaL_checkversion(L);
+  if (lua_getfield(L, LUA_REGISTRYINDEX, "gpu.core") == LUA_TTABLE) return 1;  /* once per state */
+  lua_pop(L, 1);
+  open_state(L);
+  lua_newtable(L);                              /* the module */
+  lua_newtable(L);
+  lua_pushvalue(L, -1);
+  lua_setfield(L, LUA_REGISTRYINDEX, "gpu.types");
+  lua_setfield(L, -2, "types");
+  for (i = 0; i < sizeof subsystems / sizeof subsystems[0]; i++) {
+    int top = lua_gettop(L);
+    subsystems[i](L);
+    lua_settop(L, top);
+  }
+  lua_pushvalue(L, -1);
+  lua_setfield(L, LUA_REGISTRYINDEX, "gpu.core");
+  return 1;
+}

@@ -1,0 +1,337 @@
+/*
+** device.c: driver and device queries, gpu.Device, and the per-state contexts.
+**
+** Work runs in each device's primary context (shared with every other CUDA user in the
+** process).  A state retains a device's primary context the first time it needs it, keeps it
+** in a gpu.Context userdata (registry table "gpu.contexts", keyed by ordinal), and releases
+** it when the state closes.  Objects pin that userdata, so it outlives them.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu.h"
+
+#define GPU_DEVICE "gpu.Device"
+
+typedef struct gpu_Device {
+  CUdevice device;
+  int ordinal;
+} gpu_Device;
+
+static const struct { const char *name; CUdevice_attribute attribute; } attributes[] = {
+#define X(name) {#name, CU_DEVICE_ATTRIBUTE_##name},
+#include "device_attributes.h"
+#undef X
+};
+
+static int device_count (lua_State *L, const gpu_Driver *d) {
+  int n = 0;
+  gpu_check(L, d->cuDeviceGetCount(&n), "cuDeviceGetCount");
+  return n;
+}
+
+static int check_ordinal (lua_State *L, int arg, const gpu_Driver *d) {
+  lua_Integer n = luaL_checkinteger(L, arg);
+  int count = device_count(L, d);
+  if (n < 0 || n >= count)
+    return luaL_argerror(L, arg, lua_pushfstring(L, "device ordinal %I out of range (%d device%s)",
+                                                 n, count, count == 1 ? "" : "s"));
+  return (int)n;
+}
+
+/* The ordinal new work goes to: set_device, else CUDA_DEVICE, else 0. */
+static int current_ordinal (lua_State *L, const gpu_Driver *d) {
+  gpu_State *s = gpu_state(L);
+  if (s->device < 0) {
+    const char *env = getenv("CUDA_DEVICE");
+    int count = device_count(L, d);
+    int n = 0;
+    if (env != NULL && *env != '\0') {
+      char *end;
+      long v = strtol(env, &end, 10);
+      if (*end != '\0' || v < 0 || v >= count)
+        return luaL_error(L, "CUDA_DEVICE=%s is not a device ordinal (%d device%s)", env, count,
+                          count == 1 ? "" : "s");
+      n = (int)v;
+    }
+    s->device = n;
+  }
+  return s->device;
+}
+
+/* ---------------------------------------------------------------- contexts */
+
+static int context_release (lua_State *L) {
+  gpu_Context *c = (gpu_Context *)luaL_checkudata(L, 1, GPU_CONTEXT);
+  const gpu_Driver *d = gpu_driver_load(NULL, NULL);
+  if (c->ctx != NULL && c->owned && d != NULL) d->cuDevicePrimaryCtxRelease(c->device);
+  c->ctx = NULL;
+  return 0;
+}
+
+static gpu_Context *context_new (lua_State *L, const gpu_Driver *d, int ordinal) {
+  gpu_Context *c = (gpu_Context *)lua_newuserdatauv(L, sizeof(gpu_Context), 0);
+  CUdevice dev;
+  int i;
+  static const CUdevice_attribute limits[7] = {
+    CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
+    CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
+    CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z,
+    CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+  };
+  memset(c, 0, sizeof *c);
+  luaL_setmetatable(L, GPU_CONTEXT);
+  gpu_check(L, d->cuDeviceGet(&dev, ordinal), "cuDeviceGet");
+  c->device = dev;
+  c->ordinal = ordinal;
+  for (i = 0; i < 7; i++) {
+    int v;
+    gpu_check(L, d->cuDeviceGetAttribute(&v, limits[i], dev), "cuDeviceGetAttribute");
+    if (i < 3) c->max_block[i] = v;
+    else if (i < 6) c->max_grid[i - 3] = v;
+    else c->max_threads = v;
+  }
+  gpu_check(L, d->cuDeviceGetAttribute(&c->cc_major,
+                                       CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev),
+            "cuDeviceGetAttribute");
+  gpu_check(L, d->cuDeviceGetAttribute(&c->cc_minor,
+                                       CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
+            "cuDeviceGetAttribute");
+  gpu_check(L, d->cuDevicePrimaryCtxRetain(&c->ctx, dev), "cuDevicePrimaryCtxRetain");
+  c->owned = 1;
+  return c;
+}
+
+gpu_Context *gpu_context_push (lua_State *L) {
+  const gpu_Driver *d = gpu_driver(L);
+  int ordinal = current_ordinal(L, d);
+  gpu_Context *c;
+  lua_getfield(L, LUA_REGISTRYINDEX, "gpu.contexts");
+  if (lua_rawgeti(L, -1, ordinal) == LUA_TUSERDATA) {
+    c = (gpu_Context *)lua_touserdata(L, -1);
+    lua_remove(L, -2);
+  } else {
+    lua_pop(L, 1);
+    c = context_new(L, d, ordinal);
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, -3, ordinal);
+    lua_remove(L, -2);
+  }
+  gpu_context_enter(L, c);
+  return c;
+}
+
+int gpu_context_try_enter (gpu_Context *c) {
+  const gpu_Driver *d = gpu_driver_load(NULL, NULL);
+  CUcontext cur = NULL;
+  if (c == NULL || c->ctx == NULL || d == NULL) return 0;
+  if (d->cuCtxGetCurrent(&cur) != CUDA_SUCCESS) return 0;
+  return cur == c->ctx || d->cuCtxSetCurrent(c->ctx) == CUDA_SUCCESS;
+}
+
+void gpu_context_enter (lua_State *L, gpu_Context *c) {
+  const gpu_Driver *d = gpu_driver(L);
+  CUcontext cur = NULL;
+  if (c->ctx == NULL) luaL_error(L, "the CUDA context of this object has been released");
+  gpu_check(L, d->cuCtxGetCurrent(&cur), "cuCtxGetCurrent");
+  if (cur != c->ctx) gpu_check(L, d->cuCtxSetCurrent(c->ctx), "cuCtxSetCurrent");
+}
+
+/* ---------------------------------------------------------------- module functions */
+
+static int gpu_available (lua_State *L) {
+  const char *why;
+  const gpu_Driver *d = gpu_driver_load(&why, NULL);
+  int n = 0;
+  if (d == NULL) {
+    lua_pushboolean(L, 0);
+    lua_pushstring(L, why);
+    return 2;
+  }
+  if (d->cuDeviceGetCount(&n) != CUDA_SUCCESS || n == 0) {
+    lua_pushboolean(L, 0);
+    lua_pushliteral(L, "no CUDA device found");
+    return 2;
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+static int gpu_device_count (lua_State *L) {
+  const gpu_Driver *d = gpu_driver_load(NULL, NULL);
+  int n = 0;
+  if (d != NULL) gpu_check(L, d->cuDeviceGetCount(&n), "cuDeviceGetCount");
+  lua_pushinteger(L, n);   /* no driver or no device: zero devices, like nvidia-smi */
+  return 1;
+}
+
+static int gpu_driver_version (lua_State *L) {
+  const gpu_Driver *d = gpu_driver_symbols();
+  if (d == NULL) {
+    const char *why;
+    gpu_driver_load(&why, NULL);
+    return gpu_raise(L, CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", why,
+                     "cuDriverGetVersion", NULL);
+  }
+  lua_pushinteger(L, d->version);
+  return 1;
+}
+
+static gpu_Device *push_device (lua_State *L, const gpu_Driver *d, int ordinal) {
+  gpu_Device *dev = (gpu_Device *)lua_newuserdatauv(L, sizeof(gpu_Device), 0);
+  dev->ordinal = ordinal;
+  luaL_setmetatable(L, GPU_DEVICE);
+  gpu_check(L, d->cuDeviceGet(&dev->device, ordinal), "cuDeviceGet");
+  return dev;
+}
+
+static int gpu_Device_new (lua_State *L) {
+  const gpu_Driver *d = gpu_driver(L);
+  push_device(L, d, lua_isnoneornil(L, 1) ? current_ordinal(L, d) : check_ordinal(L, 1, d));
+  return 1;
+}
+
+static int gpu_set_device (lua_State *L) {
+  const gpu_Driver *d = gpu_driver(L);
+  gpu_state(L)->device = check_ordinal(L, 1, d);
+  return 0;
+}
+
+static int gpu_get_device (lua_State *L) {
+  const gpu_Driver *d = gpu_driver(L);
+  push_device(L, d, current_ordinal(L, d));
+  return 1;
+}
+
+static int gpu_synchronize (lua_State *L) {
+  const gpu_Driver *d = gpu_driver(L);
+  gpu_context_push(L);
+  gpu_check(L, d->cuCtxSynchronize(), "cuCtxSynchronize");
+  return 0;
+}
+
+static int gpu_mem_get_info (lua_State *L) {
+  const gpu_Driver *d = gpu_driver(L);
+  size_t free_bytes, total;
+  gpu_context_push(L);
+  gpu_check(L, d->cuMemGetInfo(&free_bytes, &total), "cuMemGetInfo");
+  lua_pushinteger(L, (lua_Integer)free_bytes);
+  lua_pushinteger(L, (lua_Integer)total);
+  return 2;
+}
+
+/* ---------------------------------------------------------------- gpu.Device methods */
+
+static int device_name (lua_State *L) {
+  gpu_Device *dev = (gpu_Device *)luaL_checkudata(L, 1, GPU_DEVICE);
+  char name[256];
+  gpu_check(L, gpu_driver(L)->cuDeviceGetName(name, sizeof name, dev->device), "cuDeviceGetName");
+  lua_pushstring(L, name);
+  return 1;
+}
+
+static int device_compute_capability (lua_State *L) {
+  gpu_Device *dev = (gpu_Device *)luaL_checkudata(L, 1, GPU_DEVICE);
+  const gpu_Driver *d = gpu_driver(L);
+  int major, minor;
+  gpu_check(L, d->cuDeviceGetAttribute(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                                       dev->device), "cuDeviceGetAttribute");
+  gpu_check(L, d->cuDeviceGetAttribute(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                                       dev->device), "cuDeviceGetAttribute");
+  lua_pushinteger(L, major);
+  lua_pushinteger(L, minor);
+  return 2;
+}
+
+static int device_total_memory (lua_State *L) {
+  gpu_Device *dev = (gpu_Device *)luaL_checkudata(L, 1, GPU_DEVICE);
+  size_t bytes;
+  gpu_check(L, gpu_driver(L)->cuDeviceTotalMem(&bytes, dev->device), "cuDeviceTotalMem");
+  lua_pushinteger(L, (lua_Integer)bytes);
+  return 1;
+}
+
+static int device_attribute (lua_State *L) {
+  gpu_Device *dev = (gpu_Device *)luaL_checkudata(L, 1, GPU_DEVICE);
+  const char *name = luaL_checkstring(L, 2);
+  size_t i;
+  int value;
+  if (strncmp(name, "CU_DEVICE_ATTRIBUTE_", 20) == 0) name += 20;
+  for (i = 0; i < sizeof attributes / sizeof attributes[0]; i++)
+    if (strcmp(name, attributes[i].name) == 0) break;
+  if (i == sizeof attributes / sizeof attributes[0])
+    return luaL_argerror(L, 2, lua_pushfstring(L, "unknown device attribute '%s'", name));
+  gpu_check(L, gpu_driver(L)->cuDeviceGetAttribute(&value, attributes[i].attribute, dev->device),
+            "cuDeviceGetAttribute");
+  lua_pushinteger(L, value);
+  return 1;
+}
+
+static int device_attributes (lua_State *L) {
+  gpu_Device *dev = (gpu_Device *)luaL_checkudata(L, 1, GPU_DEVICE);
+  const gpu_Driver *d = gpu_driver(L);
+  size_t i;
+  lua_newtable(L);
+  for (i = 0; i < sizeof attributes / sizeof attributes[0]; i++) {
+    int value;  /* attributes this driver does not know are left out */
+    if (d->cuDeviceGetAttribute(&value, attributes[i].attribute, dev->device) == CUDA_SUCCESS) {
+      lua_pushinteger(L, value);
+      lua_setfield(L, -2, attributes[i].name);
+    }
+  }
+  return 1;
+}
+
+static int device_pci_bus_id (lua_State *L) {
+  gpu_Device *dev = (gpu_Device *)luaL_checkudata(L, 1, GPU_DEVICE);
+  char id[64];
+  gpu_check(L, gpu_driver(L)->cuDeviceGetPCIBusId(id, sizeof id, dev->device),
+            "cuDeviceGetPCIBusId");
+  lua_pushstring(L, id);
+  return 1;
+}
+
+static int device_ordinal (lua_State *L) {
+  lua_pushinteger(L, ((gpu_Device *)luaL_checkudata(L, 1, GPU_DEVICE))->ordinal);
+  return 1;
+}
+
+static int device_tostring (lua_State *L) {
+  gpu_Device *dev = (gpu_Device *)luaL_checkudata(L, 1, GPU_DEVICE);
+  char name[256] = "?";
+  gpu_driver(L)->cuDeviceGetName(name, sizeof name, dev->device);
+  lua_pushfstring(L, "gpu.Device(%d: %s)", dev->ordinal, name);
+  return 1;
+}
+
+static int device_eq (lua_State *L) {
+  gpu_Device *a = (gpu_Device *)luaL_checkudata(L, 1, GPU_DEVICE);
+  gpu_Device *b = (gpu_Device *)luaL_checkudata(L, 2, GPU_DEVICE);
+  lua_pushboolean(L, a->ordinal == b->ordinal);
+  return 1;
+}
+
+void gpu_device_open (lua_State *L) {
+  static const luaL_Reg functions[] = {
+    {"available", gpu_available}, {"device_count", gpu_device_count},
+    {"driver_version", gpu_driver_version}, {"Device", gpu_Device_new},
+    {"set_device", gpu_set_device}, {"get_device", gpu_get_device},
+    {"synchronize", gpu_synchronize}, {"mem_get_info", gpu_mem_get_info}, {NULL, NULL},
+  };
+  static const luaL_Reg device_meta[] = {
+    {"__tostring", device_tostring}, {"__eq", device_eq}, {NULL, NULL},
+  };
+  static const luaL_Reg device_methods[] = {
+    {"name", device_name}, {"compute_capability", device_compute_capability},
+    {"total_memory", device_total_memory}, {"attribute", device_attribute},
+    {"attributes", device_attributes}, {"pci_bus_id", device_pci_bus_id},
+    {"ordinal", device_ordinal}, {NULL, NULL},
+  };
+  static const luaL_Reg context_meta[] = {{"__gc", context_release}, {NULL, NULL}};
+  luaL_setfuncs(L, functions, 0);
+  gpu_newtype(L, GPU_DEVICE, device_meta, device_methods);
+  gpu_newtype(L, GPU_CONTEXT, context_meta, NULL);
+  lua_newtable(L);
+  lua_setfield(L, LUA_REGISTRYINDEX, "gpu.contexts");
+}

@@ -1,0 +1,272 @@
+/*
+** dtype.c: the element types, and conversions between Lua values and their bytes.
+**
+** Lua has one integer type (int64) and one float type (double), so conversions check
+** ranges instead of wrapping: 2^40 does not fit an int32 and says so.  uint64 is the
+** exception: Lua integers carry its 64 bits unchanged (values >= 2^63 read back negative,
+** as with Lua's own unsigned operations math.ult and %u), so a round trip never fails.
+*/
+#include <math.h>
+#include <string.h>
+
+#include "gpu.h"
+
+const gpu_Dtype gpu_dtypes[GPU_NDTYPES] = {
+  [GPU_BOOL]     = {"bool", "bool", 1, 'b', '?'},
+  [GPU_INT8]     = {"int8", "signed char", 1, 'i', 'b'},
+  [GPU_UINT8]    = {"uint8", "unsigned char", 1, 'u', 'B'},
+  [GPU_INT16]    = {"int16", "short", 2, 'i', 'h'},
+  [GPU_UINT16]   = {"uint16", "unsigned short", 2, 'u', 'H'},
+  [GPU_INT32]    = {"int32", "int", 4, 'i', 'i'},
+  [GPU_UINT32]   = {"uint32", "unsigned int", 4, 'u', 'I'},
+  [GPU_INT64]    = {"int64", "long long", 8, 'i', 'q'},
+  [GPU_UINT64]   = {"uint64", "unsigned long long", 8, 'u', 'Q'},
+  [GPU_FLOAT16]  = {"float16", "__half", 2, 'f', 'e'},
+  [GPU_BFLOAT16] = {"bfloat16", "__nv_bfloat16", 2, 'f', 0},
+  [GPU_FLOAT32]  = {"float32", "float", 4, 'f', 'f'},
+  [GPU_FLOAT64]  = {"float64", "double", 8, 'f', 'd'},
+};
+
+int gpu_finddtype (const char *name) {
+  int i;
+  for (i = 0; i < GPU_NDTYPES; i++)
+    if (strcmp(name, gpu_dtypes[i].name) == 0) return i;
+  return -1;
+}
+
+gpu_DtypeId gpu_checkdtype (lua_State *L, int arg) {
+  const char *name = luaL_checkstring(L, arg);
+  int id = gpu_finddtype(name);
+  if (id < 0) luaL_argerror(L, arg, lua_pushfstring(L, "unknown dtype '%s'", name));
+  return (gpu_DtypeId)id;
+}
+
+/* ---------------------------------------------------------------- half precision */
+
+static float half_to_float (uint16_t h) {
+  uint32_t sign = (uint32_t)(h & 0x8000) << 16, exponent = (h >> 10) & 0x1f, mantissa = h & 0x3ff;
+  uint32_t bits;
+  float f;
+  if (exponent == 0x1f) bits = sign | 0x7f800000u | (mantissa << 13);       /* inf, nan */
+  else if (exponent != 0) bits = sign | ((exponent + 112) << 23) | (mantissa << 13);
+  else if (mantissa == 0) bits = sign;                                       /* zero */
+  else {                                                                     /* subnormal */
+    f = ldexpf((float)mantissa, -24);
+    return sign ? -f : f;
+  }
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+/* Round to nearest even, overflow to infinity (what CUDA's __float2half does). */
+static uint16_t float_to_half (float f) {
+  uint32_t bits, sign, exponent, mantissa;
+  memcpy(&bits, &f, 4);
+  sign = (bits >> 16) & 0x8000;
+  exponent = (bits >> 23) & 0xff;
+  mantissa = bits & 0x7fffff;
+  if (exponent == 0xff) return (uint16_t)(sign | 0x7c00 | (mantissa ? 0x200 : 0));
+  if (exponent > 142) return (uint16_t)(sign | 0x7c00);                      /* >= 65520 */
+  if (exponent >= 113) {                                                     /* normal */
+    uint32_t h = ((exponent - 112) << 10) | (mantissa >> 13), rest = mantissa & 0x1fff;
+    if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) h++;                   /* may carry to inf */
+    return (uint16_t)(sign | h);
+  }
+  if (exponent >= 102) {                                                     /* subnormal */
+    uint32_t m = mantissa | 0x800000, shift = 126 - exponent;
+    uint32_t h = m >> shift, rest = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rest > half || (rest == half && (h & 1))) h++;
+    return (uint16_t)(sign | h);
+  }
+  return (uint16_t)sign;
+}
+
+static float bfloat16_to_float (uint16_t b) {
+  uint32_t bits = (uint32_t)b << 16;
+  float f;
+  memcpy(&f, &bits, 4);
+  return f;
+}
+
+static uint16_t float_to_bfloat16 (float f) {
+  uint32_t bits;
+  memcpy(&bits, &f, 4);
+  if ((bits & 0x7fffffff) > 0x7f800000) return (uint16_t)((bits >> 16) | 0x40);  /* quiet nan */
+  bits += 0x7fff + ((bits >> 16) & 1);
+  return (uint16_t)(bits >> 16);
+}
+
+/* ---------------------------------------------------------------- Lua <-> bytes */
+
+static const char *const out_of_range[GPU_NDTYPES] = {
+  [GPU_INT8] = "out of range for int8", [GPU_UINT8] = "out of range for uint8",
+  [GPU_INT16] = "out of range for int16", [GPU_UINT16] = "out of range for uint16",
+  [GPU_INT32] = "out of range for int32", [GPU_UINT32] = "out of range for uint32",
+  [GPU_INT64] = "out of range for int64", [GPU_UINT64] = "out of range for uint64",
+};
+
+static const char *to_integer (lua_State *L, int idx, gpu_DtypeId dtype, lua_Integer *out) {
+  int isint;
+  lua_Integer v;
+  if (lua_type(L, idx) != LUA_TNUMBER) return "expected a number";
+  v = lua_tointegerx(L, idx, &isint);
+  if (!isint) {
+    lua_Number n = lua_tonumber(L, idx);
+    return n != floor(n) ? "not an integer" : out_of_range[dtype];  /* integral beyond int64 */
+  }
+  *out = v;
+  return NULL;
+}
+
+const char *gpu_tovalue (lua_State *L, int idx, gpu_DtypeId dtype, void *out) {
+  lua_Integer v = 0;
+  const char *bad;
+  switch (gpu_dtypes[dtype].kind) {
+    case 'b': {
+      unsigned char b;
+      if (lua_isboolean(L, idx)) b = (unsigned char)lua_toboolean(L, idx);
+      else if (lua_type(L, idx) == LUA_TNUMBER) b = lua_tonumber(L, idx) != 0;
+      else return "expected a boolean or a number";
+      memcpy(out, &b, 1);
+      return NULL;
+    }
+    case 'f': {
+      lua_Number n;
+      if (lua_type(L, idx) != LUA_TNUMBER) return "expected a number";
+      n = lua_tonumber(L, idx);
+      if (dtype == GPU_FLOAT64) memcpy(out, &n, 8);
+      else {
+        float f = (float)n;
+        if (dtype == GPU_FLOAT32) memcpy(out, &f, 4);
+        else {
+          uint16_t h = dtype == GPU_FLOAT16 ? float_to_half(f) : float_to_bfloat16(f);
+          memcpy(out, &h, 2);
+        }
+      }
+      return NULL;
+    }
+    default:
+      break;
+  }
+  if (dtype == GPU_UINT64 && lua_type(L, idx) == LUA_TNUMBER && !lua_isinteger(L, idx)) {
+    lua_Number n = lua_tonumber(L, idx);      /* floats may name the upper half of uint64 */
+    uint64_t u;
+    if (n != floor(n)) return "not an integer";
+    if (!(n >= 0 && n < 18446744073709551616.0)) return out_of_range[GPU_UINT64];
+    u = (uint64_t)n;
+    memcpy(out, &u, 8);
+    return NULL;
+  }
+  if ((bad = to_integer(L, idx, dtype, &v)) != NULL) return bad;
+  switch (dtype) {
+#define GPU_STORE(id, type, lo, hi)                                             \
+    case id: {                                                                  \
+      type t;                                                                   \
+      if (v < (lo) || v > (hi)) return out_of_range[id];                        \
+      t = (type)v;                                                              \
+      memcpy(out, &t, sizeof t);                                                \
+      return NULL;                                                              \
+    }
+    GPU_STORE(GPU_INT8, int8_t, INT8_MIN, INT8_MAX)
+    GPU_STORE(GPU_UINT8, uint8_t, 0, UINT8_MAX)
+    GPU_STORE(GPU_INT16, int16_t, INT16_MIN, INT16_MAX)
+    GPU_STORE(GPU_UINT16, uint16_t, 0, UINT16_MAX)
+    GPU_STORE(GPU_INT32, int32_t, INT32_MIN, INT32_MAX)
+    GPU_STORE(GPU_UINT32, uint32_t, 0, (lua_Integer)UINT32_MAX)
+    GPU_STORE(GPU_INT64, int64_t, LUA_MININTEGER, LUA_MAXINTEGER)
+    GPU_STORE(GPU_UINT64, int64_t, LUA_MININTEGER, LUA_MAXINTEGER)
+#undef GPU_STORE
+    default:
+      return "unsupported dtype";
+  }
+}
+
+void gpu_pushvalue (lua_State *L, gpu_DtypeId dtype, const void *p) {
+  switch (dtype) {
+#define GPU_LOAD(id, type, push) case id: { type t; memcpy(&t, p, sizeof t); push(L, t); return; }
+    GPU_LOAD(GPU_INT8, int8_t, lua_pushinteger)
+    GPU_LOAD(GPU_UINT8, uint8_t, lua_pushinteger)
+    GPU_LOAD(GPU_INT16, int16_t, lua_pushinteger)
+    GPU_LOAD(GPU_UINT16, uint16_t, lua_pushinteger)
+    GPU_LOAD(GPU_INT32, int32_t, lua_pushinteger)
+    GPU_LOAD(GPU_UINT32, uint32_t, lua_pushinteger)
+    GPU_LOAD(GPU_INT64, int64_t, lua_pushinteger)
+    GPU_LOAD(GPU_UINT64, int64_t, lua_pushinteger)      /* same 64 bits, see above */
+    GPU_LOAD(GPU_FLOAT32, float, lua_pushnumber)
+    GPU_LOAD(GPU_FLOAT64, double, lua_pushnumber)
+#undef GPU_LOAD
+    case GPU_BOOL: lua_pushboolean(L, *(const unsigned char *)p != 0); return;
+    case GPU_FLOAT16: case GPU_BFLOAT16: {
+      uint16_t h;
+      memcpy(&h, p, 2);
+      lua_pushnumber(L, dtype == GPU_FLOAT16 ? half_to_float(h) : bfloat16_to_float(h));
+      return;
+    }
+    default: lua_pushnil(L); return;
+  }
+}
+
+/* ---------------------------------------------------------------- shapes */
+
+static int64_t check_dim (lua_State *L, int arg, int idx) {
+  int isint;
+  lua_Integer n = lua_tointegerx(L, idx, &isint);
+  if (!isint)
+    return luaL_argerror(L, arg, lua_pushfstring(L, "shape must be a number or a table of "
+                                                 "whole numbers, got %s", luaL_typename(L, idx)));
+  if (n < 0)
+    return luaL_argerror(L, arg, lua_pushfstring(L, "negative dimension %I in shape", n));
+  return (int64_t)n;
+}
+
+int gpu_checkshape (lua_State *L, int arg, int64_t *shape, int64_t *size) {
+  int ndim, i;
+  int64_t total = 1;
+  arg = lua_absindex(L, arg);
+  if (lua_type(L, arg) == LUA_TNUMBER) {
+    shape[0] = check_dim(L, arg, arg);
+    ndim = 1;
+  } else if (lua_type(L, arg) == LUA_TTABLE) {
+    lua_Unsigned n = lua_rawlen(L, arg);
+    if (n > GPU_MAXDIM)
+      return luaL_argerror(L, arg, lua_pushfstring(L, "shape has %d dimensions (at most %d)",
+                                                   (int)n, GPU_MAXDIM));
+    ndim = (int)n;
+    for (i = 0; i < ndim; i++) {
+      lua_rawgeti(L, arg, i + 1);
+      shape[i] = check_dim(L, arg, -1);
+      lua_pop(L, 1);
+    }
+  } else {
+    return luaL_argerror(L, arg, lua_pushfstring(L, "shape must be a number or a table of "
+                                                 "whole numbers, got %s", luaL_typename(L, arg)));
+  }
+  for (i = 0; i < ndim; i++) {
+    if (shape[i] != 0 && total > ((int64_t)1 << 62) / shape[i])
+      return luaL_argerror(L, arg, "shape is too large");
+    total *= shape[i];
+  }
+  *size = total;
+  return ndim;
+}
+
+/* dtype(name) -> {name, itemsize, ctype, kind}; kind is NumPy's letter */
+static int gpu_dtype (lua_State *L) {
+  const gpu_Dtype *t = &gpu_dtypes[gpu_checkdtype(L, 1)];
+  char kind[2] = {t->kind, '\0'};
+  lua_createtable(L, 0, 4);
+  lua_pushstring(L, t->name);
+  lua_setfield(L, -2, "name");
+  lua_pushinteger(L, t->itemsize);
+  lua_setfield(L, -2, "itemsize");
+  lua_pushstring(L, t->ctype);
+  lua_setfield(L, -2, "ctype");
+  lua_pushstring(L, kind);
+  lua_setfield(L, -2, "kind");
+  return 1;
+}
+
+void gpu_dtype_open (lua_State *L) {
+  lua_pushcfunction(L, gpu_dtype);
+  lua_setfield(L, -2, "dtype");
+}

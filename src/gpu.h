@@ -1,0 +1,293 @@
+/*
+** gpu.h: what the C core's subsystems share.
+**
+** The core is split by subsystem (driver.c, error.c, device.c, memory.c, host.c, nvrtc.c,
+** module.c, launch.c, stream.c); each exports gpu_<area>_open(L), called by core.c, which
+** holds the one exported symbol, luaopen_gpu_core.  Nothing here links against libcuda or
+** NVRTC: their entry points are resolved at run time (driver.c, nvrtc.c).
+*/
+#ifndef GPU_H
+#define GPU_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include "lua.h"
+#include "lauxlib.h"
+
+#define GPU_INTERNAL __attribute__((visibility("hidden")))
+
+/* The one exported symbol: require "gpu.core". */
+__attribute__((visibility("default"))) int luaopen_gpu_core(lua_State *L);
+
+/* ---------------------------------------------------------------- driver.c */
+
+/*
+** Every driver entry point the module uses, with the CUDA version whose ABI we call
+** (the suffix of its PFN_ typedef in cudaTypedefs.h).  cuGetProcAddress is asked for that
+** version, so versioned symbols (cuMemAlloc -> cuMemAlloc_v2) come out right.  OPT marks
+** entry points that older drivers may lack; the module checks them before use.
+*/
+#define GPU_DRIVER_SYMBOLS(X, OPT)                 \
+  X(cuInit, 2000)                                  \
+  X(cuDriverGetVersion, 2020)                      \
+  X(cuGetErrorName, 6000)                          \
+  X(cuGetErrorString, 6000)                        \
+  X(cuDeviceGet, 2000)                             \
+  X(cuDeviceGetCount, 2000)                        \
+  X(cuDeviceGetName, 2000)                         \
+  X(cuDeviceTotalMem, 3020)                        \
+  X(cuDeviceGetAttribute, 2000)                    \
+  X(cuDeviceGetPCIBusId, 4010)                     \
+  X(cuDevicePrimaryCtxRetain, 7000)                \
+  X(cuDevicePrimaryCtxRelease, 11000)              \
+  X(cuCtxGetCurrent, 4000)                         \
+  X(cuCtxSetCurrent, 4000)                         \
+  X(cuCtxSynchronize, 2000)                        \
+  X(cuCtxGetDevice, 2000)                          \
+  X(cuMemGetInfo, 3020)                            \
+  X(cuMemAlloc, 3020)                              \
+  X(cuMemFree, 3020)                               \
+  X(cuMemHostAlloc, 2020)                          \
+  X(cuMemFreeHost, 2000)                           \
+  X(cuMemcpyHtoD, 3020)                            \
+  X(cuMemcpyDtoH, 3020)                            \
+  X(cuMemcpyDtoD, 3020)                            \
+  X(cuMemcpyHtoDAsync, 3020)                       \
+  X(cuMemcpyDtoHAsync, 3020)                       \
+  X(cuMemcpyDtoDAsync, 3020)                       \
+  X(cuMemsetD8, 3020)                              \
+  X(cuMemsetD16, 3020)                             \
+  X(cuMemsetD32, 3020)                             \
+  X(cuMemsetD8Async, 3020)                         \
+  X(cuMemsetD16Async, 3020)                        \
+  X(cuMemsetD32Async, 3020)                        \
+  X(cuPointerGetAttribute, 4000)                   \
+  X(cuModuleLoadDataEx, 2010)                      \
+  X(cuModuleUnload, 2000)                          \
+  X(cuModuleGetFunction, 2000)                     \
+  X(cuModuleGetGlobal, 3020)                       \
+  X(cuFuncGetAttribute, 2020)                      \
+  X(cuFuncSetAttribute, 9000)                      \
+  X(cuLaunchKernel, 4000)                          \
+  X(cuOccupancyMaxPotentialBlockSize, 6050)        \
+  X(cuStreamCreate, 2000)                          \
+  X(cuStreamDestroy, 4000)                         \
+  X(cuStreamSynchronize, 2000)                     \
+  X(cuStreamQuery, 2000)                           \
+  X(cuStreamWaitEvent, 3020)                       \
+  X(cuEventCreate, 2000)                           \
+  X(cuEventDestroy, 4000)                          \
+  X(cuEventRecord, 2000)                           \
+  X(cuEventSynchronize, 2000)                      \
+  X(cuEventQuery, 2000)                            \
+  X(cuEventElapsedTime, 2000)                      \
+  OPT(cuFuncGetParamInfo, 12040)
+
+typedef struct gpu_Driver {
+#define GPU_DRIVER_FIELD(name, version) PFN_##name##_v##version name;
+  GPU_DRIVER_SYMBOLS(GPU_DRIVER_FIELD, GPU_DRIVER_FIELD)
+#undef GPU_DRIVER_FIELD
+  int version;            /* cuDriverGetVersion, e.g. 13000 */
+} gpu_Driver;
+
+/*
+** The driver is process-wide: loaded once (thread-safe), never unloaded, read-only after.
+** gpu_driver_load returns NULL and sets *why when there is no usable driver.
+*/
+GPU_INTERNAL const gpu_Driver *gpu_driver_load(const char **why, CUresult *code);
+/* The symbol table even when cuInit failed (error names, versions), or NULL. */
+GPU_INTERNAL const gpu_Driver *gpu_driver_symbols(void);
+/* The loaded driver, or raises the "no CUDA driver / no device" gpu.Error. */
+GPU_INTERNAL const gpu_Driver *gpu_driver(lua_State *L);
+
+/* ---------------------------------------------------------------- error.c */
+
+/* Raises a gpu.Error for a failed driver call; returns only when result is CUDA_SUCCESS. */
+#define gpu_check(L, result, call) \
+  do { CUresult gpu_r_ = (result); if (gpu_r_ != CUDA_SUCCESS) gpu_cuerror(L, gpu_r_, call); } while (0)
+GPU_INTERNAL int gpu_cuerror(lua_State *L, CUresult r, const char *call);
+/* Builds and raises a gpu.Error from its parts (log may be NULL). */
+GPU_INTERNAL int gpu_raise(lua_State *L, int code, const char *name, const char *message,
+                           const char *call, const char *log);
+GPU_INTERNAL const char *gpu_cuerror_name(CUresult r);
+GPU_INTERNAL void gpu_error_open(lua_State *L);
+
+/* ---------------------------------------------------------------- dtypes (host.c) */
+
+typedef enum gpu_DtypeId {
+  GPU_BOOL, GPU_INT8, GPU_UINT8, GPU_INT16, GPU_UINT16, GPU_INT32, GPU_UINT32,
+  GPU_INT64, GPU_UINT64, GPU_FLOAT16, GPU_BFLOAT16, GPU_FLOAT32, GPU_FLOAT64,
+  GPU_NDTYPES
+} gpu_DtypeId;
+
+typedef struct gpu_Dtype {
+  const char *name;       /* "float32" */
+  const char *ctype;      /* C type in kernels: "float" */
+  unsigned char itemsize;
+  char kind;              /* 'b' bool, 'i' signed, 'u' unsigned, 'f' float (NumPy's kinds) */
+  char letter;            /* Python struct letter used by prepare(), 0 if none */
+} gpu_Dtype;
+
+GPU_INTERNAL extern const gpu_Dtype gpu_dtypes[GPU_NDTYPES];
+/* dtype name at arg -> id; unknown names raise "bad argument #arg (unknown dtype 'x')". */
+GPU_INTERNAL gpu_DtypeId gpu_checkdtype(lua_State *L, int arg);
+GPU_INTERNAL int gpu_finddtype(const char *name);  /* -1 if unknown */
+GPU_INTERNAL void gpu_dtype_open(lua_State *L);
+
+/*
+** Converts the Lua value at idx to the bytes of one element of dtype at out.  Integers are
+** range-checked, floats rounded.  On a bad value returns a static reason ("expected a number",
+** "out of range for int32", "not an integer") and writes nothing; NULL on success.
+*/
+GPU_INTERNAL const char *gpu_tovalue(lua_State *L, int idx, gpu_DtypeId dtype, void *out);
+/* Pushes one element of dtype read from p (integers as Lua integers, floats as floats). */
+GPU_INTERNAL void gpu_pushvalue(lua_State *L, gpu_DtypeId dtype, const void *p);
+
+/* ---------------------------------------------------------------- state (core.c) */
+
+/* Per-lua_State data of the module: a userdata kept in the registry. */
+typedef struct gpu_State {
+  int device;             /* ordinal for new work; -1 until chosen (CUDA_DEVICE or 0) */
+  size_t gc_debt;         /* device bytes allocated since the collector was last stepped */
+} gpu_State;
+
+#define GPU_STATE_KEY "gpu.State"
+GPU_INTERNAL gpu_State *gpu_state(lua_State *L);
+
+/* ---------------------------------------------------------------- device.c */
+
+/*
+** A device's context as this lua_State uses it: the device's primary context, retained
+** once per state and released when the state closes.  Objects pin their Context with a
+** user value and make it current before touching their handles (any OS thread may be
+** running the state).
+*/
+typedef struct gpu_Context {
+  CUcontext ctx;          /* NULL once released */
+  CUdevice device;
+  int ordinal;
+  int owned;              /* retained primary context, released on close */
+  int max_block[3], max_grid[3], max_threads;
+  int cc_major, cc_minor;
+} gpu_Context;
+
+#define GPU_CONTEXT "gpu.Context"
+
+/* Pushes the Context of the current device (created on first use) and returns it. */
+GPU_INTERNAL gpu_Context *gpu_context_push(lua_State *L);
+/* Makes c current on the calling thread; raises if c was released. */
+GPU_INTERNAL void gpu_context_enter(lua_State *L, gpu_Context *c);
+/* Same, for finalizers: returns 0 instead of raising. */
+GPU_INTERNAL int gpu_context_try_enter(gpu_Context *c);
+GPU_INTERNAL void gpu_device_open(lua_State *L);
+
+/* ---------------------------------------------------------------- memory.c */
+
+typedef struct gpu_Buffer {
+  CUdeviceptr ptr;        /* 0 once freed */
+  size_t size;
+  struct gpu_Buffer *root; /* the allocation this is a view of (itself for an owner) */
+  gpu_Context *ctx;
+  int owned;              /* frees ptr when released */
+} gpu_Buffer;
+
+#define GPU_BUFFER "gpu.Buffer"
+
+/* Checks arg is a live Buffer (or view of a live one) and returns it. */
+GPU_INTERNAL gpu_Buffer *gpu_checkbuffer(lua_State *L, int arg);
+GPU_INTERNAL gpu_Buffer *gpu_testbuffer(lua_State *L, int idx);
+/* Allocates nbytes on the current device (collecting garbage and retrying once on OOM). */
+GPU_INTERNAL gpu_Buffer *gpu_buffer_new(lua_State *L, size_t nbytes);
+/* Frees an owned allocation now (idempotent, never raises): __gc, __close and :free(). */
+GPU_INTERNAL void gpu_buffer_release(gpu_Buffer *b);
+GPU_INTERNAL void gpu_memory_open(lua_State *L);
+
+/* ---------------------------------------------------------------- host.c */
+
+#define GPU_MAXDIM 32
+
+typedef struct gpu_HostArray {
+  void *data;             /* NULL once freed */
+  size_t nbytes;
+  int64_t size;
+  gpu_DtypeId dtype;
+  int ndim;
+  int pagelocked;         /* the memory is page-locked (cuMemHostAlloc) */
+  struct gpu_HostArray *root;  /* the array owning the memory (itself, or a reshape's base) */
+  gpu_Context *ctx;       /* for page-locked arrays */
+  int64_t shape[GPU_MAXDIM];
+} gpu_HostArray;
+
+#define GPU_HOSTARRAY "gpu.HostArray"
+
+GPU_INTERNAL gpu_HostArray *gpu_testhostarray(lua_State *L, int idx);
+GPU_INTERNAL gpu_HostArray *gpu_checkhostarray(lua_State *L, int arg);
+/* New host array of the given shape (pageable, zero-filled). */
+GPU_INTERNAL gpu_HostArray *gpu_hostarray_new(lua_State *L, gpu_DtypeId dtype, int ndim,
+                                              const int64_t *shape, int pagelocked);
+/*
+** Host bytes at arg: a live HostArray or a Lua string (read-only).  Sets *pinned when the
+** memory is page-locked.  Raises an argument error otherwise.
+*/
+GPU_INTERNAL const void *gpu_checkhostbytes(lua_State *L, int arg, size_t *nbytes, int *pinned);
+/* Parses a shape (number or table of numbers) at arg into shape[]; returns ndim. */
+GPU_INTERNAL int gpu_checkshape(lua_State *L, int arg, int64_t *shape, int64_t *size);
+GPU_INTERNAL void gpu_host_open(lua_State *L);
+
+/* ---------------------------------------------------------------- stream.c */
+
+typedef struct gpu_Stream {
+  CUstream stream;
+  gpu_Context *ctx;
+  int live;               /* 0 once destroyed */
+} gpu_Stream;
+
+#define GPU_STREAM "gpu.Stream"
+#define GPU_EVENT "gpu.Event"
+
+/* The CUstream for an optional stream argument (nil or absent: the default stream). */
+GPU_INTERNAL CUstream gpu_optstream(lua_State *L, int arg);
+GPU_INTERNAL gpu_Stream *gpu_teststream(lua_State *L, int idx);
+GPU_INTERNAL void gpu_stream_open(lua_State *L);
+
+/* ---------------------------------------------------------------- nvrtc.c, module.c, launch.c */
+
+typedef struct gpu_Module {
+  CUmodule module;          /* NULL once unloaded */
+  gpu_Context *ctx;
+  gpu_Buffer globals;       /* root of get_global's buffers: globals.ptr != 0 while loaded */
+} gpu_Module;
+
+#define GPU_MODULE "gpu.Module"
+#define GPU_FUNCTION "gpu.Function"
+#define GPU_SCALAR "gpu.Scalar"
+#define GPU_ARGHANDLER "gpu.ArgHandler"
+
+GPU_INTERNAL void gpu_nvrtc_open(lua_State *L);
+GPU_INTERNAL void gpu_module_open(lua_State *L);
+GPU_INTERNAL void gpu_launch_open(lua_State *L);
+/* Pushes a new Function for handle fn of the Module at module_idx (launch.c). */
+GPU_INTERNAL void gpu_function_new(lua_State *L, int module_idx, CUfunction fn,
+                                   const char *name, const char *signature);
+
+/* ---------------------------------------------------------------- helpers (core.c) */
+
+/*
+** Option tables: gpu_checkoptions raises "bad argument #arg (unknown option 'blcok')" for a
+** key not in the NULL-terminated list.  Returns 0 when the argument is absent or nil.
+*/
+GPU_INTERNAL int gpu_checkoptions(lua_State *L, int arg, const char *const known[]);
+/* Registers a type: metatable named tname (also __name) with metamethods, and a methods
+** table as __index.  Leaves the metatable on the stack. */
+GPU_INTERNAL void gpu_newtype(lua_State *L, const char *tname, const luaL_Reg *meta,
+                              const luaL_Reg *methods);
+/* Raises "<Type> used after free" style errors uniformly. */
+GPU_INTERNAL int gpu_freed_error(lua_State *L, int arg, const char *what);
+/* Pins the value at idx as user value n of the userdata at ud. */
+GPU_INTERNAL void gpu_pin(lua_State *L, int ud, int idx, int n);
+
+#endif

@@ -1,0 +1,784 @@
+/*
+** launch.c: gpu.Function (a kernel and its parameter layout), kernel launches, prepared
+** calls, typed scalars (gpu.int32(x), ...) and the argument handlers In/Out/InOut.
+**
+** A Function knows each parameter's offset and size from cuFuncGetParamInfo where the driver
+** has it, and its type from the kernel's __global__ declaration (read by the Lua layer) or
+** from prepare().  Arguments are converted and range-checked into a packed buffer sized once
+** per function, which is handed to cuLaunchKernel as CU_LAUNCH_PARAM_BUFFER_POINTER: the
+** launch path allocates nothing unless In/Out/InOut handlers need device copies.
+*/
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gpu.h"
+
+/* Parameter types beyond the dtypes: a device pointer, and bytes passed by value. */
+enum { GPU_PARAM_POINTER = GPU_NDTYPES, GPU_PARAM_BYVALUE, GPU_PARAM_NTYPES };
+
+typedef struct gpu_Param {
+  size_t offset, size;
+  int type;
+} gpu_Param;
+
+typedef struct gpu_Function {
+  CUfunction fn;
+  gpu_Context *ctx;
+  const gpu_Buffer *module;   /* the module's liveness flag (its globals root) */
+  int nparams;                /* -1: unknown, laid out from the arguments at each call */
+  int sizes_known;            /* offsets and sizes came from the driver */
+  gpu_Param *params;          /* in the layout userdata, user value 2 */
+  unsigned char *argbuf;      /* ditto */
+  size_t argbuf_size;
+  char name[64];
+} gpu_Function;
+
+/* In/Out/InOut */
+enum { GPU_IN = 1, GPU_OUT = 2, GPU_INOUT = 3 };
+typedef struct gpu_ArgHandler { int direction; } gpu_ArgHandler;
+
+typedef struct gpu_Scalar {
+  gpu_DtypeId dtype;
+  unsigned char bytes[8];
+} gpu_Scalar;
+
+/* Where a launch goes and how it is configured. */
+typedef struct gpu_LaunchConfig {
+  unsigned grid[3], block[3], shared;
+  CUstream stream;
+  int timed;
+} gpu_LaunchConfig;
+
+/* The largest parameter buffer CUDA accepts (12.1+ on Volta and later). */
+#define GPU_MAX_PARAM_BYTES 32764
+
+static const char param_letters[] = "?bBhHiIqQeEfdPV";   /* index = param type */
+
+static int letter_type (int c) {
+  const char *p;
+  switch (c) {                     /* Python struct letters with LP64 sizes */
+    case 'l': c = 'q'; break;
+    case 'L': c = 'Q'; break;
+    case 'n': c = 'q'; break;
+    case 'N': c = 'Q'; break;
+    case 'c': c = 'b'; break;
+  }
+  p = c ? strchr(param_letters, c) : NULL;
+  return p ? (int)(p - param_letters) : -1;
+}
+
+static size_t type_size (int type) {
+  return type == GPU_PARAM_POINTER ? sizeof(CUdeviceptr)
+       : type < GPU_NDTYPES ? gpu_dtypes[type].itemsize : 0;
+}
+
+static const char *type_name (int type) {
+  return type == GPU_PARAM_POINTER ? "pointer"
+       : type == GPU_PARAM_BYVALUE ? "struct (by value)" : gpu_dtypes[type].name;
+}
+
+static size_t align_up (size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+/* Natural alignment of a by-value argument of n bytes (at most 8, a power of two). */
+static size_t natural_alignment (size_t n) {
+  size_t a = 8;
+  while (a > 1 && n % a != 0) a /= 2;
+  return a;
+}
+
+/* ---------------------------------------------------------------- layouts */
+
+/*
+** Builds the parameter table from the driver's layout (if any) and a type string (if any):
+** one userdata holding params[] and the packed argument buffer, pinned as user value 2.
+*/
+static void set_layout (lua_State *L, int fidx, gpu_Function *f, const char *types,
+                        const size_t *offsets, const size_t *sizes, int ndriver) {
+  int n = ndriver >= 0 ? ndriver : (types ? (int)strlen(types) : -1);
+  size_t bytes = 0, off = 0;
+  int i;
+  unsigned char *block;
+  if (types != NULL && ndriver >= 0 && (int)strlen(types) != ndriver) types = NULL;
+  block = (unsigned char *)lua_newuserdatauv(L, sizeof(gpu_Param) * (size_t)(n > 0 ? n : 1)
+                                                 + GPU_MAX_PARAM_BYTES, 0);
+  f->params = (gpu_Param *)block;
+  f->argbuf = block + sizeof(gpu_Param) * (size_t)(n > 0 ? n : 1);
+  for (i = 0; i < n; i++) {
+    gpu_Param *p = &f->params[i];
+    int type = types ? letter_type((unsigned char)types[i]) : GPU_PARAM_BYVALUE;
+    if (type < 0) type = GPU_PARAM_BYVALUE;
+    if (ndriver >= 0) {
+      p->offset = offsets[i];
+      p->size = sizes[i];
+      if (type != GPU_PARAM_BYVALUE && type_size(type) != p->size) type = GPU_PARAM_BYVALUE;
+    } else {
+      p->size = type_size(type);
+      p->offset = off = align_up(off, natural_alignment(p->size));
+      off += p->size;
+    }
+    p->type = type;
+    if (p->offset + p->size > bytes) bytes = p->offset + p->size;
+  }
+  f->nparams = n;              /* -1: laid out from the arguments at each call */
+  f->sizes_known = ndriver >= 0;
+  f->argbuf_size = bytes;
+  lua_setiuservalue(L, fidx, 2);
+}
+
+/* Asks the driver for the parameter layout; returns the count, or -1 if it cannot tell. */
+static int driver_layout (const gpu_Driver *d, CUfunction fn, size_t *offsets, size_t *sizes,
+                          int max) {
+  int n = 0;
+  if (d->cuFuncGetParamInfo == NULL) return -1;
+  while (n < max && d->cuFuncGetParamInfo(fn, (size_t)n, &offsets[n], &sizes[n]) == CUDA_SUCCESS)
+    n++;
+  return n;
+}
+
+#define GPU_MAX_PARAMS 1024
+
+void gpu_function_new (lua_State *L, int module_idx, CUfunction fn, const char *name,
+                       const char *signature) {
+  const gpu_Driver *d = gpu_driver(L);
+  gpu_Module *m = (gpu_Module *)lua_touserdata(L, module_idx);
+  gpu_Function *f;
+  size_t offsets[GPU_MAX_PARAMS], sizes[GPU_MAX_PARAMS];
+  int n;
+  module_idx = lua_absindex(L, module_idx);
+  f = (gpu_Function *)lua_newuserdatauv(L, sizeof(gpu_Function), 2);
+  memset(f, 0, sizeof *f);
+  luaL_setmetatable(L, GPU_FUNCTION);
+  f->fn = fn;
+  f->module = &m->globals;
+  f->ctx = m->ctx;
+  snprintf(f->name, sizeof f->name, "%s", name);
+  gpu_pin(L, -1, module_idx, 1);
+  n = driver_layout(d, fn, offsets, sizes, GPU_MAX_PARAMS);
+  set_layout(L, lua_gettop(L), f, signature, offsets, sizes, n);
+}
+
+/* ---------------------------------------------------------------- checks */
+
+static gpu_Function *check_function (lua_State *L, int arg) {
+  gpu_Function *f = (gpu_Function *)luaL_checkudata(L, arg, GPU_FUNCTION);
+  if (f->module->ptr == 0)
+    luaL_error(L, "kernel '%s' belongs to a module that has been freed", f->name);
+  gpu_context_enter(L, f->ctx);
+  return f;
+}
+
+/* "bad argument #n to 'kernel' (...)", numbering the kernel's own arguments from 1 */
+static int kernel_argerror (lua_State *L, const gpu_Function *f, int argn, const char *fmt, ...) {
+  va_list ap;
+  const char *msg;
+  va_start(ap, fmt);
+  msg = lua_pushvfstring(L, fmt, ap);
+  va_end(ap);
+  return luaL_error(L, "bad argument #%d to '%s' (%s)", argn, f->name, msg);
+}
+
+/* Reads dims (a number or {x[, y[, z]]}) into out; returns NULL or what is wrong. */
+static const char *read_dims (lua_State *L, int idx, const char *what, unsigned out[3],
+                              const int max[3]) {
+  static const char axis[3] = {'x', 'y', 'z'};
+  lua_Integer v[3] = {1, 1, 1};
+  int n = 1, i, isint;
+  if (lua_type(L, idx) == LUA_TNUMBER) {
+    v[0] = lua_tointegerx(L, idx, &isint);
+    if (!isint) return lua_pushfstring(L, "%s must be whole numbers", what);
+  } else if (lua_type(L, idx) == LUA_TTABLE) {
+    n = (int)lua_rawlen(L, idx);
+    if (n < 1 || n > 3)
+      return lua_pushfstring(L, "%s must be a number or a table of 1 to 3 numbers", what);
+    for (i = 0; i < n; i++) {
+      lua_rawgeti(L, idx, i + 1);
+      v[i] = lua_tointegerx(L, -1, &isint);
+      lua_pop(L, 1);
+      if (!isint) return lua_pushfstring(L, "%s must be whole numbers", what);
+    }
+  } else {
+    return lua_pushfstring(L, "%s must be a number or a table of 1 to 3 numbers, got %s", what,
+                           luaL_typename(L, idx));
+  }
+  for (i = 0; i < 3; i++) {
+    if (v[i] < 1)
+      return lua_pushfstring(L, "%s.%c = %I must be at least 1", what, axis[i], v[i]);
+    if (v[i] > max[i])
+      return lua_pushfstring(L, "%s.%c = %I exceeds the device limit of %d", what, axis[i], v[i],
+                             max[i]);
+    out[i] = (unsigned)v[i];
+  }
+  return NULL;
+}
+
+static const char *check_threads (lua_State *L, const gpu_LaunchConfig *cfg, const gpu_Context *c) {
+  uint64_t threads = (uint64_t)cfg->block[0] * cfg->block[1] * cfg->block[2];
+  if (threads > (uint64_t)c->max_threads)
+    return lua_pushfstring(L, "block of %dx%dx%d = %I threads exceeds the device limit of %d",
+                           (int)cfg->block[0], (int)cfg->block[1], (int)cfg->block[2],
+                           (lua_Integer)threads, c->max_threads);
+  return NULL;
+}
+
+/* The trailing options table of f(...): block, grid, shared, stream, time. */
+static void read_call_options (lua_State *L, int idx, gpu_Function *f, gpu_LaunchConfig *cfg) {
+  const char *bad = NULL;
+  int has_block = 0;
+  lua_pushnil(L);
+  while (bad == NULL && lua_next(L, idx) != 0) {
+    const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
+    int v = lua_gettop(L);
+    if (strcmp(key, "block") == 0) {
+      bad = read_dims(L, v, "block", cfg->block, f->ctx->max_block);
+      has_block = 1;
+    } else if (strcmp(key, "grid") == 0) {
+      bad = read_dims(L, v, "grid", cfg->grid, f->ctx->max_grid);
+    } else if (strcmp(key, "shared") == 0) {
+      int isint;
+      lua_Integer n = lua_tointegerx(L, v, &isint);
+      if (!isint || n < 0 || n > UINT32_MAX) bad = "shared must be a byte count";
+      else cfg->shared = (unsigned)n;
+    } else if (strcmp(key, "stream") == 0) {
+      cfg->stream = gpu_optstream(L, v);
+    } else if (strcmp(key, "time") == 0) {
+      cfg->timed = lua_toboolean(L, v);
+    } else {
+      bad = lua_type(L, -2) == LUA_TSTRING ? lua_pushfstring(L, "unknown option '%s'", key)
+                                           : "option keys must be strings";
+    }
+    lua_settop(L, v - 1);
+  }
+  if (bad == NULL && !has_block) bad = "missing option 'block'";
+  if (bad == NULL) bad = check_threads(L, cfg, f->ctx);
+  if (bad != NULL) luaL_error(L, "bad launch options for '%s' (%s)", f->name, bad);
+  gpu_context_enter(L, f->ctx);    /* a stream's context was entered on the way */
+}
+
+/* ---------------------------------------------------------------- arguments */
+
+static gpu_ArgHandler *test_handler (lua_State *L, int idx) {
+  return (gpu_ArgHandler *)luaL_testudata(L, idx, GPU_ARGHANDLER);
+}
+
+/* The device address an argument stands for (handlers are resolved before this). */
+static CUdeviceptr to_pointer (lua_State *L, const gpu_Function *f, int idx, int argn) {
+  gpu_Buffer *b;
+  switch (lua_type(L, idx)) {
+    case LUA_TUSERDATA:
+      if ((b = gpu_testbuffer(L, idx)) != NULL) {
+        if (b->ptr == 0 || b->root == NULL || b->root->ptr == 0)
+          kernel_argerror(L, f, argn, "buffer has been freed");
+        if (b->ctx != f->ctx)
+          kernel_argerror(L, f, argn, "buffer is on device %d, the kernel on device %d",
+                          b->ctx->ordinal, f->ctx->ordinal);
+        return b->ptr;
+      }
+      break;
+    case LUA_TNUMBER: {
+      int isint;
+      lua_Integer a = lua_tointegerx(L, idx, &isint);
+      if (isint) return (CUdeviceptr)a;     /* a raw address, as with numpy.intp */
+      break;
+    }
+    case LUA_TLIGHTUSERDATA: return (CUdeviceptr)(uintptr_t)lua_touserdata(L, idx);
+    case LUA_TNIL: return 0;
+  }
+  if (gpu_testhostarray(L, idx))
+    kernel_argerror(L, f, argn, "a host array is not a device pointer: wrap it in gpu.In, "
+                                "gpu.Out or gpu.InOut, or copy it with gpu.to_device");
+  return kernel_argerror(L, f, argn, "expected a device pointer (gpu.Buffer, array, "
+                                     "In/Out/InOut or an address), got %s",
+                         luaL_typename(L, idx));
+}
+
+/* Integers fit integer parameters of their size, floats float ones; bool only bool. */
+static int scalar_fits (gpu_DtypeId have, int want) {
+  const gpu_Dtype *a = &gpu_dtypes[have], *b = &gpu_dtypes[want];
+  if ((int)have == want) return 1;
+  if (a->itemsize != b->itemsize) return 0;
+  return (a->kind == 'i' || a->kind == 'u') && (b->kind == 'i' || b->kind == 'u');
+}
+
+/* Writes the argument at idx as a value of param p into dst. */
+static void pack_value (lua_State *L, const gpu_Function *f, int idx, int argn,
+                        const gpu_Param *p, unsigned char *dst) {
+  gpu_Scalar *s = (gpu_Scalar *)luaL_testudata(L, idx, GPU_SCALAR);
+  if (p->type == GPU_PARAM_BYVALUE) {
+    size_t len;
+    const char *bytes;
+    if (s != NULL && gpu_dtypes[s->dtype].itemsize == p->size) {
+      memcpy(dst, s->bytes, p->size);
+      return;
+    }
+    if (lua_type(L, idx) != LUA_TSTRING)
+      kernel_argerror(L, f, argn, "parameter is passed by value (%I bytes): expected a string "
+                                  "of its bytes, got %s", (lua_Integer)p->size,
+                      luaL_typename(L, idx));
+    bytes = lua_tolstring(L, idx, &len);
+    if (len != p->size)
+      kernel_argerror(L, f, argn, "parameter is %I bytes, the string %I",
+                      (lua_Integer)p->size, (lua_Integer)len);
+    memcpy(dst, bytes, len);
+    return;
+  }
+  if (s != NULL) {
+    if (!scalar_fits(s->dtype, p->type))
+      kernel_argerror(L, f, argn, "expected %s, got a %s scalar", gpu_dtypes[p->type].name,
+                      gpu_dtypes[s->dtype].name);
+    memcpy(dst, s->bytes, p->size);
+  } else {
+    const char *bad = gpu_tovalue(L, idx, (gpu_DtypeId)p->type, dst);
+    if (bad != NULL) {
+      if (lua_type(L, idx) == LUA_TNUMBER)
+        kernel_argerror(L, f, argn, "%s is %s", lua_tostring(L, idx), bad);
+      kernel_argerror(L, f, argn, "%s %s, got %s", gpu_dtypes[p->type].name, bad,
+                      luaL_typename(L, idx));
+    }
+  }
+}
+
+/*
+** Copies In/InOut host data into fresh device buffers, pushed on the stack in argument
+** order (they are freed after the launch, or by the collector if anything fails).
+** Returns the stack index before the first temporary.
+*/
+static int stage_handlers (lua_State *L, const gpu_Function *f, int first, int nargs) {
+  const gpu_Driver *d = gpu_driver(L);
+  int base = lua_gettop(L), i;
+  for (i = 0; i < nargs; i++) {
+    gpu_ArgHandler *h = test_handler(L, first + i);
+    size_t n;
+    const void *host;
+    gpu_Buffer *tmp;
+    if (h == NULL) continue;
+    lua_getiuservalue(L, first + i, 1);
+    host = gpu_checkhostbytes(L, -1, &n, NULL);
+    lua_pop(L, 1);
+    tmp = gpu_buffer_new(L, n);
+    if (tmp->ctx != f->ctx) kernel_argerror(L, f, i + 1, "the current device is not the kernel's");
+    if (h->direction & GPU_IN) gpu_check(L, d->cuMemcpyHtoD(tmp->ptr, host, n), "cuMemcpyHtoD");
+  }
+  gpu_context_enter(L, f->ctx);
+  return base;
+}
+
+/* Copies Out/InOut data back to the host and frees the temporaries. */
+static void unstage_handlers (lua_State *L, int first, int nargs, int base, CUstream stream) {
+  const gpu_Driver *d = gpu_driver(L);
+  int i, t = base;
+  gpu_check(L, d->cuStreamSynchronize(stream), "cuStreamSynchronize");
+  for (i = 0; i < nargs; i++) {
+    gpu_ArgHandler *h = test_handler(L, first + i);
+    gpu_Buffer *tmp;
+    if (h == NULL) continue;
+    tmp = (gpu_Buffer *)lua_touserdata(L, ++t);
+    if (h->direction & GPU_OUT) {
+      gpu_HostArray *host;
+      lua_getiuservalue(L, first + i, 1);
+      host = gpu_testhostarray(L, -1);
+      lua_pop(L, 1);
+      gpu_check(L, d->cuMemcpyDtoH(host->data, tmp->ptr, host->nbytes), "cuMemcpyDtoH");
+    }
+    gpu_buffer_release(tmp);
+  }
+}
+
+/*
+** Packs nargs arguments starting at stack index first into f's buffer (or, for a function
+** of unknown layout, into buf, laying them out by their own types).  Handler temporaries
+** sit above base, in argument order.  Returns the packed size.
+*/
+static size_t pack_arguments (lua_State *L, gpu_Function *f, int first, int nargs, int base,
+                              unsigned char *buf) {
+  int i, t = base;
+  size_t off = 0;
+  if (f->nparams >= 0 && nargs != f->nparams)
+    luaL_error(L, "kernel '%s' takes %d argument%s, got %d", f->name, f->nparams,
+               f->nparams == 1 ? "" : "s", nargs);
+  for (i = 0; i < nargs; i++) {
+    int idx = first + i;
+    gpu_Param dyn, *p = f->nparams >= 0 ? &f->params[i] : &dyn;
+    unsigned char *dst;
+    CUdeviceptr ptr;
+    if (f->nparams < 0) {         /* no declaration: the argument's own type decides */
+      gpu_Scalar *s = (gpu_Scalar *)luaL_testudata(L, idx, GPU_SCALAR);
+      dyn.type = GPU_PARAM_POINTER;
+      if (s != NULL) dyn.type = s->dtype;
+      else if (lua_type(L, idx) == LUA_TSTRING) dyn.type = GPU_PARAM_BYVALUE;
+      else if (lua_type(L, idx) == LUA_TNUMBER || lua_type(L, idx) == LUA_TBOOLEAN)
+        kernel_argerror(L, f, i + 1, "the kernel's parameter types are unknown, so a plain %s "
+                                     "cannot be converted: pass a typed scalar such as "
+                                     "gpu.int32(x), or prepare() the kernel",
+                        luaL_typename(L, idx));
+      dyn.size = dyn.type == GPU_PARAM_BYVALUE ? lua_rawlen(L, idx) : type_size(dyn.type);
+      dyn.offset = off = align_up(off, natural_alignment(dyn.size));
+      off += dyn.size;
+      if (off > GPU_MAX_PARAM_BYTES)
+        luaL_error(L, "arguments to '%s' exceed %d bytes", f->name, GPU_MAX_PARAM_BYTES);
+    }
+    dst = buf + p->offset;
+    if (p->type != GPU_PARAM_POINTER) {
+      if (test_handler(L, idx))
+        kernel_argerror(L, f, i + 1, "expected %s, got an In/Out/InOut handler",
+                        type_name(p->type));
+      pack_value(L, f, idx, i + 1, p, dst);
+      continue;
+    }
+    if (test_handler(L, idx)) ptr = ((gpu_Buffer *)lua_touserdata(L, ++t))->ptr;
+    else if (luaL_testudata(L, idx, GPU_SCALAR) || lua_type(L, idx) == LUA_TSTRING)
+      return (size_t)kernel_argerror(L, f, i + 1, "expected a device pointer, got %s",
+                                     lua_type(L, idx) == LUA_TSTRING ? "a string"
+                                                                     : "a typed scalar");
+    else ptr = to_pointer(L, f, idx, i + 1);
+    memcpy(dst, &ptr, sizeof ptr);
+  }
+  return f->nparams >= 0 ? f->argbuf_size : off;
+}
+
+/* cuLaunchKernel with the packed arguments; *call names the call that failed, if any. */
+static CUresult launch_packed (const gpu_Driver *d, gpu_Function *f, const gpu_LaunchConfig *cfg,
+                               size_t size, const char **call) {
+  void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, f->argbuf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                   CU_LAUNCH_PARAM_END};
+  *call = "cuLaunchKernel";
+  return d->cuLaunchKernel(f->fn, cfg->grid[0], cfg->grid[1], cfg->grid[2], cfg->block[0],
+                           cfg->block[1], cfg->block[2], cfg->shared, cfg->stream, NULL,
+                           size ? extra : NULL);
+}
+
+/* The same between two events, waiting for the end; *seconds is the time between. */
+static CUresult launch_timed (const gpu_Driver *d, gpu_Function *f, const gpu_LaunchConfig *cfg,
+                              size_t size, const char **call, double *seconds) {
+  CUevent start = NULL, stop = NULL;
+  float ms = 0;
+  CUresult r;
+  *call = "cuEventCreate";
+  r = d->cuEventCreate(&start, CU_EVENT_DEFAULT);
+  if (r == CUDA_SUCCESS) r = d->cuEventCreate(&stop, CU_EVENT_DEFAULT);
+  if (r == CUDA_SUCCESS) { *call = "cuEventRecord"; r = d->cuEventRecord(start, cfg->stream); }
+  if (r == CUDA_SUCCESS) r = launch_packed(d, f, cfg, size, call);
+  if (r == CUDA_SUCCESS) { *call = "cuEventRecord"; r = d->cuEventRecord(stop, cfg->stream); }
+  if (r == CUDA_SUCCESS) { *call = "cuEventSynchronize"; r = d->cuEventSynchronize(stop); }
+  if (r == CUDA_SUCCESS) { *call = "cuEventElapsedTime"; r = d->cuEventElapsedTime(&ms, start, stop); }
+  if (start) d->cuEventDestroy(start);
+  if (stop) d->cuEventDestroy(stop);
+  *seconds = ms / 1000.0;
+  return r;
+}
+
+/* Launches f with nargs arguments from stack index first; returns results pushed. */
+static int launch (lua_State *L, gpu_Function *f, int first, int nargs, gpu_LaunchConfig *cfg) {
+  const gpu_Driver *d = gpu_driver(L);
+  int handlers = 0, i, base;
+  const char *call;
+  double seconds = 0;
+  size_t size;
+  CUresult r;
+  for (i = 0; i < nargs; i++) handlers += test_handler(L, first + i) != NULL;
+  base = handlers ? stage_handlers(L, f, first, nargs) : lua_gettop(L);
+  size = pack_arguments(L, f, first, nargs, base, f->argbuf);
+  r = cfg->timed ? launch_timed(d, f, cfg, size, &call, &seconds)
+                 : launch_packed(d, f, cfg, size, &call);
+  gpu_check(L, r, call);
+  if (handlers) unstage_handlers(L, first, nargs, base, cfg->stream);
+  if (!cfg->timed) return 0;
+  lua_pushnumber(L, seconds);
+  return 1;
+}
+
+/* f(args..., {block = ..., grid = ..., shared = ..., stream = ..., time = ...}) */
+static int function_call (lua_State *L) {
+  gpu_Function *f = check_function(L, 1);
+  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0};
+  int top = lua_gettop(L);
+  if (top < 2 || lua_type(L, top) != LUA_TTABLE)
+    return luaL_error(L, "missing launch options: call '%s' as f(args..., {block = {x, y, z}, "
+                      "grid = {x, y}})", f->name);
+  read_call_options(L, top, f, &cfg);
+  return launch(L, f, 2, top - 2, &cfg);
+}
+
+/* ---------------------------------------------------------------- prepared calls */
+
+/* f:prepare("PPi"): parameter types as Python struct letters; returns f. */
+static int function_prepare (lua_State *L) {
+  gpu_Function *f = check_function(L, 1);
+  const char *format = luaL_checkstring(L, 2);
+  size_t n = strlen(format), i;
+  char types[GPU_MAX_PARAMS + 1];
+  luaL_argcheck(L, n <= GPU_MAX_PARAMS, 2, "too many parameters");
+  for (i = 0; i < n; i++) {
+    int type = letter_type((unsigned char)format[i]);
+    if (type < 0 || type == GPU_PARAM_BYVALUE)
+      return luaL_argerror(L, 2, lua_pushfstring(L, "unknown type letter '%c' in '%s'",
+                                                 format[i], format));
+    types[i] = param_letters[type];
+  }
+  types[n] = '\0';
+  if (f->sizes_known) {
+    if ((int)n != f->nparams)
+      return luaL_argerror(L, 2, lua_pushfstring(L, "'%s' has %d parameters, kernel '%s' takes %d",
+                                                 format, (int)n, f->name, f->nparams));
+    for (i = 0; i < n; i++) {
+      size_t want = type_size(letter_type((unsigned char)types[i]));
+      if (want != f->params[i].size)
+        return luaL_argerror(L, 2, lua_pushfstring(L, "parameter %d of '%s' is %I bytes, '%c' is %I",
+                                                   (int)i + 1, f->name,
+                                                   (lua_Integer)f->params[i].size, format[i],
+                                                   (lua_Integer)want));
+      f->params[i].type = letter_type((unsigned char)types[i]);
+    }
+  } else {
+    set_layout(L, 1, f, types, NULL, NULL, -1);
+  }
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* Reads grid and block of a prepared call; a trailing table holds {shared = n}. */
+static int read_prepared (lua_State *L, gpu_Function *f, int grid, int block, int first,
+                          gpu_LaunchConfig *cfg) {
+  const char *bad = read_dims(L, grid, "grid", cfg->grid, f->ctx->max_grid);
+  int top = lua_gettop(L);
+  if (bad != NULL) luaL_argerror(L, grid - 1, bad);
+  if ((bad = read_dims(L, block, "block", cfg->block, f->ctx->max_block)) != NULL ||
+      (bad = check_threads(L, cfg, f->ctx)) != NULL)
+    luaL_argerror(L, block - 1, bad);
+  if (top >= first && lua_type(L, top) == LUA_TTABLE) {
+    static const char *const known[] = {"shared", NULL};
+    gpu_checkoptions(L, top, known);
+    lua_getfield(L, top, "shared");
+    cfg->shared = (unsigned)luaL_optinteger(L, -1, 0);
+    lua_pop(L, 1);
+    top--;
+  }
+  return top - first + 1;
+}
+
+/* f:prepared_call(grid, block, args...) */
+static int function_prepared_call (lua_State *L) {
+  gpu_Function *f = check_function(L, 1);
+  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0};
+  int nargs = read_prepared(L, f, 2, 3, 4, &cfg);
+  return launch(L, f, 4, nargs, &cfg);
+}
+
+/* f:prepared_async_call(grid, block, stream, args...) */
+static int function_prepared_async_call (lua_State *L) {
+  gpu_Function *f = check_function(L, 1);
+  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0};
+  int nargs = read_prepared(L, f, 2, 3, 5, &cfg);
+  cfg.stream = gpu_optstream(L, 4);
+  gpu_context_enter(L, f->ctx);
+  return launch(L, f, 5, nargs, &cfg);
+}
+
+/* f:prepared_timed_call(grid, block, args...) -> seconds */
+static int function_prepared_timed_call (lua_State *L) {
+  gpu_Function *f = check_function(L, 1);
+  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 1};
+  int nargs = read_prepared(L, f, 2, 3, 4, &cfg);
+  return launch(L, f, 4, nargs, &cfg);
+}
+
+/* ---------------------------------------------------------------- attributes */
+
+static const struct { const char *name; CUfunction_attribute attribute; } function_attributes[] = {
+  {"max_threads_per_block", CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK},
+  {"shared_size_bytes", CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES},
+  {"const_size_bytes", CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES},
+  {"local_size_bytes", CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES},
+  {"num_regs", CU_FUNC_ATTRIBUTE_NUM_REGS},
+  {"ptx_version", CU_FUNC_ATTRIBUTE_PTX_VERSION},
+  {"binary_version", CU_FUNC_ATTRIBUTE_BINARY_VERSION},
+  {"max_dynamic_shared_size_bytes", CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES},
+  {"preferred_shared_memory_carveout", CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT},
+  {NULL, 0},
+};
+
+static int find_function_attribute (const char *name) {
+  int i;
+  for (i = 0; function_attributes[i].name != NULL; i++)
+    if (strcmp(name, function_attributes[i].name) == 0) return i;
+  return -1;
+}
+
+/* The parameter types as letters ("PPi"), '?'-free "V" for unknown by-value ones. */
+static void push_signature (lua_State *L, const gpu_Function *f) {
+  luaL_Buffer b;
+  int i;
+  if (f->nparams < 0) {
+    lua_pushnil(L);
+    return;
+  }
+  luaL_buffinit(L, &b);
+  for (i = 0; i < f->nparams; i++) luaL_addchar(&b, param_letters[f->params[i].type]);
+  luaL_pushresult(&b);
+}
+
+/* f.num_regs and the other attributes, f.name, f.signature, f.nparams; methods first */
+static int function_index (lua_State *L) {
+  gpu_Function *f;
+  const char *key;
+  int a, value;
+  lua_pushvalue(L, 2);
+  if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
+  if ((key = lua_tostring(L, 2)) == NULL) return 0;
+  f = check_function(L, 1);
+  if (strcmp(key, "name") == 0) lua_pushstring(L, f->name);
+  else if (strcmp(key, "signature") == 0) push_signature(L, f);
+  else if (strcmp(key, "nparams") == 0) {
+    if (f->nparams < 0) lua_pushnil(L);
+    else lua_pushinteger(L, f->nparams);
+  } else if ((a = find_function_attribute(key)) >= 0) {
+    gpu_check(L, gpu_driver(L)->cuFuncGetAttribute(&value, function_attributes[a].attribute, f->fn),
+              "cuFuncGetAttribute");
+    lua_pushinteger(L, value);
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
+/* f:set_attribute("max_dynamic_shared_size_bytes", n) */
+static int function_set_attribute (lua_State *L) {
+  gpu_Function *f = check_function(L, 1);
+  const char *key = luaL_checkstring(L, 2);
+  int value = (int)luaL_checkinteger(L, 3);
+  int a = find_function_attribute(key);
+  if (a < 0) return luaL_argerror(L, 2, lua_pushfstring(L, "unknown attribute '%s'", key));
+  gpu_check(L, gpu_driver(L)->cuFuncSetAttribute(f->fn, function_attributes[a].attribute, value),
+            "cuFuncSetAttribute");
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* f:max_potential_block_size([dynamic_shared_bytes]) -> block, min_grid */
+static int function_max_potential_block_size (lua_State *L) {
+  gpu_Function *f = check_function(L, 1);
+  lua_Integer shared = luaL_optinteger(L, 2, 0);
+  int min_grid = 0, block = 0;
+  luaL_argcheck(L, shared >= 0, 2, "shared memory size must not be negative");
+  gpu_check(L, gpu_driver(L)->cuOccupancyMaxPotentialBlockSize(&min_grid, &block, f->fn, NULL,
+                                                                (size_t)shared, 0),
+            "cuOccupancyMaxPotentialBlockSize");
+  lua_pushinteger(L, block);
+  lua_pushinteger(L, min_grid);
+  return 2;
+}
+
+static int function_tostring (lua_State *L) {
+  gpu_Function *f = (gpu_Function *)luaL_checkudata(L, 1, GPU_FUNCTION);
+  lua_pushfstring(L, "gpu.Function(%s%s)", f->name, f->module->ptr ? "" : ", module freed");
+  return 1;
+}
+
+/* ---------------------------------------------------------------- scalars and handlers */
+
+/* gpu.int32(x) and friends: upvalue 1 is the dtype id. */
+static int scalar_new (lua_State *L) {
+  gpu_DtypeId dtype = (gpu_DtypeId)lua_tointeger(L, lua_upvalueindex(1));
+  gpu_Scalar *s = (gpu_Scalar *)lua_newuserdatauv(L, sizeof(gpu_Scalar), 0);
+  const char *bad;
+  memset(s, 0, sizeof *s);
+  s->dtype = dtype;
+  luaL_checkany(L, 1);
+  if ((bad = gpu_tovalue(L, 1, dtype, s->bytes)) != NULL) {
+    if (lua_type(L, 1) == LUA_TNUMBER)
+      return luaL_argerror(L, 1, lua_pushfstring(L, "%s is %s", lua_tostring(L, 1), bad));
+    return luaL_argerror(L, 1, lua_pushfstring(L, "%s, got %s", bad, luaL_typename(L, 1)));
+  }
+  luaL_setmetatable(L, GPU_SCALAR);
+  return 1;
+}
+
+static int scalar_index (lua_State *L) {
+  gpu_Scalar *s = (gpu_Scalar *)luaL_checkudata(L, 1, GPU_SCALAR);
+  const char *key = luaL_checkstring(L, 2);
+  if (strcmp(key, "value") == 0) gpu_pushvalue(L, s->dtype, s->bytes);
+  else if (strcmp(key, "dtype") == 0) lua_pushstring(L, gpu_dtypes[s->dtype].name);
+  else if (strcmp(key, "nbytes") == 0) lua_pushinteger(L, gpu_dtypes[s->dtype].itemsize);
+  else return 0;
+  return 1;
+}
+
+static int scalar_tostring (lua_State *L) {
+  gpu_Scalar *s = (gpu_Scalar *)luaL_checkudata(L, 1, GPU_SCALAR);
+  gpu_pushvalue(L, s->dtype, s->bytes);
+  lua_pushfstring(L, "%s(%s)", gpu_dtypes[s->dtype].name, luaL_tolstring(L, -1, NULL));
+  return 1;
+}
+
+static int scalar_eq (lua_State *L) {
+  gpu_Scalar *a = (gpu_Scalar *)luaL_checkudata(L, 1, GPU_SCALAR);
+  gpu_Scalar *b = (gpu_Scalar *)luaL_checkudata(L, 2, GPU_SCALAR);
+  lua_pushboolean(L, a->dtype == b->dtype && memcmp(a->bytes, b->bytes, 8) == 0);
+  return 1;
+}
+
+static int handler_new (lua_State *L, int direction) {
+  gpu_ArgHandler *h;
+  if (direction == GPU_IN) gpu_checkhostbytes(L, 1, NULL, NULL);
+  else gpu_checkhostarray(L, 1);      /* Out and InOut write back: no strings */
+  h = (gpu_ArgHandler *)lua_newuserdatauv(L, sizeof(gpu_ArgHandler), 1);
+  h->direction = direction;
+  luaL_setmetatable(L, GPU_ARGHANDLER);
+  gpu_pin(L, -1, 1, 1);
+  return 1;
+}
+
+static int gpu_In (lua_State *L) { return handler_new(L, GPU_IN); }
+static int gpu_Out (lua_State *L) { return handler_new(L, GPU_OUT); }
+static int gpu_InOut (lua_State *L) { return handler_new(L, GPU_INOUT); }
+
+static int handler_tostring (lua_State *L) {
+  static const char *const names[] = {"", "In", "Out", "InOut"};
+  gpu_ArgHandler *h = (gpu_ArgHandler *)luaL_checkudata(L, 1, GPU_ARGHANDLER);
+  lua_getiuservalue(L, 1, 1);
+  lua_pushfstring(L, "gpu.%s(%s)", names[h->direction], luaL_tolstring(L, -1, NULL));
+  return 1;
+}
+
+/* handler.array: the host data it wraps */
+static int handler_index (lua_State *L) {
+  luaL_checkudata(L, 1, GPU_ARGHANDLER);
+  if (strcmp(luaL_checkstring(L, 2), "array") != 0) return 0;
+  lua_getiuservalue(L, 1, 1);
+  return 1;
+}
+
+void gpu_launch_open (lua_State *L) {
+  static const luaL_Reg functions[] = {
+    {"In", gpu_In}, {"Out", gpu_Out}, {"InOut", gpu_InOut}, {NULL, NULL},
+  };
+  static const luaL_Reg function_meta[] = {
+    {"__call", function_call}, {"__index", function_index}, {"__tostring", function_tostring},
+    {NULL, NULL},
+  };
+  static const luaL_Reg function_methods[] = {
+    {"prepare", function_prepare}, {"prepared_call", function_prepared_call},
+    {"prepared_async_call", function_prepared_async_call},
+    {"prepared_timed_call", function_prepared_timed_call},
+    {"set_attribute", function_set_attribute},
+    {"max_potential_block_size", function_max_potential_block_size}, {NULL, NULL},
+  };
+  static const luaL_Reg scalar_meta[] = {
+    {"__index", scalar_index}, {"__tostring", scalar_tostring}, {"__eq", scalar_eq},
+    {NULL, NULL},
+  };
+  static const luaL_Reg handler_meta[] = {
+    {"__tostring", handler_tostring}, {"__index", handler_index}, {NULL, NULL},
+  };
+  int i;
+  luaL_setfuncs(L, functions, 0);
+  gpu_newtype(L, GPU_FUNCTION, function_meta, function_methods);
+  gpu_newtype(L, GPU_SCALAR, scalar_meta, NULL);
+  gpu_newtype(L, GPU_ARGHANDLER, handler_meta, NULL);
+  lua_pop(L, 3);
+  for (i = 0; i < GPU_NDTYPES; i++) {       /* gpu.int32, gpu.float32, ... */
+    lua_pushinteger(L, i);
+    lua_pushcclosure(L, scalar_new, 1);
+    lua_setfield(L, -2, gpu_dtypes[i].name);
+  }
+}

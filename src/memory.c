@@ -1,0 +1,279 @@
+/*
+** memory.c: gpu.Buffer (device memory and views into it) and the copies and memsets
+** of PyCUDA's driver layer.
+**
+** A Buffer owns an allocation or is a view (:offset) of one; a view pins its parent with a
+** user value and checks that the allocation it looks into (its root) is still alive, so use
+** after :free() is an error, never a dangling pointer.  The Lua collector is told about
+** device bytes (it cannot see them) and runs once more before an allocation gives up.
+*/
+#include <string.h>
+
+#include "gpu.h"
+
+/* Step the collector every this many device bytes, so dropped buffers get collected. */
+#define GPU_GC_STEP_BYTES ((size_t)64 << 20)
+
+/* A view is alive while it and the allocation it looks into are. */
+static int buffer_alive (const gpu_Buffer *b) {
+  return b->ptr != 0 && b->root != NULL && b->root->ptr != 0;
+}
+
+gpu_Buffer *gpu_testbuffer (lua_State *L, int idx) {
+  return (gpu_Buffer *)luaL_testudata(L, idx, GPU_BUFFER);
+}
+
+gpu_Buffer *gpu_checkbuffer (lua_State *L, int arg) {
+  gpu_Buffer *b = (gpu_Buffer *)luaL_checkudata(L, arg, GPU_BUFFER);
+  if (!buffer_alive(b)) gpu_freed_error(L, arg, "buffer");
+  return b;
+}
+
+/* Tells the collector about device bytes so that unreferenced buffers get finalized. */
+static void gc_account (lua_State *L, size_t nbytes) {
+  gpu_State *s = gpu_state(L);
+  s->gc_debt += nbytes;
+  if (s->gc_debt >= GPU_GC_STEP_BYTES) {
+    lua_gc(L, LUA_GCSTEP, (int)(s->gc_debt >> 20));
+    s->gc_debt = 0;
+  }
+}
+
+gpu_Buffer *gpu_buffer_new (lua_State *L, size_t nbytes) {
+  const gpu_Driver *d = gpu_driver(L);
+  gpu_Buffer *b = (gpu_Buffer *)lua_newuserdatauv(L, sizeof(gpu_Buffer), 1);
+  CUresult r;
+  memset(b, 0, sizeof *b);                 /* closed until the allocation succeeds */
+  luaL_setmetatable(L, GPU_BUFFER);
+  b->ctx = gpu_context_push(L);
+  lua_setiuservalue(L, -2, 1);
+  gc_account(L, nbytes);
+  /* A zero-byte buffer still gets a real address, so that "alive" stays ptr != 0. */
+  r = d->cuMemAlloc(&b->ptr, nbytes ? nbytes : 1);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) {     /* garbage may be holding device memory */
+    lua_gc(L, LUA_GCCOLLECT);
+    gpu_context_enter(L, b->ctx);          /* finalizers may have switched contexts */
+    r = d->cuMemAlloc(&b->ptr, nbytes ? nbytes : 1);
+  }
+  if (r != CUDA_SUCCESS) b->ptr = 0;
+  gpu_check(L, r, "cuMemAlloc");
+  b->size = nbytes;
+  b->root = b;
+  b->owned = 1;
+  return b;
+}
+
+void gpu_buffer_release (gpu_Buffer *b) {
+  if (b->owned && b->ptr != 0 && gpu_context_try_enter(b->ctx))
+    gpu_driver_load(NULL, NULL)->cuMemFree(b->ptr);   /* errors ignored: also a finalizer */
+  b->ptr = 0;
+  if (b->root != b) b->root = NULL;                  /* a freed view drops its parent */
+}
+
+static int buffer_free (lua_State *L) {
+  gpu_buffer_release((gpu_Buffer *)luaL_checkudata(L, 1, GPU_BUFFER));
+  return 0;
+}
+
+static int gpu_mem_alloc (lua_State *L) {
+  lua_Integer n = luaL_checkinteger(L, 1);
+  luaL_argcheck(L, n >= 0, 1, "size must not be negative");
+  gpu_buffer_new(L, (size_t)n);
+  return 1;
+}
+
+static int buffer_len (lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)gpu_checkbuffer(L, 1)->size);
+  return 1;
+}
+
+static int buffer_ptr (lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)gpu_checkbuffer(L, 1)->ptr);
+  return 1;
+}
+
+/* buf:offset(nbytes[, size]): a view nbytes into buf, to its end or of size bytes. */
+static int buffer_offset (lua_State *L) {
+  gpu_Buffer *parent = gpu_checkbuffer(L, 1);
+  lua_Integer off = luaL_checkinteger(L, 2);
+  lua_Integer size;
+  gpu_Buffer *view;
+  luaL_argcheck(L, off >= 0 && (size_t)off <= parent->size, 2, "offset out of range");
+  size = luaL_optinteger(L, 3, (lua_Integer)(parent->size - (size_t)off));
+  luaL_argcheck(L, size >= 0 && (size_t)size <= parent->size - (size_t)off, 3,
+                "size out of range");
+  view = (gpu_Buffer *)lua_newuserdatauv(L, sizeof(gpu_Buffer), 1);
+  *view = *parent;
+  view->ptr = parent->ptr + (CUdeviceptr)off;
+  view->size = (size_t)size;
+  view->owned = 0;
+  luaL_setmetatable(L, GPU_BUFFER);
+  gpu_pin(L, -1, 1, 1);                    /* the view keeps its parent alive */
+  return 1;
+}
+
+static int buffer_tostring (lua_State *L) {
+  gpu_Buffer *b = (gpu_Buffer *)luaL_checkudata(L, 1, GPU_BUFFER);
+  if (!buffer_alive(b)) lua_pushliteral(L, "gpu.Buffer(freed)");
+  else lua_pushfstring(L, "gpu.Buffer(%p, %I bytes%s)", (void *)(uintptr_t)b->ptr,
+                       (lua_Integer)b->size, b->owned ? "" : ", view");
+  return 1;
+}
+
+/* ---------------------------------------------------------------- copies */
+
+static CUstream check_async_host (lua_State *L, int arg, int pinned, int stream_arg) {
+  if (!pinned)
+    luaL_argerror(L, arg, "async copies need page-locked host memory "
+                          "(gpu.host.pagelocked_empty)");
+  return gpu_optstream(L, stream_arg);
+}
+
+/* memcpy_htod(dst_buf, src_host): copies all of src into the start of dst. */
+static int htod (lua_State *L, int async) {
+  gpu_Buffer *dst = gpu_checkbuffer(L, 1);
+  size_t n;
+  int pinned;
+  const void *src = gpu_checkhostbytes(L, 2, &n, &pinned);
+  CUstream s = async ? check_async_host(L, 2, pinned, 3) : NULL;
+  const gpu_Driver *d = gpu_driver(L);
+  if (n > dst->size)
+    luaL_argerror(L, 2, lua_pushfstring(L, "host data (%I bytes) is larger than the "
+                                        "destination buffer (%I bytes)", (lua_Integer)n,
+                                        (lua_Integer)dst->size));
+  gpu_context_enter(L, dst->ctx);
+  if (async) gpu_check(L, d->cuMemcpyHtoDAsync(dst->ptr, src, n, s), "cuMemcpyHtoDAsync");
+  else gpu_check(L, d->cuMemcpyHtoD(dst->ptr, src, n), "cuMemcpyHtoD");
+  return 0;
+}
+
+/* memcpy_dtoh(dst_host, src_buf): fills all of dst from the start of src. */
+static int dtoh (lua_State *L, int async) {
+  gpu_HostArray *dst = gpu_checkhostarray(L, 1);
+  gpu_Buffer *src = gpu_checkbuffer(L, 2);
+  CUstream s = async ? check_async_host(L, 1, dst->pagelocked, 3) : NULL;
+  const gpu_Driver *d = gpu_driver(L);
+  if (dst->nbytes > src->size)
+    luaL_argerror(L, 1, lua_pushfstring(L, "host array (%I bytes) is larger than the source "
+                                        "buffer (%I bytes)", (lua_Integer)dst->nbytes,
+                                        (lua_Integer)src->size));
+  gpu_context_enter(L, src->ctx);
+  if (async) gpu_check(L, d->cuMemcpyDtoHAsync(dst->data, src->ptr, dst->nbytes, s),
+                       "cuMemcpyDtoHAsync");
+  else gpu_check(L, d->cuMemcpyDtoH(dst->data, src->ptr, dst->nbytes), "cuMemcpyDtoH");
+  return 0;
+}
+
+static int dtod (lua_State *L, int async) {
+  gpu_Buffer *dst = gpu_checkbuffer(L, 1);
+  gpu_Buffer *src = gpu_checkbuffer(L, 2);
+  lua_Integer n = luaL_optinteger(L, 3, (lua_Integer)(src->size < dst->size ? src->size
+                                                                            : dst->size));
+  CUstream s = async ? gpu_optstream(L, 4) : NULL;
+  const gpu_Driver *d = gpu_driver(L);
+  luaL_argcheck(L, n >= 0, 3, "size must not be negative");
+  if ((size_t)n > src->size || (size_t)n > dst->size)
+    luaL_argerror(L, 3, lua_pushfstring(L, "copy size (%I bytes) is larger than the %s "
+                                        "(%I bytes)", n, (size_t)n > src->size ? "source"
+                                                                               : "destination",
+                                        (lua_Integer)((size_t)n > src->size ? src->size
+                                                                            : dst->size)));
+  gpu_context_enter(L, dst->ctx);
+  if (async) gpu_check(L, d->cuMemcpyDtoDAsync(dst->ptr, src->ptr, (size_t)n, s),
+                       "cuMemcpyDtoDAsync");
+  else gpu_check(L, d->cuMemcpyDtoD(dst->ptr, src->ptr, (size_t)n), "cuMemcpyDtoD");
+  return 0;
+}
+
+static int gpu_memcpy_htod (lua_State *L) { return htod(L, 0); }
+static int gpu_memcpy_htod_async (lua_State *L) { return htod(L, 1); }
+static int gpu_memcpy_dtoh (lua_State *L) { return dtoh(L, 0); }
+static int gpu_memcpy_dtoh_async (lua_State *L) { return dtoh(L, 1); }
+static int gpu_memcpy_dtod (lua_State *L) { return dtod(L, 0); }
+static int gpu_memcpy_dtod_async (lua_State *L) { return dtod(L, 1); }
+
+/* memset_dN(buf, value, count[, stream]): count elements of N bits, like cuMemsetDN. */
+static int memset_n (lua_State *L, int bits, int async) {
+  gpu_Buffer *b = gpu_checkbuffer(L, 1);
+  lua_Integer value = luaL_checkinteger(L, 2);
+  lua_Integer count = luaL_checkinteger(L, 3);
+  lua_Integer max = bits == 32 ? (lua_Integer)UINT32_MAX : ((lua_Integer)1 << bits) - 1;
+  CUstream s = async ? gpu_optstream(L, 4) : NULL;
+  const gpu_Driver *d = gpu_driver(L);
+  CUresult r;
+  luaL_argcheck(L, value >= -(max / 2 + 1) && value <= max, 2,
+                bits == 8 ? "value does not fit 8 bits" :
+                bits == 16 ? "value does not fit 16 bits" : "value does not fit 32 bits");
+  luaL_argcheck(L, count >= 0, 3, "count must not be negative");
+  if ((size_t)count > b->size / (size_t)(bits / 8))
+    luaL_argerror(L, 3, lua_pushfstring(L, "%I elements of %d bits do not fit in the buffer "
+                                        "(%I bytes)", count, bits, (lua_Integer)b->size));
+  gpu_context_enter(L, b->ctx);
+  switch (bits) {
+    case 8: r = async ? d->cuMemsetD8Async(b->ptr, (unsigned char)value, (size_t)count, s)
+                      : d->cuMemsetD8(b->ptr, (unsigned char)value, (size_t)count); break;
+    case 16: r = async ? d->cuMemsetD16Async(b->ptr, (unsigned short)value, (size_t)count, s)
+                       : d->cuMemsetD16(b->ptr, (unsigned short)value, (size_t)count); break;
+    default: r = async ? d->cuMemsetD32Async(b->ptr, (unsigned int)value, (size_t)count, s)
+                       : d->cuMemsetD32(b->ptr, (unsigned int)value, (size_t)count); break;
+  }
+  gpu_check(L, r, async ? "cuMemsetAsync" : "cuMemset");
+  return 0;
+}
+
+static int gpu_memset_d8 (lua_State *L) { return memset_n(L, 8, 0); }
+static int gpu_memset_d16 (lua_State *L) { return memset_n(L, 16, 0); }
+static int gpu_memset_d32 (lua_State *L) { return memset_n(L, 32, 0); }
+static int gpu_memset_d8_async (lua_State *L) { return memset_n(L, 8, 1); }
+static int gpu_memset_d16_async (lua_State *L) { return memset_n(L, 16, 1); }
+static int gpu_memset_d32_async (lua_State *L) { return memset_n(L, 32, 1); }
+
+/* to_device(host) -> Buffer holding a copy of host (HostArray or string). */
+static int gpu_to_device (lua_State *L) {
+  size_t n;
+  const void *src = gpu_checkhostbytes(L, 1, &n, NULL);
+  gpu_Buffer *b = gpu_buffer_new(L, n);
+  gpu_check(L, gpu_driver(L)->cuMemcpyHtoD(b->ptr, src, n), "cuMemcpyHtoD");
+  return 1;
+}
+
+/* from_device(buf, shape, dtype) -> HostArray copied from the start of buf. */
+static int gpu_from_device (lua_State *L) {
+  gpu_Buffer *b = gpu_checkbuffer(L, 1);
+  int64_t shape[GPU_MAXDIM], size;
+  int ndim = gpu_checkshape(L, 2, shape, &size);
+  gpu_DtypeId dtype = gpu_checkdtype(L, 3);
+  gpu_HostArray *h;
+  if ((uint64_t)size * gpu_dtypes[dtype].itemsize > b->size)
+    luaL_argerror(L, 2, lua_pushfstring(L, "%I elements of %s (%I bytes) are more than the "
+                                        "buffer holds (%I bytes)", (lua_Integer)size,
+                                        gpu_dtypes[dtype].name,
+                                        (lua_Integer)(size * gpu_dtypes[dtype].itemsize),
+                                        (lua_Integer)b->size));
+  h = gpu_hostarray_new(L, dtype, ndim, shape, 0);
+  gpu_context_enter(L, b->ctx);
+  gpu_check(L, gpu_driver(L)->cuMemcpyDtoH(h->data, b->ptr, h->nbytes), "cuMemcpyDtoH");
+  return 1;
+}
+
+void gpu_memory_open (lua_State *L) {
+  static const luaL_Reg functions[] = {
+    {"mem_alloc", gpu_mem_alloc},
+    {"memcpy_htod", gpu_memcpy_htod}, {"memcpy_htod_async", gpu_memcpy_htod_async},
+    {"memcpy_dtoh", gpu_memcpy_dtoh}, {"memcpy_dtoh_async", gpu_memcpy_dtoh_async},
+    {"memcpy_dtod", gpu_memcpy_dtod}, {"memcpy_dtod_async", gpu_memcpy_dtod_async},
+    {"memset_d8", gpu_memset_d8}, {"memset_d16", gpu_memset_d16},
+    {"memset_d32", gpu_memset_d32}, {"memset_d8_async", gpu_memset_d8_async},
+    {"memset_d16_async", gpu_memset_d16_async}, {"memset_d32_async", gpu_memset_d32_async},
+    {"to_device", gpu_to_device}, {"from_device", gpu_from_device}, {NULL, NULL},
+  };
+  static const luaL_Reg meta[] = {
+    {"__gc", buffer_free}, {"__close", buffer_free}, {"__len", buffer_len},
+    {"__tostring", buffer_tostring}, {NULL, NULL},
+  };
+  static const luaL_Reg methods[] = {
+    {"free", buffer_free}, {"ptr", buffer_ptr}, {"offset", buffer_offset}, {NULL, NULL},
+  };
+  luaL_setfuncs(L, functions, 0);
+  gpu_newtype(L, GPU_BUFFER, meta, methods);
+}

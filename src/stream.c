@@ -1,0 +1,200 @@
+/*
+** stream.c: gpu.Stream and gpu.Event.
+*/
+#include <string.h>
+
+#include "gpu.h"
+
+typedef struct gpu_Event {
+  CUevent event;
+  gpu_Context *ctx;
+  int live;
+} gpu_Event;
+
+gpu_Stream *gpu_teststream (lua_State *L, int idx) {
+  return (gpu_Stream *)luaL_testudata(L, idx, GPU_STREAM);
+}
+
+static gpu_Stream *check_stream (lua_State *L, int arg) {
+  gpu_Stream *s = (gpu_Stream *)luaL_checkudata(L, arg, GPU_STREAM);
+  if (!s->live) gpu_freed_error(L, arg, "stream");
+  gpu_context_enter(L, s->ctx);
+  return s;
+}
+
+CUstream gpu_optstream (lua_State *L, int arg) {
+  if (lua_isnoneornil(L, arg)) return NULL;
+  return check_stream(L, arg)->stream;
+}
+
+static int gpu_Stream_new (lua_State *L) {
+  static const char *const known[] = {"non_blocking", NULL};
+  unsigned flags = CU_STREAM_DEFAULT;
+  gpu_Stream *s;
+  if (gpu_checkoptions(L, 1, known)) {
+    lua_getfield(L, 1, "non_blocking");
+    if (lua_toboolean(L, -1)) flags = CU_STREAM_NON_BLOCKING;
+    lua_pop(L, 1);
+  }
+  s = (gpu_Stream *)lua_newuserdatauv(L, sizeof(gpu_Stream), 1);
+  memset(s, 0, sizeof *s);
+  luaL_setmetatable(L, GPU_STREAM);
+  s->ctx = gpu_context_push(L);
+  lua_setiuservalue(L, -2, 1);
+  gpu_check(L, gpu_driver(L)->cuStreamCreate(&s->stream, flags), "cuStreamCreate");
+  s->live = 1;
+  return 1;
+}
+
+static int stream_free (lua_State *L) {
+  gpu_Stream *s = (gpu_Stream *)luaL_checkudata(L, 1, GPU_STREAM);
+  if (s->live && gpu_context_try_enter(s->ctx))
+    gpu_driver_load(NULL, NULL)->cuStreamDestroy(s->stream);
+  s->live = 0;
+  return 0;
+}
+
+static int stream_synchronize (lua_State *L) {
+  gpu_Stream *s = check_stream(L, 1);
+  gpu_check(L, gpu_driver(L)->cuStreamSynchronize(s->stream), "cuStreamSynchronize");
+  return 0;
+}
+
+/* true when all work queued so far has finished; the NOT_READY answer is not an error */
+static int ready (lua_State *L, CUresult r, const char *call) {
+  if (r == CUDA_ERROR_NOT_READY) lua_pushboolean(L, 0);
+  else {
+    gpu_check(L, r, call);
+    lua_pushboolean(L, 1);
+  }
+  return 1;
+}
+
+static int stream_is_done (lua_State *L) {
+  gpu_Stream *s = check_stream(L, 1);
+  return ready(L, gpu_driver(L)->cuStreamQuery(s->stream), "cuStreamQuery");
+}
+
+static gpu_Event *check_event (lua_State *L, int arg) {
+  gpu_Event *e = (gpu_Event *)luaL_checkudata(L, arg, GPU_EVENT);
+  if (!e->live) gpu_freed_error(L, arg, "event");
+  gpu_context_enter(L, e->ctx);
+  return e;
+}
+
+static int stream_wait_for_event (lua_State *L) {
+  gpu_Stream *s = check_stream(L, 1);
+  gpu_Event *e = check_event(L, 2);
+  gpu_check(L, gpu_driver(L)->cuStreamWaitEvent(s->stream, e->event, 0), "cuStreamWaitEvent");
+  return 0;
+}
+
+static int stream_handle (lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)(uintptr_t)check_stream(L, 1)->stream);
+  return 1;
+}
+
+static int stream_tostring (lua_State *L) {
+  gpu_Stream *s = (gpu_Stream *)luaL_checkudata(L, 1, GPU_STREAM);
+  if (s->live) lua_pushfstring(L, "gpu.Stream(%p)", (void *)s->stream);
+  else lua_pushliteral(L, "gpu.Stream(freed)");
+  return 1;
+}
+
+/* ---------------------------------------------------------------- events */
+
+static int gpu_Event_new (lua_State *L) {
+  static const char *const known[] = {"timing", "blocking", NULL};
+  unsigned flags = CU_EVENT_DEFAULT;
+  gpu_Event *e;
+  if (gpu_checkoptions(L, 1, known)) {
+    if (lua_getfield(L, 1, "timing") != LUA_TNIL && !lua_toboolean(L, -1))
+      flags |= CU_EVENT_DISABLE_TIMING;
+    if (lua_getfield(L, 1, "blocking") != LUA_TNIL && lua_toboolean(L, -1))
+      flags |= CU_EVENT_BLOCKING_SYNC;
+    lua_pop(L, 2);
+  }
+  e = (gpu_Event *)lua_newuserdatauv(L, sizeof(gpu_Event), 1);
+  memset(e, 0, sizeof *e);
+  luaL_setmetatable(L, GPU_EVENT);
+  e->ctx = gpu_context_push(L);
+  lua_setiuservalue(L, -2, 1);
+  gpu_check(L, gpu_driver(L)->cuEventCreate(&e->event, flags), "cuEventCreate");
+  e->live = 1;
+  return 1;
+}
+
+static int event_free (lua_State *L) {
+  gpu_Event *e = (gpu_Event *)luaL_checkudata(L, 1, GPU_EVENT);
+  if (e->live && gpu_context_try_enter(e->ctx))
+    gpu_driver_load(NULL, NULL)->cuEventDestroy(e->event);
+  e->live = 0;
+  return 0;
+}
+
+static int event_record (lua_State *L) {
+  gpu_Event *e = check_event(L, 1);
+  CUstream s = gpu_optstream(L, 2);
+  gpu_check(L, gpu_driver(L)->cuEventRecord(e->event, s), "cuEventRecord");
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int event_synchronize (lua_State *L) {
+  gpu_Event *e = check_event(L, 1);
+  gpu_check(L, gpu_driver(L)->cuEventSynchronize(e->event), "cuEventSynchronize");
+  lua_settop(L, 1);
+  return 1;
+}
+
+static int event_query (lua_State *L) {
+  gpu_Event *e = check_event(L, 1);
+  return ready(L, gpu_driver(L)->cuEventQuery(e->event), "cuEventQuery");
+}
+
+static int elapsed (lua_State *L, int start, int end) {
+  gpu_Event *a = check_event(L, start), *b = check_event(L, end);
+  float ms;
+  gpu_check(L, gpu_driver(L)->cuEventElapsedTime(&ms, a->event, b->event),
+            "cuEventElapsedTime");
+  lua_pushnumber(L, ms);
+  return 1;
+}
+
+/* end:time_since(start) and start:time_till(end), in milliseconds */
+static int event_time_since (lua_State *L) { return elapsed(L, 2, 1); }
+static int event_time_till (lua_State *L) { return elapsed(L, 1, 2); }
+
+static int event_tostring (lua_State *L) {
+  gpu_Event *e = (gpu_Event *)luaL_checkudata(L, 1, GPU_EVENT);
+  if (e->live) lua_pushfstring(L, "gpu.Event(%p)", (void *)e->event);
+  else lua_pushliteral(L, "gpu.Event(freed)");
+  return 1;
+}
+
+void gpu_stream_open (lua_State *L) {
+  static const luaL_Reg functions[] = {
+    {"Stream", gpu_Stream_new}, {"Event", gpu_Event_new}, {NULL, NULL},
+  };
+  static const luaL_Reg stream_meta[] = {
+    {"__gc", stream_free}, {"__close", stream_free}, {"__tostring", stream_tostring},
+    {NULL, NULL},
+  };
+  static const luaL_Reg stream_methods[] = {
+    {"free", stream_free}, {"close", stream_free}, {"synchronize", stream_synchronize},
+    {"is_done", stream_is_done}, {"wait_for_event", stream_wait_for_event},
+    {"handle", stream_handle}, {NULL, NULL},
+  };
+  static const luaL_Reg event_meta[] = {
+    {"__gc", event_free}, {"__close", event_free}, {"__tostring", event_tostring},
+    {NULL, NULL},
+  };
+  static const luaL_Reg event_methods[] = {
+    {"free", event_free}, {"close", event_free}, {"record", event_record},
+    {"synchronize", event_synchronize}, {"query", event_query},
+    {"time_since", event_time_since}, {"time_till", event_time_till}, {NULL, NULL},
+  };
+  luaL_setfuncs(L, functions, 0);
+  gpu_newtype(L, GPU_STREAM, stream_meta, stream_methods);
+  gpu_newtype(L, GPU_EVENT, event_meta, event_methods);
+}

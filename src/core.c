@@ -79,7 +79,8 @@ static void open_state (lua_State *L) {
 }
 
 static void (*const subsystems[])(lua_State *L) = {
-  gpu_error_open, gpu_dtype_open, gpu_device_open, gpu_memory_open, gpu_host_open, gpu_stream_open,
+  gpu_error_open, gpu_dtype_open, gpu_device_open, gpu_memory_open, gpu_host_open,
+  gpu_array_open, gpu_stream_open,
   gpu_nvrtc_open, gpu_module_open, gpu_launch_open,
 };
 

@@ -238,6 +238,30 @@ GPU_INTERNAL const void *gpu_checkhostbytes(lua_State *L, int arg, size_t *nbyte
 GPU_INTERNAL int gpu_checkshape(lua_State *L, int arg, int64_t *shape, int64_t *size);
 GPU_INTERNAL void gpu_host_open(lua_State *L);
 
+/* ---------------------------------------------------------------- array.c */
+
+typedef struct gpu_Array {
+  gpu_Buffer *buffer;     /* holds the data (user value 1); NULL once this array is freed */
+  CUdeviceptr ptr;        /* address of the first element: buffer->ptr + offset */
+  size_t offset;          /* bytes from the buffer's start */
+  gpu_DtypeId dtype;
+  int ndim;
+  int owner;              /* the buffer was made for this array: :free() releases it */
+  int contiguous;         /* C (row-major) contiguous */
+  int64_t size;
+  int64_t *shape, *strides;  /* ndim each, strides in bytes; stored after the header */
+} gpu_Array;
+
+#define GPU_ARRAY "gpu.GPUArray"
+
+GPU_INTERNAL int gpu_array_alive(const gpu_Array *a);
+GPU_INTERNAL gpu_Array *gpu_testarray(lua_State *L, int idx);
+GPU_INTERNAL gpu_Array *gpu_checkarray(lua_State *L, int arg);
+/* Pushes a new contiguous array owning fresh device memory. */
+GPU_INTERNAL gpu_Array *gpu_array_new(lua_State *L, gpu_DtypeId dtype, int ndim,
+                                      const int64_t *shape);
+GPU_INTERNAL void gpu_array_open(lua_State *L);
+
 /* ---------------------------------------------------------------- stream.c */
 
 typedef struct gpu_Stream {

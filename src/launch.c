@@ -264,8 +264,16 @@ static gpu_ArgHandler *test_handler (lua_State *L, int idx) {
 /* The device address an argument stands for (handlers are resolved before this). */
 static CUdeviceptr to_pointer (lua_State *L, const gpu_Function *f, int idx, int argn) {
   gpu_Buffer *b;
+  gpu_Array *a;
   switch (lua_type(L, idx)) {
     case LUA_TUSERDATA:
+      if ((a = gpu_testarray(L, idx)) != NULL) {
+        if (!gpu_array_alive(a)) kernel_argerror(L, f, argn, "array has been freed");
+        if (a->buffer->ctx != f->ctx)
+          kernel_argerror(L, f, argn, "array is on device %d, the kernel on device %d",
+                          a->buffer->ctx->ordinal, f->ctx->ordinal);
+        return a->ptr;
+      }
       if ((b = gpu_testbuffer(L, idx)) != NULL) {
         if (b->ptr == 0 || b->root == NULL || b->root->ptr == 0)
           kernel_argerror(L, f, argn, "buffer has been freed");
@@ -277,8 +285,8 @@ static CUdeviceptr to_pointer (lua_State *L, const gpu_Function *f, int idx, int
       break;
     case LUA_TNUMBER: {
       int isint;
-      lua_Integer a = lua_tointegerx(L, idx, &isint);
-      if (isint) return (CUdeviceptr)a;     /* a raw address, as with numpy.intp */
+      lua_Integer address = lua_tointegerx(L, idx, &isint);
+      if (isint) return (CUdeviceptr)address;   /* a raw address, as with numpy.intp */
       break;
     }
     case LUA_TLIGHTUSERDATA: return (CUdeviceptr)(uintptr_t)lua_touserdata(L, idx);

@@ -1,0 +1,237 @@
+/*
+** array.c: gpu.GPUArray, the C side of device arrays: a typed, strided view of a Buffer.
+**
+** Only what needs the handles lives here: the layout (dtype, shape, byte strides, offset),
+** allocation, and the device pointer that launches use.  Everything else (operators,
+** reductions, printing, kernels) is Lua, in lua/gpu/gpuarray.lua, which adds its methods to
+** this type's methods table (core.types.GPUArray.__methods).
+**
+** User value 1 is the Buffer holding the data.  An array made by array_empty owns that
+** buffer (:free() releases it); views made by array_view share it and :free() only
+** detaches them.  A freed buffer makes every array on it unusable, with an error.
+*/
+#include <string.h>
+
+#include "gpu.h"
+
+static size_t array_bytes (int ndim) {
+  return sizeof(gpu_Array) + 2 * sizeof(int64_t) * (size_t)(ndim > 0 ? ndim : 1);
+}
+
+int gpu_array_alive (const gpu_Array *a) {
+  return a->buffer != NULL && a->buffer->ptr != 0 && a->buffer->root != NULL &&
+         a->buffer->root->ptr != 0;
+}
+
+gpu_Array *gpu_testarray (lua_State *L, int idx) {
+  return (gpu_Array *)luaL_testudata(L, idx, GPU_ARRAY);
+}
+
+gpu_Array *gpu_checkarray (lua_State *L, int arg) {
+  gpu_Array *a = (gpu_Array *)luaL_checkudata(L, arg, GPU_ARRAY);
+  if (!gpu_array_alive(a)) gpu_freed_error(L, arg, "array");
+  return a;
+}
+
+/* C-contiguous: strides are those of a row-major array of this shape. */
+static int is_contiguous (const gpu_Array *a) {
+  int64_t expect = gpu_dtypes[a->dtype].itemsize;
+  int i;
+  for (i = a->ndim - 1; i >= 0; i--) {
+    if (a->shape[i] != 1 && a->strides[i] != expect) return 0;
+    expect *= a->shape[i];
+  }
+  return 1;
+}
+
+/* A new array header with the given layout on the Buffer at buf_idx (pinned). */
+static gpu_Array *new_header (lua_State *L, int buf_idx, gpu_Buffer *b, size_t offset,
+                              gpu_DtypeId dtype, int ndim, const int64_t *shape,
+                              const int64_t *strides) {
+  gpu_Array *a;
+  int i;
+  buf_idx = lua_absindex(L, buf_idx);
+  a = (gpu_Array *)lua_newuserdatauv(L, array_bytes(ndim), 1);
+  a->buffer = b;
+  a->ptr = b->ptr + offset;
+  a->offset = offset;
+  a->dtype = dtype;
+  a->ndim = ndim;
+  a->owner = 0;
+  a->shape = (int64_t *)(a + 1);
+  a->strides = a->shape + (ndim > 0 ? ndim : 1);
+  a->size = 1;
+  for (i = 0; i < ndim; i++) {
+    a->shape[i] = shape[i];
+    a->strides[i] = strides[i];
+    a->size *= shape[i];
+  }
+  a->contiguous = is_contiguous(a);
+  luaL_setmetatable(L, GPU_ARRAY);
+  gpu_pin(L, -1, buf_idx, 1);
+  return a;
+}
+
+static void row_major_strides (int ndim, const int64_t *shape, size_t itemsize, int64_t *strides) {
+  int64_t s = (int64_t)itemsize;
+  int i;
+  for (i = ndim - 1; i >= 0; i--) {
+    strides[i] = s;
+    s *= shape[i] > 0 ? shape[i] : 1;
+  }
+}
+
+gpu_Array *gpu_array_new (lua_State *L, gpu_DtypeId dtype, int ndim, const int64_t *shape) {
+  int64_t strides[GPU_MAXDIM], size = 1;
+  gpu_Buffer *b;
+  gpu_Array *a;
+  int i;
+  for (i = 0; i < ndim; i++) size *= shape[i];
+  row_major_strides(ndim, shape, gpu_dtypes[dtype].itemsize, strides);
+  b = gpu_buffer_new(L, (size_t)size * gpu_dtypes[dtype].itemsize);
+  a = new_header(L, -1, b, 0, dtype, ndim, shape, strides);
+  a->owner = 1;
+  lua_remove(L, -2);
+  return a;
+}
+
+/* array_empty(shape, dtype) -> GPUArray owning fresh (uninitialized) device memory */
+static int gpu_array_empty (lua_State *L) {
+  int64_t shape[GPU_MAXDIM], size;
+  int ndim = gpu_checkshape(L, 1, shape, &size);
+  gpu_DtypeId dtype = lua_isnoneornil(L, 2) ? GPU_FLOAT64 : gpu_checkdtype(L, 2);
+  gpu_array_new(L, dtype, ndim, shape);
+  return 1;
+}
+
+/*
+** array_view(base, offset, dtype, shape[, strides]) -> GPUArray on base (a Buffer or GPUArray)
+** offset in bytes from base's start; strides in bytes (default row-major).  Every element
+** the view can reach must lie inside the buffer.
+*/
+static int gpu_array_view (lua_State *L) {
+  gpu_Array *from = gpu_testarray(L, 1);
+  gpu_Buffer *b;
+  lua_Integer offset = luaL_checkinteger(L, 2);
+  gpu_DtypeId dtype = gpu_checkdtype(L, 3);
+  int64_t shape[GPU_MAXDIM], strides[GPU_MAXDIM], size, lo, hi;
+  int ndim = gpu_checkshape(L, 4, shape, &size), i;
+  size_t itemsize = gpu_dtypes[dtype].itemsize;
+  if (from != NULL) {
+    gpu_checkarray(L, 1);
+    b = from->buffer;
+    offset += (lua_Integer)from->offset;
+    lua_getiuservalue(L, 1, 1);
+    lua_replace(L, 1);                 /* the view pins the buffer, not the array */
+  } else {
+    b = gpu_checkbuffer(L, 1);
+  }
+  if (lua_isnoneornil(L, 5)) row_major_strides(ndim, shape, itemsize, strides);
+  else {
+    luaL_checktype(L, 5, LUA_TTABLE);
+    luaL_argcheck(L, (int)lua_rawlen(L, 5) == ndim, 5, "strides and shape differ in length");
+    for (i = 0; i < ndim; i++) {
+      lua_rawgeti(L, 5, i + 1);
+      strides[i] = (int64_t)luaL_checkinteger(L, -1);
+      lua_pop(L, 1);
+    }
+  }
+  /* the byte range the view can touch: [offset + lo, offset + hi + itemsize) */
+  lo = hi = 0;
+  for (i = 0; i < ndim; i++) {
+    if (shape[i] == 0) { lo = 0; hi = -(int64_t)itemsize; break; }
+    if (strides[i] > 0) hi += strides[i] * (shape[i] - 1);
+    else lo += strides[i] * (shape[i] - 1);
+  }
+  if (offset < 0 || offset + lo < 0 || (uint64_t)(offset + hi + (int64_t)itemsize) > b->size)
+    return luaL_error(L, "view reaches outside its buffer (%I bytes)", (lua_Integer)b->size);
+  new_header(L, 1, b, (size_t)offset, dtype, ndim, shape, strides);
+  return 1;
+}
+
+static int array_free (lua_State *L) {
+  gpu_Array *a = (gpu_Array *)luaL_checkudata(L, 1, GPU_ARRAY);
+  if (a->owner && a->buffer != NULL) gpu_buffer_release(a->buffer);
+  a->buffer = NULL;                      /* this array is unusable from now on */
+  return 0;
+}
+
+static void push_dims (lua_State *L, int n, const int64_t *dims) {
+  int i;
+  lua_createtable(L, n, 0);
+  for (i = 0; i < n; i++) {
+    lua_pushinteger(L, (lua_Integer)dims[i]);
+    lua_rawseti(L, -2, i + 1);
+  }
+}
+
+/* methods first (added by the Lua layer), then the layout */
+static int array_index (lua_State *L) {
+  gpu_Array *a = (gpu_Array *)luaL_checkudata(L, 1, GPU_ARRAY);
+  const char *key;
+  lua_pushvalue(L, 2);
+  if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
+  if ((key = lua_tostring(L, 2)) == NULL || lua_type(L, 2) != LUA_TSTRING) {
+    /* a[i]: the Lua layer's element access */
+    lua_getfield(L, lua_upvalueindex(1), "__element");
+    if (lua_isnil(L, -1)) return 0;
+    lua_pushvalue(L, 1);
+    lua_pushvalue(L, 2);
+    lua_call(L, 2, 1);
+    return 1;
+  }
+  if (strcmp(key, "dtype") == 0) lua_pushstring(L, gpu_dtypes[a->dtype].name);
+  else if (strcmp(key, "shape") == 0) push_dims(L, a->ndim, a->shape);
+  else if (strcmp(key, "strides") == 0) push_dims(L, a->ndim, a->strides);
+  else if (strcmp(key, "size") == 0) lua_pushinteger(L, (lua_Integer)a->size);
+  else if (strcmp(key, "nbytes") == 0)
+    lua_pushinteger(L, (lua_Integer)(a->size * gpu_dtypes[a->dtype].itemsize));
+  else if (strcmp(key, "ndim") == 0) lua_pushinteger(L, a->ndim);
+  else if (strcmp(key, "itemsize") == 0) lua_pushinteger(L, gpu_dtypes[a->dtype].itemsize);
+  else if (strcmp(key, "offset") == 0) lua_pushinteger(L, (lua_Integer)a->offset);
+  else if (strcmp(key, "is_contiguous") == 0) lua_pushboolean(L, a->contiguous);
+  else if (strcmp(key, "owner") == 0) lua_pushboolean(L, a->owner);
+  else if (strcmp(key, "gpudata") == 0) {
+    gpu_checkarray(L, 1);
+    lua_getiuservalue(L, 1, 1);
+  } else if (strcmp(key, "ptr") == 0) {
+    lua_pushinteger(L, (lua_Integer)gpu_checkarray(L, 1)->ptr);
+  } else if (strcmp(key, "freed") == 0) {
+    lua_pushboolean(L, !gpu_array_alive(a));
+  } else {
+    return 0;
+  }
+  return 1;
+}
+
+/* a[i] = v goes to the Lua layer; fields cannot be assigned */
+static int array_newindex (lua_State *L) {
+  luaL_checkudata(L, 1, GPU_ARRAY);
+  if (lua_type(L, 2) != LUA_TSTRING) {
+    lua_getfield(L, lua_upvalueindex(1), "__setelement");
+    if (!lua_isnil(L, -1)) {
+      lua_insert(L, 1);
+      lua_call(L, 3, 0);
+      return 0;
+    }
+  }
+  return luaL_error(L, "cannot assign to field '%s' of a GPUArray", luaL_tolstring(L, 2, NULL));
+}
+
+static int array_len (lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)((gpu_Array *)luaL_checkudata(L, 1, GPU_ARRAY))->size);
+  return 1;
+}
+
+void gpu_array_open (lua_State *L) {
+  static const luaL_Reg functions[] = {
+    {"array_empty", gpu_array_empty}, {"array_view", gpu_array_view}, {NULL, NULL},
+  };
+  static const luaL_Reg meta[] = {
+    {"__index", array_index}, {"__newindex", array_newindex}, {"__len", array_len},
+    {"__close", array_free}, {NULL, NULL},
+  };
+  static const luaL_Reg methods[] = {{"free", array_free}, {NULL, NULL}};
+  luaL_setfuncs(L, functions, 0);
+  gpu_newtype(L, GPU_ARRAY, meta, methods);
+}

@@ -12,7 +12,9 @@ BUSTED ?= $(LUA) $(shell command -v busted)
 CFLAGS ?= -O2 -g
 WARNINGS = -Wall -Wextra -Wshadow -Wstrict-prototypes -Wmissing-prototypes
 ALL_CFLAGS = -std=c11 -fPIC -fvisibility=hidden $(WARNINGS) $(CFLAGS)
-CPPFLAGS += -I$(LUA_INCDIR) -I$(CUDA_HOME)/include -Ibuild -D_GNU_SOURCE
+# Debian's luaconf.h includes a header from the multiarch directory beside LUA_INCDIR.
+MULTIARCH_INCDIR = $(wildcard $(LUA_INCDIR)/../$(shell $(CC) -dumpmachine))
+CPPFLAGS += -I$(LUA_INCDIR) $(MULTIARCH_INCDIR:%=-I%) -I$(CUDA_HOME)/include -Ibuild -D_GNU_SOURCE
 LDLIBS = -ldl -lpthread -lm
 
 SOURCES = $(wildcard src/*.c)
@@ -34,6 +36,11 @@ build/%.o: src/%.c src/gpu.h | build
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -c -o $@ $<
 
 build/device.o: build/device_attributes.h
+build/kernels.o: build/kernels.h
+
+KERNELS = $(sort $(wildcard kernels/*.cu))
+build/kernels.h: tools/embed.lua $(KERNELS) | build
+	$(LUA) tools/embed.lua $@ $(foreach k,$(KERNELS),$(notdir $(k))=$(k))
 
 # Every device attribute this toolkit's cuda.h names, as X(NAME) lines.
 build/device_attributes.h: $(CUDA_HOME)/include/cuda.h | build

@@ -67,6 +67,7 @@ int gpu_freed_error (lua_State *L, int arg, const char *what) {
 }
 
 void gpu_pin (lua_State *L, int ud, int idx, int n) {
+  ud = lua_absindex(L, ud);
   lua_pushvalue(L, idx);
   lua_setiuservalue(L, ud, n);
 }
@@ -81,7 +82,7 @@ static void open_state (lua_State *L) {
 static void (*const subsystems[])(lua_State *L) = {
   gpu_error_open, gpu_dtype_open, gpu_device_open, gpu_memory_open, gpu_host_open,
   gpu_array_open, gpu_stream_open,
-  gpu_nvrtc_open, gpu_module_open, gpu_launch_open,
+  gpu_nvrtc_open, gpu_module_open, gpu_launch_open, gpu_kernels_open,
 };
 
 int luaopen_gpu_core (lua_State *L) {

@@ -204,6 +204,12 @@ static int gpu_get_device (lua_State *L) {
   return 1;
 }
 
+/* device_ordinal() -> the ordinal new work goes to (cheap: for cache keys) */
+static int gpu_device_ordinal (lua_State *L) {
+  lua_pushinteger(L, current_ordinal(L, gpu_driver(L)));
+  return 1;
+}
+
 static int gpu_synchronize (lua_State *L) {
   const gpu_Driver *d = gpu_driver(L);
   gpu_context_push(L);
@@ -317,6 +323,7 @@ void gpu_device_open (lua_State *L) {
     {"available", gpu_available}, {"device_count", gpu_device_count},
     {"driver_version", gpu_driver_version}, {"Device", gpu_Device_new},
     {"set_device", gpu_set_device}, {"get_device", gpu_get_device},
+    {"device_ordinal", gpu_device_ordinal},
     {"synchronize", gpu_synchronize}, {"mem_get_info", gpu_mem_get_info}, {NULL, NULL},
   };
   static const luaL_Reg device_meta[] = {

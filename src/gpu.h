@@ -292,6 +292,7 @@ typedef struct gpu_Module {
 #define GPU_ARGHANDLER "gpu.ArgHandler"
 
 GPU_INTERNAL void gpu_nvrtc_open(lua_State *L);
+GPU_INTERNAL void gpu_kernels_open(lua_State *L);
 GPU_INTERNAL void gpu_module_open(lua_State *L);
 GPU_INTERNAL void gpu_launch_open(lua_State *L);
 /* Pushes a new Function for handle fn of the Module at module_idx (launch.c). */

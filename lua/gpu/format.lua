@@ -1,32 +1,59 @@
 -- gpu.format: NumPy-style text for arrays (host and device), e.g.
 --   [[1.  2.5]
 --    [3.  4. ]]
--- Arrays of more than 1000 elements are summarized with "..." after 3 edge items per axis.
+-- Floats use NumPy's defaults: up to 8 decimals, aligned on the point, scientific notation
+-- when the magnitudes call for it; lines wrap at 75 columns; arrays of more than 1000
+-- elements are summarized with "..." after 3 edge items per axis.
 
 local M = {}
 
-local THRESHOLD, EDGE = 1000, 3
+local THRESHOLD, EDGE, LINEWIDTH, PRECISION = 1000, 3, 75, 8
 
-local function float_text(v)
+local function special(v)
   if v ~= v then return "nan" end
   if v == math.huge then return "inf" end
   if v == -math.huge then return "-inf" end
-  local s = ("%.8g"):format(v)
-  if not s:find("[.e]") then s = s .. "." end
-  return s
 end
 
-local function value_text(v, kind)
-  if kind == "f" then return float_text(v) end
-  return tostring(v)
+-- "%.8f" or "%.8e" without trailing zeros, keeping the point: 2.50000000 -> 2.5, 3.0 -> 3.
+local function trim(s)
+  local mantissa, exponent = s:match("^([^e]*)(e.*)$")
+  mantissa = (mantissa or s):gsub("0+$", "")
+  return mantissa .. (exponent or "")
 end
 
--- The indices (1-based) shown along an axis of length n.
+-- Texts for a list of floats, padded to line up as NumPy does.
+local function float_texts(values)
+  local big, small = false, false
+  for _, v in ipairs(values) do
+    local a = math.abs(v)
+    if not special(v) and a ~= 0 then
+      if a >= 1e8 then big = true end
+      if a < 1e-4 then small = true end
+    end
+  end
+  local scientific = big or small
+  local texts, left, right = {}, 0, 0
+  for i, v in ipairs(values) do
+    local t = special(v) or trim((scientific and "%." .. PRECISION .. "e"
+                                             or "%." .. PRECISION .. "f"):format(v))
+    local int, frac = t:match("^([^.]*)(%..*)$")
+    int, frac = int or t, frac or ""
+    texts[i] = {int, frac}
+    left, right = math.max(left, #int), math.max(right, #frac)
+  end
+  for i, t in ipairs(texts) do
+    texts[i] = (" "):rep(left - #t[1]) .. t[1] .. t[2] .. (" "):rep(right - #t[2])
+  end
+  return texts
+end
+
+-- The indices (1-based) shown along an axis of length n; false marks the "...".
 local function shown(n, summarize)
   local list = {}
   if summarize and n > 2 * EDGE then
     for i = 1, EDGE do list[#list + 1] = i end
-    list[#list + 1] = false -- the "..." marker
+    list[#list + 1] = false
     for i = n - EDGE + 1, n do list[#list + 1] = i end
   else
     for i = 1, n do list[#list + 1] = i end
@@ -39,21 +66,22 @@ end
 function M.array_string(shape, kind, fetch)
   local ndim, size = #shape, 1
   for _, n in ipairs(shape) do size = size * n end
-  if ndim == 0 then return value_text(fetch(1), kind) end
+  if ndim == 0 then
+    local v = fetch(1)
+    return kind == "f" and float_texts({v})[1]:gsub("%s+$", "") or tostring(v)
+  end
   local summarize = size > THRESHOLD
-  local strides = {}
-  local stride = 1
+  local strides, stride = {}, 1
   for d = ndim, 1, -1 do strides[d] = stride; stride = stride * shape[d] end
-  -- texts of every shown element, and the common width
-  local texts, width = {}, 0
+  -- every shown element, formatted together so that they share one width
+  local flats, values = {}, {}
   local function collect(d, base)
     for _, i in ipairs(shown(shape[d], summarize)) do
       if i then
         local flat = base + (i - 1) * strides[d]
         if d == ndim then
-          local t = value_text(fetch(flat + 1), kind)
-          texts[flat] = t
-          if #t > width then width = #t end
+          flats[#flats + 1] = flat
+          values[#values + 1] = fetch(flat + 1)
         else
           collect(d + 1, flat)
         end
@@ -61,34 +89,36 @@ function M.array_string(shape, kind, fetch)
     end
   end
   collect(1, 0)
-  -- floats line up on their decimal points, as NumPy prints them
-  local left, right = 0, 0
-  if kind == "f" then
-    for _, t in pairs(texts) do
-      local i, f = t:match("^([^.e]*)(%..*)$")
-      if not i or t:find("e") then left = nil break end
-      left, right = math.max(left, #i), math.max(right, #f)
-    end
-    if left then
-      for k, t in pairs(texts) do
-        local i, f = t:match("^([^.]*)(%..*)$")
-        texts[k] = (" "):rep(left - #i) .. i .. f .. (" "):rep(right - #f)
-      end
-      width = left + right
-    end
+  local list = kind == "f" and float_texts(values) or {}
+  local texts, width = {}, 0
+  for k, flat in ipairs(flats) do
+    local t = list[k] or tostring(values[k])
+    texts[flat] = t
+    if #t > width then width = #t end
   end
   local function render(d, base, indent)
+    if shape[d] == 0 then return "[]" end
     local parts = {}
-    for _, i in ipairs(shown(shape[d], summarize)) do
-      if not i then parts[#parts + 1] = "..."
-      elseif d == ndim then
-        local t = texts[base + (i - 1) * strides[d]]
-        parts[#parts + 1] = (" "):rep(width - #t) .. t
-      else
-        parts[#parts + 1] = render(d + 1, base + (i - 1) * strides[d], indent .. " ")
+    if d == ndim then
+      -- one row, wrapped like NumPy's: continuation lines start under the first element
+      local line, lines = "[", {}
+      for _, i in ipairs(shown(shape[d], summarize)) do
+        local t = i and texts[base + (i - 1) * strides[d]] or "..."
+        t = (" "):rep(width - #t) .. t
+        local piece = (line == "[" and "" or " ") .. t
+        if #indent + #line + #piece + 1 > LINEWIDTH and line ~= "[" then
+          lines[#lines + 1] = line
+          line = " " .. t
+        else
+          line = line .. piece
+        end
       end
+      lines[#lines + 1] = line .. "]"
+      return table.concat(lines, "\n" .. indent)
     end
-    if d == ndim then return "[" .. table.concat(parts, " ") .. "]" end
+    for _, i in ipairs(shown(shape[d], summarize)) do
+      parts[#parts + 1] = i and render(d + 1, base + (i - 1) * strides[d], indent .. " ") or "..."
+    end
     local sep = "\n" .. ("\n"):rep(ndim - d - 1) .. indent .. " "
     return "[" .. table.concat(parts, sep) .. "]"
   end

@@ -1,5 +1,5 @@
 /*
-** kernels.c: core.kernel_sources, the CUDA C of the library's own kernels (kernels/*.cu),
+** kernels.c: core.kernel_sources, the CUDA C of the library's own kernels (kernels/NAME.cu),
 ** built into the library by tools/embed.lua so that nothing is read from disk at run time.
 */
 #include "gpu.h"

@@ -65,9 +65,37 @@ static int current_ordinal (lua_State *L, const gpu_Driver *d) {
 static int context_release (lua_State *L) {
   gpu_Context *c = (gpu_Context *)luaL_checkudata(L, 1, GPU_CONTEXT);
   const gpu_Driver *d = gpu_driver_load(NULL, NULL);
+  /* a pool with allocations still pending is released by the driver once they are freed */
+  if (c->pool != NULL && d != NULL && gpu_context_try_enter(c)) d->cuMemPoolDestroy(c->pool);
+  c->pool = NULL;
   if (c->ctx != NULL && c->owned && d != NULL) d->cuDevicePrimaryCtxRelease(c->device);
   c->ctx = NULL;
   return 0;
+}
+
+/*
+** Device memory comes from a stream-ordered pool of this state's own (cuMemAllocFromPoolAsync
+** on the default stream), which keeps freed memory for reuse instead of returning it to the
+** driver: allocation is cheap and freeing never blocks.  GPU_POOL_DISABLE=1 falls back to
+** plain cuMemAlloc/cuMemFree, as do devices without memory pools.
+*/
+static void create_pool (lua_State *L, const gpu_Driver *d, gpu_Context *c) {
+  const char *disable = getenv("GPU_POOL_DISABLE");
+  int supported = 0;
+  CUmemPoolProps props;
+  cuuint64_t keep_all = UINT64_MAX;
+  if (disable != NULL && *disable != '\0' && strcmp(disable, "0") != 0) return;
+  gpu_check(L, d->cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED,
+                                       c->device), "cuDeviceGetAttribute");
+  if (!supported) return;
+  memset(&props, 0, sizeof props);
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = c->ordinal;
+  gpu_check(L, d->cuMemPoolCreate(&c->pool, &props), "cuMemPoolCreate");
+  gpu_check(L, d->cuMemPoolSetAttribute(c->pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_all),
+            "cuMemPoolSetAttribute");
 }
 
 static gpu_Context *context_new (lua_State *L, const gpu_Driver *d, int ordinal) {
@@ -100,6 +128,8 @@ static gpu_Context *context_new (lua_State *L, const gpu_Driver *d, int ordinal)
             "cuDeviceGetAttribute");
   gpu_check(L, d->cuDevicePrimaryCtxRetain(&c->ctx, dev), "cuDevicePrimaryCtxRetain");
   c->owned = 1;
+  gpu_context_enter(L, c);
+  create_pool(L, d, c);
   return c;
 }
 
@@ -217,6 +247,33 @@ static int gpu_synchronize (lua_State *L) {
   return 0;
 }
 
+/* mem_pool_info() -> bytes in use, bytes held by the pool (in use or cached) */
+static int gpu_mem_pool_info (lua_State *L) {
+  const gpu_Driver *d = gpu_driver(L);
+  gpu_Context *c = gpu_context_push(L);
+  cuuint64_t used = 0, held = 0;
+  if (c->pool != NULL) {
+    gpu_check(L, d->cuMemPoolGetAttribute(c->pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used),
+              "cuMemPoolGetAttribute");
+    gpu_check(L, d->cuMemPoolGetAttribute(c->pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &held),
+              "cuMemPoolGetAttribute");
+  }
+  lua_pushinteger(L, (lua_Integer)used);
+  lua_pushinteger(L, (lua_Integer)held);
+  return 2;
+}
+
+/* free_pool(): returns the memory the pool caches (not in use) to the driver */
+static int gpu_free_pool (lua_State *L) {
+  const gpu_Driver *d = gpu_driver(L);
+  gpu_Context *c = gpu_context_push(L);
+  if (c->pool != NULL) {
+    gpu_check(L, d->cuCtxSynchronize(), "cuCtxSynchronize");   /* let pending frees land */
+    gpu_check(L, d->cuMemPoolTrimTo(c->pool, 0), "cuMemPoolTrimTo");
+  }
+  return 0;
+}
+
 static int gpu_mem_get_info (lua_State *L) {
   const gpu_Driver *d = gpu_driver(L);
   size_t free_bytes, total;
@@ -324,7 +381,8 @@ void gpu_device_open (lua_State *L) {
     {"driver_version", gpu_driver_version}, {"Device", gpu_Device_new},
     {"set_device", gpu_set_device}, {"get_device", gpu_get_device},
     {"device_ordinal", gpu_device_ordinal},
-    {"synchronize", gpu_synchronize}, {"mem_get_info", gpu_mem_get_info}, {NULL, NULL},
+    {"synchronize", gpu_synchronize}, {"mem_get_info", gpu_mem_get_info},
+    {"mem_pool_info", gpu_mem_pool_info}, {"free_pool", gpu_free_pool}, {NULL, NULL},
   };
   static const luaL_Reg device_meta[] = {
     {"__tostring", device_tostring}, {"__eq", device_eq}, {NULL, NULL},

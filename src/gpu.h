@@ -51,6 +51,13 @@ __attribute__((visibility("default"))) int luaopen_gpu_core(lua_State *L);
   X(cuMemGetInfo, 3020)                            \
   X(cuMemAlloc, 3020)                              \
   X(cuMemFree, 3020)                               \
+  X(cuMemAllocFromPoolAsync, 11020)                \
+  X(cuMemFreeAsync, 11020)                         \
+  X(cuMemPoolCreate, 11020)                        \
+  X(cuMemPoolDestroy, 11020)                       \
+  X(cuMemPoolSetAttribute, 11020)                  \
+  X(cuMemPoolGetAttribute, 11020)                  \
+  X(cuMemPoolTrimTo, 11020)                        \
   X(cuMemHostAlloc, 2020)                          \
   X(cuMemFreeHost, 2000)                           \
   X(cuMemcpyHtoD, 3020)                            \
@@ -171,6 +178,7 @@ typedef struct gpu_Context {
   CUdevice device;
   int ordinal;
   int owned;              /* retained primary context, released on close */
+  CUmemoryPool pool;      /* this state's stream-ordered pool, NULL: plain cuMemAlloc */
   int max_block[3], max_grid[3], max_threads;
   int cc_major, cc_minor;
 } gpu_Context;
@@ -193,6 +201,7 @@ typedef struct gpu_Buffer {
   struct gpu_Buffer *root; /* the allocation this is a view of (itself for an owner) */
   gpu_Context *ctx;
   int owned;              /* frees ptr when released */
+  int pooled;             /* came from ctx->pool: freed stream-ordered, never blocking */
 } gpu_Buffer;
 
 #define GPU_BUFFER "gpu.Buffer"
@@ -200,8 +209,10 @@ typedef struct gpu_Buffer {
 /* Checks arg is a live Buffer (or view of a live one) and returns it. */
 GPU_INTERNAL gpu_Buffer *gpu_checkbuffer(lua_State *L, int arg);
 GPU_INTERNAL gpu_Buffer *gpu_testbuffer(lua_State *L, int idx);
-/* Allocates nbytes on the current device (collecting garbage and retrying once on OOM). */
+/* Allocates nbytes on the current device (collecting garbage and retrying on OOM). */
 GPU_INTERNAL gpu_Buffer *gpu_buffer_new(lua_State *L, size_t nbytes);
+/* Steps the collector for nbytes of memory it cannot see (device or page-locked). */
+GPU_INTERNAL void gpu_gc_account(lua_State *L, size_t nbytes);
 /* Frees an owned allocation now (idempotent, never raises): __gc, __close and :free(). */
 GPU_INTERNAL void gpu_buffer_release(gpu_Buffer *b);
 GPU_INTERNAL void gpu_memory_open(lua_State *L);
@@ -293,6 +304,7 @@ typedef struct gpu_Module {
 
 GPU_INTERNAL void gpu_nvrtc_open(lua_State *L);
 GPU_INTERNAL void gpu_kernels_open(lua_State *L);
+GPU_INTERNAL void gpu_cache_open(lua_State *L);
 GPU_INTERNAL void gpu_module_open(lua_State *L);
 GPU_INTERNAL void gpu_launch_open(lua_State *L);
 /* Pushes a new Function for handle fn of the Module at module_idx (launch.c). */

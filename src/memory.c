@@ -12,7 +12,7 @@
 #include "gpu.h"
 
 /* Step the collector every this many device bytes, so dropped buffers get collected. */
-#define GPU_GC_STEP_BYTES ((size_t)64 << 20)
+#define GPU_GC_STEP_BYTES ((size_t)1 << 20)
 
 /* A view is alive while it and the allocation it looks into are. */
 static int buffer_alive (const gpu_Buffer *b) {
@@ -29,14 +29,19 @@ gpu_Buffer *gpu_checkbuffer (lua_State *L, int arg) {
   return b;
 }
 
-/* Tells the collector about device bytes so that unreferenced buffers get finalized. */
-static void gc_account (lua_State *L, size_t nbytes) {
+void gpu_gc_account (lua_State *L, size_t nbytes) {
   gpu_State *s = gpu_state(L);
   s->gc_debt += nbytes;
   if (s->gc_debt >= GPU_GC_STEP_BYTES) {
-    lua_gc(L, LUA_GCSTEP, (int)(s->gc_debt >> 20));
+    /* a step as if these bytes had been allocated by Lua, so garbage buffers get finalized */
+    lua_gc(L, LUA_GCSTEP, (int)(s->gc_debt >> 10 < INT32_MAX ? s->gc_debt >> 10 : INT32_MAX));
     s->gc_debt = 0;
   }
+}
+
+static CUresult device_alloc (const gpu_Driver *d, gpu_Context *c, CUdeviceptr *p, size_t n) {
+  if (n == 0) n = 1;            /* a zero-byte buffer still gets an address: alive is ptr != 0 */
+  return c->pool ? d->cuMemAllocFromPoolAsync(p, n, c->pool, NULL) : d->cuMemAlloc(p, n);
 }
 
 gpu_Buffer *gpu_buffer_new (lua_State *L, size_t nbytes) {
@@ -47,25 +52,34 @@ gpu_Buffer *gpu_buffer_new (lua_State *L, size_t nbytes) {
   luaL_setmetatable(L, GPU_BUFFER);
   b->ctx = gpu_context_push(L);
   lua_setiuservalue(L, -2, 1);
-  gc_account(L, nbytes);
-  /* A zero-byte buffer still gets a real address, so that "alive" stays ptr != 0. */
-  r = d->cuMemAlloc(&b->ptr, nbytes ? nbytes : 1);
+  gpu_gc_account(L, nbytes);
+  r = device_alloc(d, b->ctx, &b->ptr, nbytes);
   if (r == CUDA_ERROR_OUT_OF_MEMORY) {     /* garbage may be holding device memory */
     lua_gc(L, LUA_GCCOLLECT);
     gpu_context_enter(L, b->ctx);          /* finalizers may have switched contexts */
-    r = d->cuMemAlloc(&b->ptr, nbytes ? nbytes : 1);
+    r = device_alloc(d, b->ctx, &b->ptr, nbytes);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && b->ctx->pool != NULL &&
+        d->cuCtxSynchronize() == CUDA_SUCCESS) {   /* then the pool's cache, for others */
+      d->cuMemPoolTrimTo(b->ctx->pool, 0);
+      r = device_alloc(d, b->ctx, &b->ptr, nbytes);
+    }
   }
   if (r != CUDA_SUCCESS) b->ptr = 0;
-  gpu_check(L, r, "cuMemAlloc");
+  gpu_check(L, r, b->ctx->pool ? "cuMemAllocFromPoolAsync" : "cuMemAlloc");
   b->size = nbytes;
   b->root = b;
   b->owned = 1;
+  b->pooled = b->ctx->pool != NULL;
   return b;
 }
 
 void gpu_buffer_release (gpu_Buffer *b) {
-  if (b->owned && b->ptr != 0 && gpu_context_try_enter(b->ctx))
-    gpu_driver_load(NULL, NULL)->cuMemFree(b->ptr);   /* errors ignored: also a finalizer */
+  const gpu_Driver *d = gpu_driver_load(NULL, NULL);
+  if (b->owned && b->ptr != 0 && gpu_context_try_enter(b->ctx)) {
+    /* errors ignored: this is also the finalizer */
+    if (b->pooled) d->cuMemFreeAsync(b->ptr, NULL);
+    else d->cuMemFree(b->ptr);
+  }
   b->ptr = 0;
   if (b->root != b) b->root = NULL;                  /* a freed view drops its parent */
 }

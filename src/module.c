@@ -135,6 +135,12 @@ static int module_get_global(lua_State *L) {
   return 2;
 }
 
+/* mod:is_loaded(): false once freed (the compile cache asks before handing it out again) */
+static int module_is_loaded (lua_State *L) {
+  lua_pushboolean(L, ((gpu_Module *)luaL_checkudata(L, 1, GPU_MODULE))->module != NULL);
+  return 1;
+}
+
 static int module_tostring (lua_State *L) {
   gpu_Module *m = (gpu_Module *)luaL_checkudata(L, 1, GPU_MODULE);
   if (m->module) lua_pushfstring(L, "gpu.Module(%p)", (void *)m->module);
@@ -152,7 +158,7 @@ void gpu_module_open (lua_State *L) {
   };
   static const luaL_Reg methods[] = {
     {"free", module_free}, {"get_function", module_get_function},
-    {"get_global", module_get_global}, {NULL, NULL},
+    {"get_global", module_get_global}, {"is_loaded", module_is_loaded}, {NULL, NULL},
   };
   luaL_setfuncs(L, functions, 0);
   gpu_newtype(L, GPU_MODULE, meta, methods);

@@ -96,32 +96,84 @@ end
 
 local compile_options = {
   target = true, arch = true, options = true, include_dirs = true, no_extern_c = true,
+  name = true, headers = true, cache = true,
+}
+
+local module_options = {
+  arch = true, options = true, include_dirs = true, no_extern_c = true, cache = true,
   name = true, headers = true,
 }
+
+-- Compile cache.  In process: loaded modules by device and key.  On disk: cubins and PTX
+-- under GPU_CACHE_DIR, else $XDG_CACHE_HOME/lua-gpu, else ~/.cache/lua-gpu (GPU_CACHE_DISABLE=1
+-- turns it off).  The key holds everything the image depends on; the included files' own
+-- contents are not part of it, so pass cache = false while editing a header.
+local function cache_dir()
+  local disabled = os.getenv("GPU_CACHE_DISABLE")
+  if disabled and disabled ~= "" and disabled ~= "0" then return nil end
+  local dir = os.getenv("GPU_CACHE_DIR")
+  if dir and dir ~= "" then return dir end
+  local xdg = os.getenv("XDG_CACHE_HOME")
+  if xdg and xdg ~= "" then return xdg .. "/lua-gpu" end
+  local home = os.getenv("HOME")
+  return home and home ~= "" and home .. "/.cache/lua-gpu" or nil
+end
+gpu._cache_dir = cache_dir
+
+-- What to hand NVRTC for (source, opts): a job {wrapped, arch, target, options, key}.
+-- fname names the calling function in argument errors.
+local function compile_job(source, opts, fname, default_target)
+  local arch, target = opts.arch, opts.target
+  if arch == nil then
+    local device_target
+    arch, device_target = default_arch()
+    target = target or device_target
+  end
+  target = target or default_target or (arch:match("^sm_") and "cubin" or "ptx")
+  local wrapped = wrap_source(source, opts)
+  local options = {
+    target = target, arch = arch, name = opts.name, headers = opts.headers,
+    options = string_list(opts.options, 2, fname, "options"),
+    include_dirs = string_list(opts.include_dirs, 2, fname, "include_dirs"),
+  }
+  local parts = {"lua-gpu " .. gpu.VERSION, "nvrtc " .. core.nvrtc_version(), arch, target,
+                 options.name or "kernel.cu"}
+  for _, o in ipairs(options.options or {}) do parts[#parts + 1] = "option " .. o end
+  for _, d in ipairs(options.include_dirs or {}) do parts[#parts + 1] = "include " .. d end
+  if options.headers then
+    local names = {}
+    for name in pairs(options.headers) do names[#names + 1] = name end
+    table.sort(names)
+    for _, name in ipairs(names) do
+      parts[#parts + 1] = "header " .. name .. "\0" .. options.headers[name]
+    end
+  end
+  parts[#parts + 1] = wrapped
+  return {wrapped = wrapped, arch = arch, target = target, options = options,
+          key = table.concat(parts, "\0"), use_cache = opts.cache ~= false}
+end
+
+-- The image for a job: from the disk cache, or from NVRTC (then stored); also the log.
+local function build_image(job)
+  local dir = job.use_cache and cache_dir()
+  local file = dir and ("%s-%s.%s"):format(core.cache_hash(job.key), job.arch, job.target)
+  local image = file and core.cache_load(dir .. "/" .. file, job.key)
+  if image then return image, "" end
+  local log
+  image, log = core.compile(job.wrapped, job.options)
+  if file then core.cache_store(dir, file, job.key, image) end
+  return image, log
+end
 
 -- gpu.compile(source[, opts]) -> image (cubin or PTX bytes), log.  Needs no GPU when
 -- opts.arch is given.
 function gpu.compile(source, opts)
   if type(source) ~= "string" then argerror(1, "compile", "source string expected, got " .. type(source)) end
   opts = check_options(opts, 2, "compile", compile_options)
-  local arch, target = opts.arch, opts.target
-  if arch == nil then
-    local default_target
-    arch, default_target = default_arch()
-    target = target or default_target
-  end
-  target = target or (arch:match("^sm_") and "cubin" or "ptx")
-  return core.compile(wrap_source(source, opts), {
-    target = target, arch = arch, name = opts.name, headers = opts.headers,
-    options = string_list(opts.options, 2, "compile", "options"),
-    include_dirs = string_list(opts.include_dirs, 2, "compile", "include_dirs"),
-  })
+  return build_image(compile_job(source, opts, "compile"))
 end
 
-local module_options = {
-  arch = true, options = true, include_dirs = true, no_extern_c = true, cache = true,
-  name = true, headers = true,
-}
+local loaded_modules = {}     -- ordinal -> key -> gpu.Module
 
 -- gpu.SourceModule(source[, opts]) -> gpu.Module, compiled for the current device.
 function gpu.SourceModule(source, opts)
@@ -129,15 +181,18 @@ function gpu.SourceModule(source, opts)
     argerror(1, "SourceModule", "source string expected, got " .. type(source))
   end
   opts = check_options(opts, 2, "SourceModule", module_options)
-  local arch, target = opts.arch, nil
-  if arch == nil then arch, target = default_arch() end
-  target = target or (arch:match("^sm_") and "cubin" or "ptx")
-  local image = core.compile(wrap_source(source, opts), {
-    target = target, arch = arch, name = opts.name, headers = opts.headers,
-    options = string_list(opts.options, 2, "SourceModule", "options"),
-    include_dirs = string_list(opts.include_dirs, 2, "SourceModule", "include_dirs"),
-  })
-  return core.module_from_buffer(image, signature.parse(source))
+  local job = compile_job(source, opts, "SourceModule")
+  local ordinal = core.device_ordinal()
+  local modules = loaded_modules[ordinal]
+  if modules == nil then
+    modules = {}
+    loaded_modules[ordinal] = modules
+  end
+  local module = job.use_cache and modules[job.key]
+  if module and module:is_loaded() then return module end
+  module = core.module_from_buffer((build_image(job)), signature.parse(source))
+  if job.use_cache then modules[job.key] = module end
+  return module
 end
 
 -- gpu.module_from_buffer(image[, signatures]): signatures maps kernel names to prepare()

@@ -92,6 +92,12 @@ __attribute__((visibility("default"))) int luaopen_gpu_core(lua_State *L);
   X(cuEventSynchronize, 2000)                      \
   X(cuEventQuery, 2000)                            \
   X(cuEventElapsedTime, 2000)                      \
+  X(cuStreamBeginCapture, 10010)                   \
+  X(cuStreamEndCapture, 10000)                     \
+  X(cuGraphInstantiateWithFlags, 11040)            \
+  X(cuGraphLaunch, 10000)                          \
+  X(cuGraphExecDestroy, 10000)                     \
+  X(cuGraphDestroy, 10000)                         \
   OPT(cuFuncGetParamInfo, 12040)
 
 typedef struct gpu_Driver {
@@ -279,14 +285,21 @@ typedef struct gpu_Stream {
   CUstream stream;
   gpu_Context *ctx;
   int live;               /* 0 once destroyed */
+  int capturing;          /* between begin_capture and end_capture */
 } gpu_Stream;
 
 #define GPU_STREAM "gpu.Stream"
 #define GPU_EVENT "gpu.Event"
+#define GPU_GRAPH "gpu.Graph"
 
 /* The CUstream for an optional stream argument (nil or absent: the default stream). */
 GPU_INTERNAL CUstream gpu_optstream(lua_State *L, int arg);
 GPU_INTERNAL gpu_Stream *gpu_teststream(lua_State *L, int idx);
+/*
+** While the stream at stream_idx captures a graph, remembers the Buffer or GPUArray at
+** obj_idx (if it is one): the graph pins what it uses and checks it is alive at each launch.
+*/
+GPU_INTERNAL void gpu_capture_note(lua_State *L, int stream_idx, int obj_idx);
 GPU_INTERNAL void gpu_stream_open(lua_State *L);
 
 /* ---------------------------------------------------------------- nvrtc.c, module.c, launch.c */

@@ -47,6 +47,7 @@ typedef struct gpu_Scalar {
 typedef struct gpu_LaunchConfig {
   unsigned grid[3], block[3], shared;
   CUstream stream;
+  int stream_idx;           /* stack index of the gpu.Stream, 0 for the default stream */
   int timed;
 } gpu_LaunchConfig;
 
@@ -252,6 +253,11 @@ static void read_call_options (lua_State *L, int idx, gpu_Function *f, gpu_Launc
   if (bad == NULL && !has_block) bad = "missing option 'block'";
   if (bad == NULL) bad = check_threads(L, cfg, f->ctx);
   if (bad != NULL) luaL_error(L, "bad launch options for '%s' (%s)", f->name, bad);
+  if (cfg->stream != NULL) {       /* the Stream takes the options table's slot */
+    lua_getfield(L, idx, "stream");
+    lua_replace(L, idx);
+    cfg->stream_idx = idx;
+  }
   gpu_context_enter(L, f->ctx);    /* a stream's context was entered on the way */
 }
 
@@ -484,6 +490,12 @@ static int launch (lua_State *L, gpu_Function *f, int first, int nargs, gpu_Laun
   size_t size;
   CUresult r;
   for (i = 0; i < nargs; i++) handlers += test_handler(L, first + i) != NULL;
+  if (cfg->stream_idx != 0 && gpu_teststream(L, cfg->stream_idx)->capturing) {
+    if (handlers)
+      return luaL_error(L, "In/Out/InOut arguments cannot be captured into a graph (they copy "
+                        "synchronously): use device buffers");
+    for (i = 0; i < nargs; i++) gpu_capture_note(L, cfg->stream_idx, first + i);
+  }
   base = handlers ? stage_handlers(L, f, first, nargs) : lua_gettop(L);
   size = pack_arguments(L, f, first, nargs, base, f->argbuf);
   r = cfg->timed ? launch_timed(d, f, cfg, size, &call, &seconds)
@@ -498,7 +510,7 @@ static int launch (lua_State *L, gpu_Function *f, int first, int nargs, gpu_Laun
 /* f(args..., {block = ..., grid = ..., shared = ..., stream = ..., time = ...}) */
 static int function_call (lua_State *L) {
   gpu_Function *f = check_function(L, 1);
-  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0};
+  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, 0};
   int top = lua_gettop(L);
   if (top < 2 || lua_type(L, top) != LUA_TTABLE)
     return luaL_error(L, "missing launch options: call '%s' as f(args..., {block = {x, y, z}, "
@@ -567,7 +579,7 @@ static int read_prepared (lua_State *L, gpu_Function *f, int grid, int block, in
 /* f:prepared_call(grid, block, args...) */
 static int function_prepared_call (lua_State *L) {
   gpu_Function *f = check_function(L, 1);
-  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0};
+  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, 0};
   int nargs = read_prepared(L, f, 2, 3, 4, &cfg);
   return launch(L, f, 4, nargs, &cfg);
 }
@@ -575,9 +587,10 @@ static int function_prepared_call (lua_State *L) {
 /* f:prepared_async_call(grid, block, stream, args...) */
 static int function_prepared_async_call (lua_State *L) {
   gpu_Function *f = check_function(L, 1);
-  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0};
+  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, 0};
   int nargs = read_prepared(L, f, 2, 3, 5, &cfg);
   cfg.stream = gpu_optstream(L, 4);
+  cfg.stream_idx = cfg.stream != NULL ? 4 : 0;
   gpu_context_enter(L, f->ctx);
   return launch(L, f, 5, nargs, &cfg);
 }
@@ -585,7 +598,7 @@ static int function_prepared_async_call (lua_State *L) {
 /* f:prepared_timed_call(grid, block, args...) -> seconds */
 static int function_prepared_timed_call (lua_State *L) {
   gpu_Function *f = check_function(L, 1);
-  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 1};
+  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, 1};
   int nargs = read_prepared(L, f, 2, 3, 4, &cfg);
   return launch(L, f, 4, nargs, &cfg);
 }

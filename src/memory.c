@@ -156,6 +156,7 @@ static int htod (lua_State *L, int async) {
                                         "destination buffer (%I bytes)", (lua_Integer)n,
                                         (lua_Integer)dst->size));
   gpu_context_enter(L, dst->ctx);
+  if (async) gpu_capture_note(L, 3, 1);
   if (async) gpu_check(L, d->cuMemcpyHtoDAsync(dst->ptr, src, n, s), "cuMemcpyHtoDAsync");
   else gpu_check(L, d->cuMemcpyHtoD(dst->ptr, src, n), "cuMemcpyHtoD");
   return 0;
@@ -172,6 +173,7 @@ static int dtoh (lua_State *L, int async) {
                                         "buffer (%I bytes)", (lua_Integer)dst->nbytes,
                                         (lua_Integer)src->size));
   gpu_context_enter(L, src->ctx);
+  if (async) gpu_capture_note(L, 3, 2);
   if (async) gpu_check(L, d->cuMemcpyDtoHAsync(dst->data, src->ptr, dst->nbytes, s),
                        "cuMemcpyDtoHAsync");
   else gpu_check(L, d->cuMemcpyDtoH(dst->data, src->ptr, dst->nbytes), "cuMemcpyDtoH");
@@ -193,6 +195,10 @@ static int dtod (lua_State *L, int async) {
                                         (lua_Integer)((size_t)n > src->size ? src->size
                                                                             : dst->size)));
   gpu_context_enter(L, dst->ctx);
+  if (async) {
+    gpu_capture_note(L, 4, 1);
+    gpu_capture_note(L, 4, 2);
+  }
   if (async) gpu_check(L, d->cuMemcpyDtoDAsync(dst->ptr, src->ptr, (size_t)n, s),
                        "cuMemcpyDtoDAsync");
   else gpu_check(L, d->cuMemcpyDtoD(dst->ptr, src->ptr, (size_t)n), "cuMemcpyDtoD");
@@ -223,6 +229,7 @@ static int memset_n (lua_State *L, int bits, int async) {
     luaL_argerror(L, 3, lua_pushfstring(L, "%I elements of %d bits do not fit in the buffer "
                                         "(%I bytes)", count, bits, (lua_Integer)b->size));
   gpu_context_enter(L, b->ctx);
+  if (async) gpu_capture_note(L, 4, 1);
   switch (bits) {
     case 8: r = async ? d->cuMemsetD8Async(b->ptr, (unsigned char)value, (size_t)count, s)
                       : d->cuMemsetD8(b->ptr, (unsigned char)value, (size_t)count); break;

@@ -36,7 +36,7 @@ static int gpu_Stream_new (lua_State *L) {
     if (lua_toboolean(L, -1)) flags = CU_STREAM_NON_BLOCKING;
     lua_pop(L, 1);
   }
-  s = (gpu_Stream *)lua_newuserdatauv(L, sizeof(gpu_Stream), 1);
+  s = (gpu_Stream *)lua_newuserdatauv(L, sizeof(gpu_Stream), 2);
   memset(s, 0, sizeof *s);
   luaL_setmetatable(L, GPU_STREAM);
   s->ctx = gpu_context_push(L);
@@ -48,9 +48,17 @@ static int gpu_Stream_new (lua_State *L) {
 
 static int stream_free (lua_State *L) {
   gpu_Stream *s = (gpu_Stream *)luaL_checkudata(L, 1, GPU_STREAM);
-  if (s->live && gpu_context_try_enter(s->ctx))
-    gpu_driver_load(NULL, NULL)->cuStreamDestroy(s->stream);
+  const gpu_Driver *d = gpu_driver_load(NULL, NULL);
+  if (s->live && gpu_context_try_enter(s->ctx)) {
+    if (s->capturing) {             /* abandon the capture rather than leak its graph */
+      CUgraph graph = NULL;
+      if (d->cuStreamEndCapture(s->stream, &graph) == CUDA_SUCCESS && graph != NULL)
+        d->cuGraphDestroy(graph);
+    }
+    d->cuStreamDestroy(s->stream);
+  }
   s->live = 0;
+  s->capturing = 0;
   return 0;
 }
 
@@ -91,6 +99,125 @@ static int stream_wait_for_event (lua_State *L) {
 
 static int stream_handle (lua_State *L) {
   lua_pushinteger(L, (lua_Integer)(uintptr_t)check_stream(L, 1)->stream);
+  return 1;
+}
+
+/* ---------------------------------------------------------------- graphs */
+
+typedef struct gpu_Graph {
+  CUgraph graph;
+  CUgraphExec exec;         /* NULL once freed */
+  gpu_Context *ctx;
+} gpu_Graph;
+
+void gpu_capture_note (lua_State *L, int stream_idx, int obj_idx) {
+  gpu_Stream *s = gpu_teststream(L, stream_idx);
+  if (s == NULL || !s->capturing) return;
+  if (!gpu_testbuffer(L, obj_idx) && !gpu_testarray(L, obj_idx)) return;
+  obj_idx = lua_absindex(L, obj_idx);
+  lua_getiuservalue(L, stream_idx, 2);       /* the set of objects used so far */
+  lua_pushvalue(L, obj_idx);
+  lua_pushboolean(L, 1);
+  lua_rawset(L, -3);
+  lua_pop(L, 1);
+}
+
+/* s:begin_capture(): work queued on s from now on is recorded into a graph, not run */
+static int stream_begin_capture (lua_State *L) {
+  gpu_Stream *s = check_stream(L, 1);
+  if (s->capturing) return luaL_error(L, "stream is already capturing");
+  gpu_check(L, gpu_driver(L)->cuStreamBeginCapture(s->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+            "cuStreamBeginCapture");
+  s->capturing = 1;
+  lua_newtable(L);
+  lua_setiuservalue(L, 1, 2);
+  return 0;
+}
+
+/* s:end_capture() -> gpu.Graph of the work queued since begin_capture */
+static int stream_end_capture (lua_State *L) {
+  gpu_Stream *s = check_stream(L, 1);
+  const gpu_Driver *d = gpu_driver(L);
+  gpu_Graph *g;
+  CUresult r;
+  int n = 0;
+  if (!s->capturing) return luaL_error(L, "stream is not capturing (call begin_capture first)");
+  g = (gpu_Graph *)lua_newuserdatauv(L, sizeof(gpu_Graph), 2);
+  memset(g, 0, sizeof *g);
+  luaL_setmetatable(L, GPU_GRAPH);
+  g->ctx = s->ctx;
+  lua_getiuservalue(L, 1, 1);                /* the Context */
+  lua_setiuservalue(L, -2, 1);
+  s->capturing = 0;
+  r = d->cuStreamEndCapture(s->stream, &g->graph);
+  if (r != CUDA_SUCCESS) gpu_cuerror(L, r, "cuStreamEndCapture");
+  r = d->cuGraphInstantiateWithFlags(&g->exec, g->graph, 0);
+  if (r != CUDA_SUCCESS) {
+    d->cuGraphDestroy(g->graph);
+    g->graph = NULL;
+    g->exec = NULL;
+    gpu_cuerror(L, r, "cuGraphInstantiate");
+  }
+  /* the objects the graph uses, as a list it checks before each launch */
+  lua_newtable(L);
+  lua_getiuservalue(L, 1, 2);
+  lua_pushnil(L);
+  while (lua_next(L, -2)) {
+    lua_pop(L, 1);
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, -4, ++n);
+  }
+  lua_pop(L, 1);
+  lua_setiuservalue(L, -2, 2);
+  lua_pushnil(L);
+  lua_setiuservalue(L, 1, 2);
+  return 1;
+}
+
+static gpu_Graph *check_graph (lua_State *L, int arg) {
+  gpu_Graph *g = (gpu_Graph *)luaL_checkudata(L, arg, GPU_GRAPH);
+  if (g->exec == NULL) gpu_freed_error(L, arg, "graph");
+  gpu_context_enter(L, g->ctx);
+  return g;
+}
+
+/* graph:launch([stream]) */
+static int graph_launch (lua_State *L) {
+  gpu_Graph *g = check_graph(L, 1);
+  CUstream stream = gpu_optstream(L, 2);
+  lua_Integer i, n;
+  lua_getiuservalue(L, 1, 2);
+  n = (lua_Integer)lua_rawlen(L, -1);
+  for (i = 1; i <= n; i++) {
+    gpu_Buffer *b;
+    gpu_Array *a;
+    lua_rawgeti(L, -1, i);
+    if (((b = gpu_testbuffer(L, -1)) != NULL && (b->ptr == 0 || b->root == NULL || b->root->ptr == 0)) ||
+        ((a = gpu_testarray(L, -1)) != NULL && !gpu_array_alive(a)))
+      return luaL_error(L, "graph uses a %s that has been freed", b ? "buffer" : "GPU array");
+    lua_pop(L, 1);
+  }
+  gpu_context_enter(L, g->ctx);
+  gpu_check(L, gpu_driver(L)->cuGraphLaunch(g->exec, stream), "cuGraphLaunch");
+  return 0;
+}
+
+static int graph_free (lua_State *L) {
+  gpu_Graph *g = (gpu_Graph *)luaL_checkudata(L, 1, GPU_GRAPH);
+  const gpu_Driver *d = gpu_driver_load(NULL, NULL);
+  if (g->exec != NULL && gpu_context_try_enter(g->ctx)) {
+    d->cuGraphExecDestroy(g->exec);
+    d->cuGraphDestroy(g->graph);
+  }
+  g->exec = NULL;
+  g->graph = NULL;
+  return 0;
+}
+
+static int graph_tostring (lua_State *L) {
+  gpu_Graph *g = (gpu_Graph *)luaL_checkudata(L, 1, GPU_GRAPH);
+  if (g->exec) lua_pushfstring(L, "gpu.Graph(%p)", (void *)g->exec);
+  else lua_pushliteral(L, "gpu.Graph(freed)");
   return 1;
 }
 
@@ -183,7 +310,15 @@ void gpu_stream_open (lua_State *L) {
   static const luaL_Reg stream_methods[] = {
     {"free", stream_free}, {"close", stream_free}, {"synchronize", stream_synchronize},
     {"is_done", stream_is_done}, {"wait_for_event", stream_wait_for_event},
-    {"handle", stream_handle}, {NULL, NULL},
+    {"handle", stream_handle}, {"begin_capture", stream_begin_capture},
+    {"end_capture", stream_end_capture}, {NULL, NULL},
+  };
+  static const luaL_Reg graph_meta[] = {
+    {"__gc", graph_free}, {"__close", graph_free}, {"__tostring", graph_tostring},
+    {NULL, NULL},
+  };
+  static const luaL_Reg graph_methods[] = {
+    {"free", graph_free}, {"close", graph_free}, {"launch", graph_launch}, {NULL, NULL},
   };
   static const luaL_Reg event_meta[] = {
     {"__gc", event_free}, {"__close", event_free}, {"__tostring", event_tostring},
@@ -197,4 +332,5 @@ void gpu_stream_open (lua_State *L) {
   luaL_setfuncs(L, functions, 0);
   gpu_newtype(L, GPU_STREAM, stream_meta, stream_methods);
   gpu_newtype(L, GPU_EVENT, event_meta, event_methods);
+  gpu_newtype(L, GPU_GRAPH, graph_meta, graph_methods);
 }

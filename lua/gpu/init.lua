@@ -210,4 +210,22 @@ end
 
 gpu.signature = signature
 
+-- Graphs ---------------------------------------------------------------------------------
+
+-- gpu.capture(fn[, stream]) -> gpu.Graph: runs fn(stream) while the stream (a new one by
+-- default) captures, and returns what was queued on it as a graph to replay with
+-- graph:launch().  Buffers must exist before the capture; the graph keeps them alive and
+-- refuses to launch once one has been freed.
+function gpu.capture(fn, stream)
+  if type(fn) ~= "function" then argerror(1, "capture", "function expected, got " .. type(fn)) end
+  stream = stream or core.Stream()
+  stream:begin_capture()
+  local ok, err = pcall(fn, stream)
+  if not ok then
+    pcall(stream.end_capture, stream)   -- leave capture mode; the fn's error is the one to see
+    error(err, 0)
+  end
+  return stream:end_capture()
+end
+
 return gpu

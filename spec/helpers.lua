@@ -75,6 +75,31 @@ function helpers.assert_close(expected, actual, rtol, what)
     what or "value", expected, actual, err, tol))
 end
 
+-- Runs Lua code in a child interpreter that finds this tree's modules, with extra
+-- environment variables; returns its output (stdout and stderr) and whether it succeeded.
+function helpers.run_lua(code, env)
+  local lua = os.getenv("LUA") or "lua5.4"
+  local vars = {("LUA_PATH=%q"):format(package.path), ("LUA_CPATH=%q"):format(package.cpath)}
+  for k, v in pairs(env or {}) do vars[#vars + 1] = ("%s=%q"):format(k, v) end
+  local script = os.tmpname()
+  local f = assert(io.open(script, "w"))
+  f:write(code)
+  f:close()
+  local p = assert(io.popen(("env %s %s %s 2>&1"):format(table.concat(vars, " "), lua, script)))
+  local out = p:read("a")
+  local ok = p:close()
+  os.remove(script)
+  return out, ok
+end
+
+-- A fresh, empty directory under /tmp.
+function helpers.temp_dir()
+  local path = os.tmpname()
+  os.remove(path)
+  assert(os.execute("mkdir -p " .. path))
+  return path
+end
+
 math.randomseed(os.time(), os.clock() * 1e6)
 
 return helpers

@@ -153,15 +153,25 @@ local function compile_job(source, opts, fname, default_target)
           key = table.concat(parts, "\0"), use_cache = opts.cache ~= false}
 end
 
+-- What the compile cache did in this state (specs and benchmarks read it).
+gpu.compile_stats = {nvrtc = 0, disk_hits = 0, disk_stores = 0, module_hits = 0}
+local stats = gpu.compile_stats
+
 -- The image for a job: from the disk cache, or from NVRTC (then stored); also the log.
 local function build_image(job)
   local dir = job.use_cache and cache_dir()
   local file = dir and ("%s-%s.%s"):format(core.cache_hash(job.key), job.arch, job.target)
   local image = file and core.cache_load(dir .. "/" .. file, job.key)
-  if image then return image, "" end
+  if image then
+    stats.disk_hits = stats.disk_hits + 1
+    return image, ""
+  end
   local log
   image, log = core.compile(job.wrapped, job.options)
-  if file then core.cache_store(dir, file, job.key, image) end
+  stats.nvrtc = stats.nvrtc + 1
+  if file and core.cache_store(dir, file, job.key, image) then
+    stats.disk_stores = stats.disk_stores + 1
+  end
   return image, log
 end
 
@@ -189,7 +199,10 @@ function gpu.SourceModule(source, opts)
     loaded_modules[ordinal] = modules
   end
   local module = job.use_cache and modules[job.key]
-  if module and module:is_loaded() then return module end
+  if module and module:is_loaded() then
+    stats.module_hits = stats.module_hits + 1
+    return module
+  end
   module = core.module_from_buffer((build_image(job)), signature.parse(source))
   if job.use_cache then modules[job.key] = module end
   return module

@@ -1,0 +1,96 @@
+-- CUDA graphs by stream capture.
+local helpers = require "helpers"
+local gpu = helpers.gpu
+
+local source = [[
+__global__ void bump(int *counts, int n, int by) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) counts[i] += by;
+}
+]]
+
+describe("graphs", function()
+  helpers.gpu_it("replay what was captured, as often as launched", function()
+    local bump = gpu.SourceModule(source):get_function("bump")
+    local n = math.random(100, 5000)
+    local start = helpers.random_integers(n, -1000, 1000)
+    local counts <close> = gpu.to_device(gpu.host.from_table(start, "int32"))
+    local steps = {}
+    local graph <close> = gpu.capture(function(s)
+      for k = 1, 100 do
+        steps[k] = math.random(-5, 5)
+        bump(counts, n, steps[k], {block = 256, grid = (n + 255) // 256, stream = s})
+      end
+    end)
+    -- nothing ran during the capture
+    assert.are.same(start, gpu.from_device(counts, n, "int32"):totable())
+    local total = 0
+    for _, v in ipairs(steps) do total = total + v end
+    graph:launch()
+    graph:launch()
+    gpu.synchronize()
+    local got = gpu.from_device(counts, n, "int32")
+    for i = 1, n do assert.are.equal(start[i] + 2 * total, got[i]) end
+  end)
+
+  helpers.gpu_it("refuse to launch after a buffer they use was freed", function()
+    local bump = gpu.SourceModule(source):get_function("bump")
+    local counts = gpu.mem_alloc(4 * 32)
+    local s <close> = gpu.Stream()
+    s:begin_capture()
+    bump(counts, 32, 1, {block = 32, stream = s})
+    local graph <close> = s:end_capture()
+    graph:launch(s)
+    s:synchronize()
+    counts:free()
+    helpers.assert_error("graph uses a buffer that has been freed", graph.launch, graph, s)
+  end)
+
+  helpers.gpu_it("capture async copies and memsets too", function()
+    local n = 1024
+    local host = gpu.host.pagelocked_empty(n, "int32")
+    for i = 1, n do host[i] = math.random(-1e6, 1e6) end
+    local d <close> = gpu.mem_alloc(4 * n)
+    local out = gpu.host.pagelocked_zeros(n, "int32")
+    local s <close> = gpu.Stream()
+    s:begin_capture()
+    gpu.memset_d32_async(d, 0, n, s)
+    gpu.memcpy_htod_async(d, host, s)
+    gpu.memcpy_dtoh_async(out, d, s)
+    local graph <close> = s:end_capture()
+    graph:launch(s)
+    s:synchronize()
+    assert.are.same(host:totable(), out:totable())
+  end)
+
+  helpers.gpu_it("report errors inside the captured function and leave the stream usable", function()
+    local s <close> = gpu.Stream()
+    helpers.assert_error("boom", gpu.capture, function() error("boom", 0) end, s)
+    local bump = gpu.SourceModule(source):get_function("bump")
+    local counts <close> = gpu.to_device(gpu.host.zeros(8, "int32"))
+    bump(counts, 8, 3, {block = 8, stream = s})
+    s:synchronize()
+    assert.are.same({3, 3, 3, 3, 3, 3, 3, 3}, gpu.from_device(counts, 8, "int32"):totable())
+    helpers.assert_error("stream is not capturing (call begin_capture first)", s.end_capture, s)
+  end)
+
+  helpers.gpu_it("reject In/Out handlers, which copy synchronously", function()
+    local bump = gpu.SourceModule(source):get_function("bump")
+    local h = gpu.host.zeros(8, "int32")
+    local s <close> = gpu.Stream()
+    s:begin_capture()
+    helpers.assert_error("In/Out/InOut arguments cannot be captured into a graph (they copy "
+                         .. "synchronously): use device buffers",
+                         bump, gpu.InOut(h), 8, 1, {block = 8, stream = s})
+    s:end_capture():free()
+  end)
+
+  helpers.gpu_it("are freed idempotently and unusable afterwards", function()
+    local graph = gpu.capture(function() end)
+    graph:free()
+    graph:free()
+    helpers.assert_error("calling 'launch' on bad self (graph has been freed)",
+                         function() graph:launch() end)
+    assert.are.equal("gpu.Graph(freed)", tostring(graph))
+  end)
+end)

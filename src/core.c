@@ -74,9 +74,24 @@ void gpu_pin (lua_State *L, int ud, int idx, int n) {
 
 static void open_state (lua_State *L) {
   gpu_State *s = (gpu_State *)lua_newuserdatauv(L, sizeof(gpu_State), 0);
+  memset(s, 0, sizeof *s);
   s->device = -1;
-  s->gc_debt = 0;
   lua_setfield(L, LUA_REGISTRYINDEX, GPU_STATE_KEY);
+}
+
+/* Launches tell argument types apart by metatable identity, without registry lookups. */
+static void remember_metatables (lua_State *L) {
+  static const struct { gpu_ArgKind kind; const char *name; } kinds[] = {
+    {GPU_ARG_BUFFER, GPU_BUFFER}, {GPU_ARG_ARRAY, GPU_ARRAY},
+    {GPU_ARG_HANDLER, GPU_ARGHANDLER}, {GPU_ARG_SCALAR, GPU_SCALAR},
+  };
+  gpu_State *s = gpu_state(L);
+  size_t i;
+  for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    luaL_getmetatable(L, kinds[i].name);
+    s->metatables[kinds[i].kind] = lua_topointer(L, -1);   /* anchored in the registry */
+    lua_pop(L, 1);
+  }
 }
 
 static void (*const subsystems[])(lua_State *L) = {
@@ -102,6 +117,7 @@ int luaopen_gpu_core (lua_State *L) {
     subsystems[i](L);
     lua_settop(L, top);
   }
+  remember_metatables(L);
   lua_pushvalue(L, -1);
   lua_setfield(L, LUA_REGISTRYINDEX, "gpu.core");
   return 1;

@@ -110,6 +110,7 @@ static gpu_Context *context_new (lua_State *L, const gpu_Driver *d, int ordinal)
   };
   memset(c, 0, sizeof *c);
   luaL_setmetatable(L, GPU_CONTEXT);
+  c->state = gpu_state(L);
   gpu_check(L, d->cuDeviceGet(&dev, ordinal), "cuDeviceGet");
   c->device = dev;
   c->ordinal = ordinal;

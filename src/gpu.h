@@ -162,10 +162,16 @@ GPU_INTERNAL void gpu_pushvalue(lua_State *L, gpu_DtypeId dtype, const void *p);
 
 /* ---------------------------------------------------------------- state (core.c) */
 
+/* The userdata types a kernel argument can be, told apart by metatable identity. */
+typedef enum gpu_ArgKind {
+  GPU_ARG_OTHER, GPU_ARG_BUFFER, GPU_ARG_ARRAY, GPU_ARG_HANDLER, GPU_ARG_SCALAR, GPU_ARG_KINDS
+} gpu_ArgKind;
+
 /* Per-lua_State data of the module: a userdata kept in the registry. */
 typedef struct gpu_State {
   int device;             /* ordinal for new work; -1 until chosen (CUDA_DEVICE or 0) */
   size_t gc_debt;         /* device bytes allocated since the collector was last stepped */
+  const void *metatables[GPU_ARG_KINDS];  /* lua_topointer of each kind's metatable */
 } gpu_State;
 
 #define GPU_STATE_KEY "gpu.State"
@@ -180,6 +186,7 @@ GPU_INTERNAL gpu_State *gpu_state(lua_State *L);
 ** running the state).
 */
 typedef struct gpu_Context {
+  gpu_State *state;       /* the state this context belongs to */
   CUcontext ctx;          /* NULL once released */
   CUdevice device;
   int ordinal;

@@ -263,40 +263,51 @@ static void read_call_options (lua_State *L, int idx, gpu_Function *f, gpu_Launc
 
 /* ---------------------------------------------------------------- arguments */
 
-static gpu_ArgHandler *test_handler (lua_State *L, int idx) {
-  return (gpu_ArgHandler *)luaL_testudata(L, idx, GPU_ARGHANDLER);
+/* Which argument kind the value at idx is: one metatable fetch, no registry lookups. */
+static gpu_ArgKind classify (lua_State *L, int idx, const gpu_State *s) {
+  const void *mt;
+  int k;
+  if (lua_type(L, idx) != LUA_TUSERDATA || !lua_getmetatable(L, idx)) return GPU_ARG_OTHER;
+  mt = lua_topointer(L, -1);
+  lua_pop(L, 1);
+  for (k = 1; k < GPU_ARG_KINDS; k++)
+    if (s->metatables[k] == mt) return (gpu_ArgKind)k;
+  return GPU_ARG_OTHER;
 }
 
-/* The device address an argument stands for (handlers are resolved before this). */
-static CUdeviceptr to_pointer (lua_State *L, const gpu_Function *f, int idx, int argn) {
-  gpu_Buffer *b;
-  gpu_Array *a;
+/* The device address of a Buffer or GPUArray argument, checked alive and on f's device. */
+static CUdeviceptr device_pointer (lua_State *L, const gpu_Function *f, int idx, int argn,
+                                   gpu_ArgKind kind) {
+  if (kind == GPU_ARG_ARRAY) {
+    gpu_Array *a = (gpu_Array *)lua_touserdata(L, idx);
+    if (!gpu_array_alive(a)) kernel_argerror(L, f, argn, "array has been freed");
+    if (a->buffer->ctx != f->ctx)
+      kernel_argerror(L, f, argn, "array is on device %d, the kernel on device %d",
+                      a->buffer->ctx->ordinal, f->ctx->ordinal);
+    return a->ptr;
+  } else {
+    gpu_Buffer *b = (gpu_Buffer *)lua_touserdata(L, idx);
+    if (b->ptr == 0 || b->root == NULL || b->root->ptr == 0)
+      kernel_argerror(L, f, argn, "buffer has been freed");
+    if (b->ctx != f->ctx)
+      kernel_argerror(L, f, argn, "buffer is on device %d, the kernel on device %d",
+                      b->ctx->ordinal, f->ctx->ordinal);
+    return b->ptr;
+  }
+}
+
+/* The address a non-userdata pointer argument stands for: an integer, light userdata, nil. */
+static CUdeviceptr raw_pointer (lua_State *L, const gpu_Function *f, int idx, int argn) {
+  int isint;
+  lua_Integer address;
   switch (lua_type(L, idx)) {
-    case LUA_TUSERDATA:
-      if ((a = gpu_testarray(L, idx)) != NULL) {
-        if (!gpu_array_alive(a)) kernel_argerror(L, f, argn, "array has been freed");
-        if (a->buffer->ctx != f->ctx)
-          kernel_argerror(L, f, argn, "array is on device %d, the kernel on device %d",
-                          a->buffer->ctx->ordinal, f->ctx->ordinal);
-        return a->ptr;
-      }
-      if ((b = gpu_testbuffer(L, idx)) != NULL) {
-        if (b->ptr == 0 || b->root == NULL || b->root->ptr == 0)
-          kernel_argerror(L, f, argn, "buffer has been freed");
-        if (b->ctx != f->ctx)
-          kernel_argerror(L, f, argn, "buffer is on device %d, the kernel on device %d",
-                          b->ctx->ordinal, f->ctx->ordinal);
-        return b->ptr;
-      }
-      break;
-    case LUA_TNUMBER: {
-      int isint;
-      lua_Integer address = lua_tointegerx(L, idx, &isint);
+    case LUA_TNUMBER:
+      address = lua_tointegerx(L, idx, &isint);
       if (isint) return (CUdeviceptr)address;   /* a raw address, as with numpy.intp */
       break;
-    }
     case LUA_TLIGHTUSERDATA: return (CUdeviceptr)(uintptr_t)lua_touserdata(L, idx);
     case LUA_TNIL: return 0;
+    case LUA_TSTRING: return (CUdeviceptr)kernel_argerror(L, f, argn, "expected a device pointer, got a string");
   }
   if (gpu_testhostarray(L, idx))
     kernel_argerror(L, f, argn, "a host array is not a device pointer: wrap it in gpu.In, "
@@ -314,10 +325,9 @@ static int scalar_fits (gpu_DtypeId have, int want) {
   return (a->kind == 'i' || a->kind == 'u') && (b->kind == 'i' || b->kind == 'u');
 }
 
-/* Writes the argument at idx as a value of param p into dst. */
+/* Writes the argument at idx (a typed scalar s, or a plain value) as param p into dst. */
 static void pack_value (lua_State *L, const gpu_Function *f, int idx, int argn,
-                        const gpu_Param *p, unsigned char *dst) {
-  gpu_Scalar *s = (gpu_Scalar *)luaL_testudata(L, idx, GPU_SCALAR);
+                        const gpu_Param *p, const gpu_Scalar *s, unsigned char *dst) {
   if (p->type == GPU_PARAM_BYVALUE) {
     size_t len;
     const char *bytes;
@@ -357,40 +367,41 @@ static void pack_value (lua_State *L, const gpu_Function *f, int idx, int argn,
 ** order (they are freed after the launch, or by the collector if anything fails).
 ** Returns the stack index before the first temporary.
 */
-static int stage_handlers (lua_State *L, const gpu_Function *f, int first, int nargs) {
+static int stage_handlers (lua_State *L, const gpu_Function *f, int first, int nargs,
+                           const unsigned char *kinds) {
   const gpu_Driver *d = gpu_driver(L);
   int base = lua_gettop(L), i;
   for (i = 0; i < nargs; i++) {
-    gpu_ArgHandler *h = test_handler(L, first + i);
     size_t n;
     const void *host;
     gpu_Buffer *tmp;
-    if (h == NULL) continue;
+    if (kinds[i] != GPU_ARG_HANDLER) continue;
     lua_getiuservalue(L, first + i, 1);
     host = gpu_checkhostbytes(L, -1, &n, NULL);
     lua_pop(L, 1);
     tmp = gpu_buffer_new(L, n);
     if (tmp->ctx != f->ctx) kernel_argerror(L, f, i + 1, "the current device is not the kernel's");
-    if (h->direction & GPU_IN) gpu_check(L, d->cuMemcpyHtoD(tmp->ptr, host, n), "cuMemcpyHtoD");
+    if (((gpu_ArgHandler *)lua_touserdata(L, first + i))->direction & GPU_IN)
+      gpu_check(L, d->cuMemcpyHtoD(tmp->ptr, host, n), "cuMemcpyHtoD");
   }
   gpu_context_enter(L, f->ctx);
   return base;
 }
 
 /* Copies Out/InOut data back to the host and frees the temporaries. */
-static void unstage_handlers (lua_State *L, int first, int nargs, int base, CUstream stream) {
+static void unstage_handlers (lua_State *L, int first, int nargs, int base, CUstream stream,
+                              const unsigned char *kinds) {
   const gpu_Driver *d = gpu_driver(L);
   int i, t = base;
   gpu_check(L, d->cuStreamSynchronize(stream), "cuStreamSynchronize");
   for (i = 0; i < nargs; i++) {
-    gpu_ArgHandler *h = test_handler(L, first + i);
     gpu_Buffer *tmp;
-    if (h == NULL) continue;
+    if (kinds[i] != GPU_ARG_HANDLER) continue;
     tmp = (gpu_Buffer *)lua_touserdata(L, ++t);
-    if (h->direction & GPU_OUT) {
+    if (((gpu_ArgHandler *)lua_touserdata(L, first + i))->direction & GPU_OUT) {
       gpu_HostArray *host;
       lua_getiuservalue(L, first + i, 1);
-      host = gpu_testhostarray(L, -1);
+      host = gpu_checkhostarray(L, -1);
       lua_pop(L, 1);
       gpu_check(L, d->cuMemcpyDtoH(host->data, tmp->ptr, host->nbytes), "cuMemcpyDtoH");
     }
@@ -399,12 +410,12 @@ static void unstage_handlers (lua_State *L, int first, int nargs, int base, CUst
 }
 
 /*
-** Packs nargs arguments starting at stack index first into f's buffer (or, for a function
-** of unknown layout, into buf, laying them out by their own types).  Handler temporaries
-** sit above base, in argument order.  Returns the packed size.
+** Packs nargs arguments starting at stack index first into f's buffer; a function of
+** unknown layout lays them out by their own types.  Handler temporaries sit above base, in
+** argument order.  Returns the packed size.
 */
 static size_t pack_arguments (lua_State *L, gpu_Function *f, int first, int nargs, int base,
-                              unsigned char *buf) {
+                              const unsigned char *kinds) {
   int i, t = base;
   size_t off = 0;
   if (f->nparams >= 0 && nargs != f->nparams)
@@ -412,15 +423,16 @@ static size_t pack_arguments (lua_State *L, gpu_Function *f, int first, int narg
                f->nparams == 1 ? "" : "s", nargs);
   for (i = 0; i < nargs; i++) {
     int idx = first + i;
+    gpu_ArgKind kind = (gpu_ArgKind)kinds[i];
+    const gpu_Scalar *scalar = kind == GPU_ARG_SCALAR ? (gpu_Scalar *)lua_touserdata(L, idx) : NULL;
     gpu_Param dyn, *p = f->nparams >= 0 ? &f->params[i] : &dyn;
     unsigned char *dst;
     CUdeviceptr ptr;
     if (f->nparams < 0) {         /* no declaration: the argument's own type decides */
-      gpu_Scalar *s = (gpu_Scalar *)luaL_testudata(L, idx, GPU_SCALAR);
-      dyn.type = GPU_PARAM_POINTER;
-      if (s != NULL) dyn.type = s->dtype;
-      else if (lua_type(L, idx) == LUA_TSTRING) dyn.type = GPU_PARAM_BYVALUE;
-      else if (lua_type(L, idx) == LUA_TNUMBER || lua_type(L, idx) == LUA_TBOOLEAN)
+      int ltype = lua_type(L, idx);
+      dyn.type = scalar ? (int)scalar->dtype : ltype == LUA_TSTRING ? GPU_PARAM_BYVALUE
+                                                                  : GPU_PARAM_POINTER;
+      if (ltype == LUA_TNUMBER || ltype == LUA_TBOOLEAN)
         kernel_argerror(L, f, i + 1, "the kernel's parameter types are unknown, so a plain %s "
                                      "cannot be converted: pass a typed scalar such as "
                                      "gpu.int32(x), or prepare() the kernel",
@@ -431,20 +443,21 @@ static size_t pack_arguments (lua_State *L, gpu_Function *f, int first, int narg
       if (off > GPU_MAX_PARAM_BYTES)
         luaL_error(L, "arguments to '%s' exceed %d bytes", f->name, GPU_MAX_PARAM_BYTES);
     }
-    dst = buf + p->offset;
+    dst = f->argbuf + p->offset;
     if (p->type != GPU_PARAM_POINTER) {
-      if (test_handler(L, idx))
+      if (kind == GPU_ARG_HANDLER)
         kernel_argerror(L, f, i + 1, "expected %s, got an In/Out/InOut handler",
                         type_name(p->type));
-      pack_value(L, f, idx, i + 1, p, dst);
+      pack_value(L, f, idx, i + 1, p, scalar, dst);
       continue;
     }
-    if (test_handler(L, idx)) ptr = ((gpu_Buffer *)lua_touserdata(L, ++t))->ptr;
-    else if (luaL_testudata(L, idx, GPU_SCALAR) || lua_type(L, idx) == LUA_TSTRING)
-      return (size_t)kernel_argerror(L, f, i + 1, "expected a device pointer, got %s",
-                                     lua_type(L, idx) == LUA_TSTRING ? "a string"
-                                                                     : "a typed scalar");
-    else ptr = to_pointer(L, f, idx, i + 1);
+    switch (kind) {
+      case GPU_ARG_HANDLER: ptr = ((gpu_Buffer *)lua_touserdata(L, ++t))->ptr; break;
+      case GPU_ARG_BUFFER: case GPU_ARG_ARRAY: ptr = device_pointer(L, f, idx, i + 1, kind); break;
+      case GPU_ARG_SCALAR:
+        return (size_t)kernel_argerror(L, f, i + 1, "expected a device pointer, got a typed scalar");
+      default: ptr = raw_pointer(L, f, idx, i + 1); break;
+    }
     memcpy(dst, &ptr, sizeof ptr);
   }
   return f->nparams >= 0 ? f->argbuf_size : off;
@@ -484,24 +497,30 @@ static CUresult launch_timed (const gpu_Driver *d, gpu_Function *f, const gpu_La
 /* Launches f with nargs arguments from stack index first; returns results pushed. */
 static int launch (lua_State *L, gpu_Function *f, int first, int nargs, gpu_LaunchConfig *cfg) {
   const gpu_Driver *d = gpu_driver(L);
+  unsigned char kinds[GPU_MAX_PARAMS];
   int handlers = 0, i, base;
   const char *call;
   double seconds = 0;
   size_t size;
   CUresult r;
-  for (i = 0; i < nargs; i++) handlers += test_handler(L, first + i) != NULL;
+  if (nargs > GPU_MAX_PARAMS)
+    return luaL_error(L, "too many arguments to '%s' (%d)", f->name, nargs);
+  for (i = 0; i < nargs; i++) {
+    kinds[i] = (unsigned char)classify(L, first + i, f->ctx->state);
+    handlers += kinds[i] == GPU_ARG_HANDLER;
+  }
   if (cfg->stream_idx != 0 && gpu_teststream(L, cfg->stream_idx)->capturing) {
     if (handlers)
       return luaL_error(L, "In/Out/InOut arguments cannot be captured into a graph (they copy "
                         "synchronously): use device buffers");
     for (i = 0; i < nargs; i++) gpu_capture_note(L, cfg->stream_idx, first + i);
   }
-  base = handlers ? stage_handlers(L, f, first, nargs) : lua_gettop(L);
-  size = pack_arguments(L, f, first, nargs, base, f->argbuf);
+  base = handlers ? stage_handlers(L, f, first, nargs, kinds) : lua_gettop(L);
+  size = pack_arguments(L, f, first, nargs, base, kinds);
   r = cfg->timed ? launch_timed(d, f, cfg, size, &call, &seconds)
                  : launch_packed(d, f, cfg, size, &call);
   gpu_check(L, r, call);
-  if (handlers) unstage_handlers(L, first, nargs, base, cfg->stream);
+  if (handlers) unstage_handlers(L, first, nargs, base, cfg->stream, kinds);
   if (!cfg->timed) return 0;
   lua_pushnumber(L, seconds);
   return 1;

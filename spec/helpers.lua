@@ -1,6 +1,7 @@
 -- Shared by the specs: GPU-only tests, exact error checks, random data and references.
 
 local busted = require "busted"
+local assert = require "luassert"  -- busted's assert; this module is not run inside a spec
 local gpu = require "gpu"
 
 local helpers = {gpu = gpu}

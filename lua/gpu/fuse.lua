@@ -25,9 +25,9 @@ end
 
 -- A node of the expression: an input, a Lua number, or an operation on nodes.
 local function node(op, args, extra)
-  local n = setmetatable({op = op, args = args}, Traced)
+  local n = {op = op, args = args}
   if extra then for k, v in pairs(extra) do n[k] = v end end
-  return n
+  return setmetatable(n, Traced)
 end
 
 -- Operands as nodes: traced arrays stay, Lua numbers become constants.
@@ -110,6 +110,181 @@ function M.trace(fn, inputs)
     end
   end
   return results
+end
+
+-- Code generation ------------------------------------------------------------------------
+
+-- A C literal for a Lua number that the constant's weak type can hold exactly.
+local function literal(value)
+  if math.type(value) == "integer" then
+    if value == math.mininteger then return "(-9223372036854775807LL - 1)" end
+    return ("%dLL"):format(value)
+  end
+  if value ~= value then return "(0.0 / 0.0)" end
+  if value == math.huge then return "(1.0 / 0.0)" end
+  if value == -math.huge then return "(-1.0 / 0.0)" end
+  return ("%.17g"):format(value)
+end
+
+-- The C type of a dtype or of a weak scalar.
+local function ctype(dtype)
+  if dtype == "weak-int" then return "long long" end
+  if dtype == "weak-float" then return "double" end
+  return require("gpu.core").dtype(dtype).ctype
+end
+
+-- program_spec(results[i], inputs) -> the arguments of elementwise.program: the traced tree
+-- becomes a __device__ function that computes each node once, in order (a value used twice
+-- is computed once), and the kernel's expression calls it with the operands.
+local function program_spec(result, inputs, kernel_name)
+  local operators = require "gpu.operators"
+  local body, done, temps = {}, {}, 0
+  local function emit(n)
+    if done[n] then return done[n] end
+    local op, info = rawget(n, "op"), nil
+    if op == "input" then
+      info = {expr = "in" .. rawget(n, "index"), type = rawget(n, "dtype") or "weak-" .. rawget(n, "scalar")}
+    elseif op == "const" then
+      local value = rawget(n, "value")
+      info = {expr = literal(value), type = math.type(value) == "integer" and "weak-int" or "weak-float"}
+    else
+      local types, exprs = {}, {}
+      for i, arg in ipairs(rawget(n, "args")) do
+        local a = emit(arg)
+        types[i], exprs[i] = a.type, a.expr
+      end
+      local opname = op == "call" and rawget(n, "fname") or op
+      local expr, dtype = operators.expression(opname, types, exprs, rawget(n, "dtype"))
+      temps = temps + 1
+      local name = "t" .. temps
+      body[#body + 1] = ("  const %s %s = %s;"):format(ctype(dtype), name, expr)
+      info = {expr = name, type = dtype}
+    end
+    done[n] = info
+    return info
+  end
+  local top = emit(result)
+  if top.type:match("^weak") then
+    refuse("a function whose result does not depend on its array arguments")
+  end
+  local params, operands, call = {}, {}, {}
+  for i, input in ipairs(inputs) do
+    local dtype = input.dtype or (input.scalar == "int" and "int64" or "float64")
+    params[i] = ("%s in%d"):format(ctype(input.dtype or "weak-" .. input.scalar), i)
+    operands[i] = {name = "in" .. i, dtype = dtype, scalar = input.scalar ~= nil}
+    call[i] = "in" .. i
+  end
+  local fn = kernel_name .. "_expr"
+  local preamble = ("__device__ __forceinline__ %s %s(%s)\n{\n%s\n  return %s;\n}\n"):format(
+    ctype(top.type), fn, table.concat(params, ", "), table.concat(body, "\n"), top.expr)
+  return {expr = ("%s(%s)"):format(fn, table.concat(call, ", ")), out = top.type,
+          name = kernel_name, operands = operands, preamble = preamble}
+end
+M.program_spec = program_spec
+
+-- Tracing errors that are not our own refusals come from the user's function (or from a
+-- library function it called that cannot take a traced array): say so.
+local function trace_or_explain(fn, inputs)
+  local ok, results = pcall(M.trace, fn, inputs)
+  if ok then return results end
+  local message = type(results) == "string" and results or tostring(results)
+  if message:find("gpu.fuse: ", 1, true) then error(message, 0) end
+  error("gpu.fuse: cannot trace the function: " .. message, 0)
+end
+
+local fuse_options = {out = true, stream = true}
+
+-- gpu.fuse(fn) -> fused: fused(...) runs fn's expression of its array (and number)
+-- arguments as one kernel per result, compiled once per argument signature (dtypes and
+-- which arguments are integers or floats); shapes broadcast as in the operators.  A trailing
+-- table holds options: out (the array the single result goes to) and stream.
+function M.fuse(fn, name)
+  local gpu = require "gpu"
+  if type(fn) ~= "function" then gpu._argerror(1, "fuse", "function expected, got " .. type(fn)) end
+  if name ~= nil and (type(name) ~= "string" or not name:match("^[%a_][%w_]*$")) then
+    gpu._argerror(2, "fuse", "kernel name must be a C identifier")
+  end
+  local GPUArray = require("gpu.core").types.GPUArray
+  local by_signature = {}
+  name = name or "fused"
+
+  return function(...)
+    local n = select("#", ...)
+    local args = {...}
+    local opts = args[n]
+    if type(opts) == "table" and getmetatable(opts) == nil then
+      n = n - 1
+      opts = gpu._check_options(opts, n + 1, name, fuse_options)
+    else
+      opts = {}
+    end
+    local inputs, key, arrays = {}, {}, 0
+    for i = 1, n do
+      local v = args[i]
+      if getmetatable(v) == GPUArray then
+        inputs[i] = {dtype = v.dtype}
+        arrays = arrays + 1
+      elseif math.type(v) then
+        inputs[i] = {scalar = math.type(v) == "integer" and "int" or "float"}
+      else
+        gpu._argerror(i, name, "GPUArray or number expected, got " ..
+                      ((getmetatable(v) or {}).__name or type(v)))
+      end
+      key[i] = inputs[i].dtype or inputs[i].scalar
+    end
+    if arrays == 0 then gpu._argerror(1, name, "at least one GPUArray argument expected") end
+    key = table.concat(key, ",")
+    local elementwise = require "gpu.elementwise"
+    local programs = by_signature[key]
+    if programs == nil then
+      programs = {}
+      local results = trace_or_explain(fn, inputs)
+      for r = 1, results.n do
+        programs[r] = elementwise.program(program_spec(results[r], inputs, name))
+      end
+      by_signature[key] = programs
+    end
+    if opts.out ~= nil and #programs ~= 1 then
+      gpu._argerror(n + 1, name, "option 'out' needs a function with one result")
+    end
+    local outs = {}
+    for r, p in ipairs(programs) do
+      outs[r] = elementwise.launch(p, opts.out, opts.stream, name, table.unpack(args, 1, n))
+    end
+    return table.unpack(outs, 1, #programs)
+  end
+end
+
+-- Library functions that trace: given a traced argument they record a call node instead of
+-- running.  Wrapped here, once, so gpuarray and cumath need not know about tracing.
+local function traced_form(fname, original)
+  return function(...)
+    for i = 1, select("#", ...) do
+      if is_traced((select(i, ...))) then
+        local args = table.pack(...)
+        local last = args[args.n]
+        if type(last) == "table" and getmetatable(last) == nil then
+          refuse(("options to %s inside a fused function (give them to the fused function)")
+                 :format(fname))
+        end
+        return M.apply(fname, ...)
+      end
+    end
+    return original(...)
+  end
+end
+
+function M.install(gpu)
+  local gpuarray = gpu.gpuarray
+  for _, fname in ipairs {"where", "maximum", "minimum", "abs"} do
+    if gpuarray and gpuarray[fname] then gpuarray[fname] = traced_form(fname, gpuarray[fname]) end
+  end
+  if gpu.cumath then
+    for fname, f in pairs(gpu.cumath) do
+      if type(f) == "function" then gpu.cumath[fname] = traced_form(fname, f) end
+    end
+  end
+  gpu.fuse = M.fuse
 end
 
 return M

@@ -241,4 +241,7 @@ function gpu.capture(fn, stream)
   return stream:end_capture()
 end
 
+-- gpu.fuse wraps the array functions that trace, so it is installed after them.
+require("gpu.fuse").install(gpu)
+
 return gpu

@@ -60,3 +60,36 @@ demo: all
 
 clean:
 	rm -rf build gpu
+
+# Installing (the rockspec's `luarocks make` sets PREFIX, LIBDIR, LUADIR and INCDIR).
+#   make install [PREFIX=/usr/local] [DESTDIR=...]
+#   make deps       install the Debian packages the build and tests need (tools/deps.sh)
+#   make examples   run every examples/*.lua; fails if any fails
+LUA_VERSION ?= 5.4
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib/lua/$(LUA_VERSION)
+LUADIR ?= $(PREFIX)/share/lua/$(LUA_VERSION)
+INCDIR ?= $(PREFIX)/include
+EMBED_HEADER = $(wildcard src/lua_gpu.h)
+
+.PHONY: install deps examples
+
+install: all
+	install -d $(DESTDIR)$(LIBDIR)/gpu $(DESTDIR)$(LUADIR)/gpu
+	install -m 755 gpu/core.so $(DESTDIR)$(LIBDIR)/gpu/core.so
+	install -m 644 $(wildcard lua/gpu/*.lua) $(DESTDIR)$(LUADIR)/gpu/
+ifneq ($(EMBED_HEADER),)
+	install -d $(DESTDIR)$(INCDIR)
+	install -m 644 $(EMBED_HEADER) $(DESTDIR)$(INCDIR)/lua_gpu.h
+endif
+
+deps:
+	bash tools/deps.sh
+
+EXAMPLES = $(sort $(wildcard examples/*.lua))
+examples: all
+	@failed=; for example in $(EXAMPLES); do \
+	  echo "== $$example"; \
+	  $(LUA) $$example || failed="$$failed $$example"; \
+	done; \
+	if [ -n "$$failed" ]; then echo "examples that failed:$$failed" >&2; exit 1; fi

@@ -54,4 +54,4 @@ local f32 = function(x) return string.unpack("f", string.pack("f", x)) end
 for i = 1, n do
   assert(c[i] == f32(a[i] + b[i]), ("c[%d] = %g, expected %g"):format(i, c[i], a[i] + b[i]))
 end
-print(("%s: all %d sums match the CPU."):format(gpu.get_device():name(), n))
+print(("OK: %s: all %d sums match the CPU."):format(gpu.get_device():name(), n))

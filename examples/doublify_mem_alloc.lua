@@ -1,0 +1,55 @@
+-- Doubling a 4x4 float32 array in place: mem_alloc, memcpy_htod, a kernel, memcpy_dtoh.
+-- Twin of
+--   seeds/001 (PyCUDA blog), section "mem_alloc,memcpy_htod,memcpy_dtoh", and
+--   seeds/002 (PyCUDA Tutorial 中文版), sections "转移数据" and "运行一个内核函数"
+--   (PyCUDA's examples/demo.py).
+-- The seeds double numpy.ones or numpy.random.randn data; random data makes the check count.
+local gpu = require "gpu"
+
+local source = [[
+const int N = 16;
+__global__ void doublify(float *a)
+{
+    int idx = threadIdx.x + threadIdx.y * blockDim.x;
+    if (idx >= N) return;
+    a[idx] *= 2;
+}
+]]
+
+local available, why = gpu.available()
+if not available then
+  local cubin = gpu.compile(source, {arch = "sm_90"})
+  print(("No CUDA device found (%s)."):format(why))
+  print(("Compiled doublify for sm_90 with NVRTC anyway (%d bytes of cubin)."):format(#cubin))
+  return
+end
+
+-- a = numpy.random.randn(4, 4).astype(numpy.float32)
+local a = gpu.host.empty({4, 4}, "float32")
+for i = 1, a.size do a[i] = math.random() * 4 - 2 end
+
+local a_gpu = gpu.mem_alloc(a.nbytes)        -- device memory for a
+gpu.memcpy_htod(a_gpu, a)                    -- CPU --> GPU
+
+local mod = gpu.SourceModule(source)
+local func = mod:get_function("doublify")
+func(a_gpu, {block = {4, 4, 1}, grid = {1, 1, 1}})
+
+local a_doubled = gpu.host.empty(a.shape, a.dtype)   -- numpy.empty_like(a)
+gpu.memcpy_dtoh(a_doubled, a_gpu)            -- GPU --> CPU
+print(a_doubled)
+print(a)
+
+-- doubling a float32 is exact, so the GPU must match the CPU bit for bit
+local wrong = 0
+for i = 1, a.size do
+  if a_doubled[i] ~= 2 * a[i] then
+    wrong = wrong + 1
+    io.stderr:write(("element %d: got %.9g, expected %.9g\n"):format(i, a_doubled[i], 2 * a[i]))
+  end
+end
+if wrong > 0 then
+  io.stderr:write(("FAILED: %d of %d elements differ from the CPU\n"):format(wrong, a.size))
+  os.exit(1)
+end
+print(("OK: doublify doubled all %d elements (mem_alloc, memcpy_htod, memcpy_dtoh)"):format(a.size))

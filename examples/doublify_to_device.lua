@@ -1,0 +1,50 @@
+-- Doubling with to_device (allocate and copy in one call) and from_device (copy a buffer
+-- back into a new host array of a given shape and dtype).
+-- Twin of seeds/001 (PyCUDA blog), section "pycuda.driver.to_device, pycuda.driver.from_device".
+local gpu = require "gpu"
+
+local source = [[
+const int N = 16;
+__global__ void doublify(float *a_in, float *a_out)
+{
+    int idx = threadIdx.x + threadIdx.y * blockDim.x;
+    if (idx >= N) return;
+    a_out[idx] = 2 * a_in[idx];
+}
+]]
+
+local available, why = gpu.available()
+if not available then
+  local cubin = gpu.compile(source, {arch = "sm_90"})
+  print(("No CUDA device found (%s)."):format(why))
+  print(("Compiled doublify for sm_90 with NVRTC anyway (%d bytes of cubin)."):format(#cubin))
+  return
+end
+
+local a = gpu.host.empty({4, 4}, "float32")
+for i = 1, a.size do a[i] = math.random() * 4 - 2 end
+local a_doubled = gpu.host.zeros(a.shape, a.dtype)
+
+local a_in = gpu.to_device(a)                -- CPU --> GPU
+local a_out = gpu.to_device(a_doubled)       -- CPU --> GPU
+
+local mod = gpu.SourceModule(source)
+local func = mod:get_function("doublify")
+func(a_in, a_out, {grid = {1, 1, 1}, block = {32, 32, 1}})
+
+a_doubled = gpu.from_device(a_out, a.shape, a.dtype)   -- GPU --> CPU
+print(a_doubled)
+print(a)
+
+local wrong = 0
+for i = 1, a.size do
+  if a_doubled[i] ~= 2 * a[i] then
+    wrong = wrong + 1
+    io.stderr:write(("element %d: got %.9g, expected %.9g\n"):format(i, a_doubled[i], 2 * a[i]))
+  end
+end
+if wrong > 0 then
+  io.stderr:write(("FAILED: %d of %d elements differ from the CPU\n"):format(wrong, a.size))
+  os.exit(1)
+end
+print(("OK: doublify doubled all %d elements (to_device, from_device)"):format(a.size))

@@ -151,8 +151,8 @@ local function run_raw()
     return
   end
   f:close()
-  local cmd = ("cd %s && %s --kernels bench/kernels.cu --log2n %d --only %s 2>&1"):format(
-    shell_quote(root), shell_quote(exe), LOG2N, shell_quote(table.concat(ids, ",")))
+  local cmd = ("cd %s && ./build/bench-raw --kernels bench/kernels.cu --log2n %d --only %s 2>&1")
+    :format(shell_quote(root), LOG2N, shell_quote(table.concat(ids, ",")))
   io.stderr:write("bench: raw C ...\n")
   local p = assert(io.popen(cmd, "r"))
   for line in p:lines() do

@@ -93,3 +93,19 @@ examples: all
 	  $(LUA) $$example || failed="$$failed $$example"; \
 	done; \
 	if [ -n "$$failed" ]; then echo "examples that failed:$$failed" >&2; exit 1; fi
+
+# Benchmarks (issue 4): the raw driver-API reference, a wall clock for Lua, then the suite.
+#   make bench      BENCH_LOG2N=n shrinks sizes, BENCH_ONLY=<Lua pattern> picks figures,
+#                   BENCH_PEERS=0 skips CuPy/PyTorch.  Writes bench/RESULTS.md (and $OUT/).
+.PHONY: bench bench-build
+bench-build: gpu/core.so build/bench-raw build/bench_clock.so
+
+build/bench-raw: bench/raw.c | build
+	$(CC) -std=c11 -D_GNU_SOURCE $(WARNINGS) $(CFLAGS) -I$(CUDA_HOME)/include \
+	  -DBENCH_CUDA_LIB64='"$(CUDA_HOME)/lib64"' -o $@ $< -ldl -lm
+
+build/bench_clock.so: bench/clock.c | build
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -shared -o $@ $<
+
+bench: bench-build
+	$(LUA) bench/run.lua

@@ -48,6 +48,7 @@ typedef struct gpu_LaunchConfig {
   unsigned grid[3], block[3], shared;
   CUstream stream;
   int stream_idx;           /* stack index of the gpu.Stream, 0 for the default stream */
+  gpu_Stream *stream_obj;   /* the gpu.Stream there, NULL for the default stream */
   int timed;
 } gpu_LaunchConfig;
 
@@ -161,12 +162,32 @@ void gpu_function_new (lua_State *L, int module_idx, CUfunction fn, const char *
 
 /* ---------------------------------------------------------------- checks */
 
-static gpu_Function *check_function (lua_State *L, int arg) {
+/* The Function at arg, checked alive; its context is not made current yet. */
+static gpu_Function *check_function_alive (lua_State *L, int arg) {
   gpu_Function *f = (gpu_Function *)luaL_checkudata(L, arg, GPU_FUNCTION);
   if (f->module->ptr == 0)
     luaL_error(L, "kernel '%s' belongs to a module that has been freed", f->name);
+  return f;
+}
+
+static gpu_Function *check_function (lua_State *L, int arg) {
+  gpu_Function *f = check_function_alive(L, arg);
   gpu_context_enter(L, f->ctx);
   return f;
+}
+
+/*
+** The launch paths check the stream without making its context current (gpu_optstream
+** would): the launch enters f's context once, just before cuLaunchKernel, so a launch costs
+** one cuCtxGetCurrent.  Errors are those of gpu_optstream.
+*/
+static gpu_Stream *launch_stream (lua_State *L, int arg) {
+  gpu_Stream *s;
+  if (lua_isnoneornil(L, arg)) return NULL;
+  s = (gpu_Stream *)luaL_checkudata(L, arg, GPU_STREAM);
+  if (!s->live) gpu_freed_error(L, arg, "stream");
+  if (s->ctx->ctx == NULL) luaL_error(L, "the CUDA context of this object has been released");
+  return s;
 }
 
 /* "bad argument #n to 'kernel' (...)", numbering the kernel's own arguments from 1 */
@@ -241,7 +262,8 @@ static void read_call_options (lua_State *L, int idx, gpu_Function *f, gpu_Launc
       if (!isint || n < 0 || n > UINT32_MAX) bad = "shared must be a byte count";
       else cfg->shared = (unsigned)n;
     } else if (strcmp(key, "stream") == 0) {
-      cfg->stream = gpu_optstream(L, v);
+      cfg->stream_obj = launch_stream(L, v);
+      cfg->stream = cfg->stream_obj ? cfg->stream_obj->stream : NULL;
     } else if (strcmp(key, "time") == 0) {
       cfg->timed = lua_toboolean(L, v);
     } else {
@@ -258,7 +280,6 @@ static void read_call_options (lua_State *L, int idx, gpu_Function *f, gpu_Launc
     lua_replace(L, idx);
     cfg->stream_idx = idx;
   }
-  gpu_context_enter(L, f->ctx);    /* a stream's context was entered on the way */
 }
 
 /* ---------------------------------------------------------------- arguments */
@@ -509,7 +530,7 @@ static int launch (lua_State *L, gpu_Function *f, int first, int nargs, gpu_Laun
     kinds[i] = (unsigned char)classify(L, first + i, f->ctx->state);
     handlers += kinds[i] == GPU_ARG_HANDLER;
   }
-  if (cfg->stream_idx != 0 && gpu_teststream(L, cfg->stream_idx)->capturing) {
+  if (cfg->stream_obj != NULL && cfg->stream_obj->capturing) {
     if (handlers)
       return luaL_error(L, "In/Out/InOut arguments cannot be captured into a graph (they copy "
                         "synchronously): use device buffers");
@@ -528,13 +549,14 @@ static int launch (lua_State *L, gpu_Function *f, int first, int nargs, gpu_Laun
 
 /* f(args..., {block = ..., grid = ..., shared = ..., stream = ..., time = ...}) */
 static int function_call (lua_State *L) {
-  gpu_Function *f = check_function(L, 1);
-  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, 0};
+  gpu_Function *f = check_function_alive(L, 1);
+  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, NULL, 0};
   int top = lua_gettop(L);
   if (top < 2 || lua_type(L, top) != LUA_TTABLE)
     return luaL_error(L, "missing launch options: call '%s' as f(args..., {block = {x, y, z}, "
                       "grid = {x, y}})", f->name);
   read_call_options(L, top, f, &cfg);
+  gpu_context_enter(L, f->ctx);
   return launch(L, f, 2, top - 2, &cfg);
 }
 
@@ -598,18 +620,19 @@ static int read_prepared (lua_State *L, gpu_Function *f, int grid, int block, in
 /* f:prepared_call(grid, block, args...) */
 static int function_prepared_call (lua_State *L) {
   gpu_Function *f = check_function(L, 1);
-  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, 0};
+  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, NULL, 0};
   int nargs = read_prepared(L, f, 2, 3, 4, &cfg);
   return launch(L, f, 4, nargs, &cfg);
 }
 
 /* f:prepared_async_call(grid, block, stream, args...) */
 static int function_prepared_async_call (lua_State *L) {
-  gpu_Function *f = check_function(L, 1);
-  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, 0};
+  gpu_Function *f = check_function_alive(L, 1);
+  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, NULL, 0};
   int nargs = read_prepared(L, f, 2, 3, 5, &cfg);
-  cfg.stream = gpu_optstream(L, 4);
-  cfg.stream_idx = cfg.stream != NULL ? 4 : 0;
+  cfg.stream_obj = launch_stream(L, 4);
+  cfg.stream = cfg.stream_obj ? cfg.stream_obj->stream : NULL;
+  cfg.stream_idx = cfg.stream_obj != NULL ? 4 : 0;
   gpu_context_enter(L, f->ctx);
   return launch(L, f, 5, nargs, &cfg);
 }
@@ -617,7 +640,7 @@ static int function_prepared_async_call (lua_State *L) {
 /* f:prepared_timed_call(grid, block, args...) -> seconds */
 static int function_prepared_timed_call (lua_State *L) {
   gpu_Function *f = check_function(L, 1);
-  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, 1};
+  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, NULL, 1};
   int nargs = read_prepared(L, f, 2, 3, 4, &cfg);
   return launch(L, f, 4, nargs, &cfg);
 }

@@ -1,0 +1,753 @@
+-- bench/run.lua: issue 4's benchmark suite.  Runs build/bench-raw (the same work straight
+-- through the driver API and NVRTC), the lua-gpu figures in this process, and optionally
+-- bench/peers.py (CuPy, PyTorch), then prints one table and writes bench/RESULTS.md (and
+-- $OUT/RESULTS.md when OUT is set).  `make bench` builds what it needs and runs it.
+--
+-- Environment: BENCH_LOG2N (default 28: large arrays of 2^28 float32), BENCH_ONLY (Lua
+-- patterns, comma-separated, matched against figure ids), BENCH_PEERS=0 (skip CuPy/PyTorch).
+-- Times are medians of repeats after a warm-up: host wall time for launch and allocation
+-- figures, CUDA events for device work.  Inputs are random (a counter-based kernel).
+
+local root = (arg and arg[0] or ""):match("^(.*)/bench/[^/]*$") or "."
+package.path = root .. "/lua/?.lua;" .. root .. "/lua/?/init.lua;" .. package.path
+package.cpath = root .. "/?.so;" .. root .. "/build/?.so;" .. package.cpath
+
+local LOG2N = tonumber(os.getenv("BENCH_LOG2N") or "") or 28
+local ONLY = os.getenv("BENCH_ONLY")
+if ONLY == "" then ONLY = nil end
+local PEERS = os.getenv("BENCH_PEERS") ~= "0"
+
+local compile_source = [[
+__global__ void add_one(const float *a, const float *b, float *c, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) c[i] = a[i] + b[i];
+}
+]]
+
+local function shell_quote(s) return "'" .. s:gsub("'", "'\\''") .. "'" end
+
+-- Child mode: one SourceModule call in a fresh process (the disk cache figure).
+if arg and arg[1] == "--child-compile" then
+  local clock = require "bench_clock"
+  local gpu = require "gpu"
+  gpu.synchronize()                     -- context creation stays out of the figure
+  local t0 = clock.now_us()
+  local f = gpu.SourceModule(compile_source):get_function("add_one")
+  local t = clock.now_us() - t0
+  assert(f)
+  print(("CHILD %.3f %d %d"):format(t, gpu.compile_stats.disk_hits, gpu.compile_stats.nvrtc))
+  os.exit(0)
+end
+
+local loaded, gpu = pcall(require, "gpu")
+if not loaded then
+  io.stderr:write("bench: cannot load the gpu module (build it with `make`): ", tostring(gpu), "\n")
+  os.exit(1)
+end
+
+local ok_device, why = gpu.available()
+if not ok_device then
+  print(("bench: no device (%s): nothing measured; the suite needs a CUDA GPU."):format(why))
+  os.exit(0)
+end
+
+local have_clock, clock = pcall(require, "bench_clock")
+local now_us
+if have_clock then
+  now_us = clock.now_us
+else
+  io.stderr:write("bench: build/bench_clock.so missing (run `make bench`): timing with os.clock\n")
+  now_us = function() return os.clock() * 1e6 end
+end
+
+-- Figures ---------------------------------------------------------------------------------
+-- id, what, unit ("us": lower is better, "GB/s", "x": higher is better), raw: the raw C
+-- figure it is compared with, target: how the row passes.
+
+local FIGURES = {
+  {id = "launch_async_f", what = "empty kernel, back-to-back async: f(...)", unit = "us",
+   raw = "launch_async", target = {ratio_max = 1.15}},
+  {id = "launch_async_prepared", what = "empty kernel, back-to-back async: prepared_call", unit = "us",
+   raw = "launch_async", target = {ratio_max = 1.05}},
+  {id = "launch_async_f_newopts", what = "  (f(...) with a new options table per call)", unit = "us",
+   raw = "launch_async"},
+  {id = "launch_sync_f", what = "empty kernel, launch + synchronize: f(...)", unit = "us",
+   raw = "launch_sync", target = {ratio_max = 1.15}},
+  {id = "launch_sync_prepared", what = "empty kernel, launch + synchronize: prepared_call", unit = "us",
+   raw = "launch_sync", target = {ratio_max = 1.05}},
+  {id = "small_add", what = "c = a + b, 1000 float32, c allocated each op", unit = "us",
+   raw = "small_add", target = {vs = "launch_async", ratio_max = 1.5,
+                                text = "<= 1.5x raw empty launch"}},
+  {id = "alloc_free", what = "allocate + free 4 MiB", unit = "us", raw = "alloc_free",
+   target = {abs_max = 2}},
+  {id = "copy_dtod", what = "device-to-device copy (read + write)", unit = "GB/s", raw = "copy_dtod"},
+  {id = "large_add", what = "a + b, 2^N float32 (3 arrays)", unit = "GB/s", raw = "large_add",
+   target = {ratio_min = 0.95}},
+  {id = "sum", what = "a:sum(), 2^N float32", unit = "GB/s", raw = "sum",
+   target = {vs = "copy_dtod", ratio_min = 0.90, text = ">= 90% of copy bw"}},
+  {id = "max", what = "a:max(), 2^N float32", unit = "GB/s", raw = "max",
+   target = {vs = "copy_dtod", ratio_min = 0.90, text = ">= 90% of copy bw"}},
+  {id = "dot", what = "gpuarray.dot(a, b), 2^N float32", unit = "GB/s", raw = "dot",
+   target = {vs = "copy_dtod", ratio_min = 0.90, text = ">= 90% of copy bw"}},
+  {id = "cumsum", what = "gpu.cumsum(a), 2^N float32 (read + write)", unit = "GB/s", raw = "cumsum",
+   target = {vs = "copy_dtod", ratio_min = 0.60, text = ">= 60% of copy bw"}},
+  {id = "axpby_unfused", what = "2*a + 3*b unfused (3 kernels)", unit = "GB/s", raw = "axpby_unfused"},
+  {id = "axpby_fused", what = "2*a + 3*b gpu.fuse vs hand-fused", unit = "GB/s", raw = "axpby_fused",
+   target = {ratio_min = 0.95}},
+  {id = "htod_pageable", what = "host to device, pageable", unit = "GB/s", raw = "htod_pageable"},
+  {id = "htod_pinned", what = "host to device, page-locked", unit = "GB/s", raw = "htod_pinned"},
+  {id = "dtoh_pageable", what = "device to host, pageable", unit = "GB/s", raw = "dtoh_pageable"},
+  {id = "dtoh_pinned", what = "device to host, page-locked", unit = "GB/s", raw = "dtoh_pinned"},
+  {id = "compile_cold", what = "NVRTC cold compile + load", unit = "us", raw = "compile_cold"},
+  {id = "compile_hit", what = "SourceModule again in-process (cache hit)", unit = "us",
+   target = {abs_max = 50, strict = true}},
+  {id = "compile_disk", what = "SourceModule in a new process, disk cache (raw: read + load)",
+   unit = "us", raw = "compile_disk", target = {abs_max = 2000, strict = true}},
+  {id = "graph_loop", what = "100 small kernels launched one by one", unit = "us", raw = "graph_loop"},
+  {id = "graph_replay", what = "the same 100 replayed as a graph", unit = "us", raw = "graph_replay"},
+  {id = "graph_speedup", what = "graph speedup (one by one / replay)", unit = "x", raw = "graph_speedup",
+   target = {abs_min = 3}},
+}
+
+-- BENCH_ONLY: Lua patterns separated by commas; a figure runs when one matches its id.
+local function selected(id)
+  if ONLY == nil then return true end
+  for pattern in ONLY:gmatch("[^,]+") do
+    if id:find(pattern) then return true end
+  end
+  return false
+end
+
+-- Raw C figures a selected row needs (its own and what its target compares with).
+local function raw_ids()
+  local want, list = {}, {}
+  local function add(id)
+    if id == "graph_speedup" then add("graph_loop"); add("graph_replay"); return end
+    if id and not want[id] then want[id] = true; list[#list + 1] = id end
+  end
+  for _, f in ipairs(FIGURES) do
+    if selected(f.id) then
+      add(f.raw)
+      if f.target and f.target.vs then add(f.target.vs) end
+    end
+  end
+  return list
+end
+
+-- Results: values[side][id], notes[id]
+local values = {raw = {}, lua = {}, cupy = {}, torch = {}}
+local notes = {}
+local info = {}
+
+-- Raw C ------------------------------------------------------------------------------------
+
+local function run_raw()
+  local exe = root .. "/build/bench-raw"
+  local ids = raw_ids()
+  if #ids == 0 then return end
+  local f = io.open(exe, "rb")
+  if not f then
+    notes.raw = "build/bench-raw missing (run `make bench`)"
+    return
+  end
+  f:close()
+  local cmd = ("cd %s && ./build/bench-raw --kernels bench/kernels.cu --log2n %d --only %s 2>&1")
+    :format(shell_quote(root), LOG2N, shell_quote(table.concat(ids, ",")))
+  io.stderr:write("bench: raw C ...\n")
+  local p = assert(io.popen(cmd, "r"))
+  for line in p:lines() do
+    local id, v = line:match("^RESULT (%S+) (%S+)$")
+    if id then
+      values.raw[id] = tonumber(v)
+    elseif line:match("^INFO ") then
+      local k, rest = line:match("^INFO (%S+) (.*)$")
+      info["raw_" .. k] = rest
+    elseif line:match("^NODEVICE") then
+      notes.raw = line
+    else
+      io.stderr:write("  raw: ", line, "\n")
+    end
+  end
+  local okp, _, code = p:close()
+  if not okp then notes.raw = ("bench-raw failed (exit %s): see the messages above"):format(tostring(code)) end
+  if values.raw.graph_loop and values.raw.graph_replay then
+    values.raw.graph_speedup = values.raw.graph_loop / values.raw.graph_replay
+  end
+end
+
+-- lua-gpu ----------------------------------------------------------------------------------
+
+local function median(t)
+  table.sort(t)
+  local n = #t
+  return n % 2 == 1 and t[(n + 1) // 2] or (t[n // 2] + t[n // 2 + 1]) / 2
+end
+
+-- Median over reps of the host wall time of body(), divided by per.
+local function wall(reps, per, body, after)
+  local t = {}
+  body(); if after then after() end     -- warm-up
+  for r = 1, reps do
+    local t0 = now_us()
+    body()
+    t[r] = (now_us() - t0) / per
+    if after then after() end
+  end
+  return median(t)
+end
+
+local ev0, ev1
+-- Median device time (us) of body() between two events.
+local function device(reps, body)
+  local t = {}
+  body()
+  for r = 1, reps do
+    ev0:record()
+    body()
+    ev1:record()
+    ev1:synchronize()
+    t[r] = ev1:time_since(ev0) * 1e3
+  end
+  gpu.synchronize()
+  return median(t)
+end
+
+local K          -- kernels of bench/kernels.cu by name
+local SMS
+
+local function fill_random(x, n, seed)
+  K.fill_random(x, n, seed, {block = 256, grid = SMS * 16})
+end
+
+local function close(x) if x ~= nil and x.free then x:free() end end
+
+-- x[i] (1-based) of a float32 GPUArray; through its buffer where a[i] is not there yet.
+local function elem(x, i)
+  local v = x[i]
+  if v == nil then
+    v = gpu.from_device(x.gpudata:offset(x.offset + (i - 1) * 4, 4), 1, "float32")[1]
+  end
+  return v
+end
+
+-- Checks: a failed check makes the figure an error, never a silent number.
+local function check(cond, msg) if not cond then error("check failed: " .. msg, 2) end end
+
+local gpuarray = gpu.gpuarray
+
+-- A failed figure's note: the whole message on stderr, its first line in the table.
+local function failure_note(id, err)
+  if type(err) == "table" and err.skip then return err.skip end
+  local msg = tostring(err)
+  io.stderr:write("bench: ", id, ": ", msg, "\n")
+  msg = msg:match("^[^\n]*")
+  if #msg > 70 then msg = msg:sub(1, 67) .. "..." end
+  return "error: " .. msg
+end
+
+local function need(name, value)
+  if value == nil then error({skip = ("skipped: %s not available"):format(name)}, 0) end
+  return value
+end
+
+local function empty_array(n)
+  local empty = need("gpu.gpuarray.empty", gpuarray and gpuarray.empty or gpu.empty)
+  return empty(n, "float32")
+end
+
+local lua_bench = {}
+
+function lua_bench.launch()
+  local f = K.empty_kernel
+  local opts = {block = 1, grid = 1}
+  local grid, block = {1, 1}, {1, 1, 1}
+  f:prepare("")
+  for _ = 1, 1000 do f(opts) end
+  gpu.synchronize()
+  local r = {}
+  r.launch_async_f = wall(200, 256, function() for _ = 1, 256 do f(opts) end end, gpu.synchronize)
+  r.launch_async_prepared = wall(200, 256, function()
+    for _ = 1, 256 do f:prepared_call(grid, block) end
+  end, gpu.synchronize)
+  r.launch_async_f_newopts = wall(200, 256, function()
+    for _ = 1, 256 do f({block = 1, grid = 1}) end
+  end, gpu.synchronize)
+  local sync = gpu.synchronize
+  r.launch_sync_f = wall(2000, 1, function() f(opts); sync() end)
+  r.launch_sync_prepared = wall(2000, 1, function() f:prepared_call(grid, block); sync() end)
+  return r
+end
+
+function lua_bench.small_add()
+  local to_gpu = need("gpu.to_gpu", gpu.to_gpu or (gpuarray and gpuarray.to_gpu))
+  local n = 1000
+  local ha, hb = gpu.host.empty(n, "float32"), gpu.host.empty(n, "float32")
+  for i = 1, n do ha[i] = math.random() * 2 - 1; hb[i] = math.random() * 2 - 1 end
+  local a, b = to_gpu(ha), to_gpu(hb)
+  local c = a + b
+  local hc = c:get()
+  for i = 1, n do
+    local want = string.unpack("f", string.pack("f", ha[i] + hb[i]))
+    check(hc[i] == want, ("small a + b: c[%d] = %s, expected %s"):format(i, hc[i], want))
+  end
+  c = nil
+  local v = wall(200, 256, function()
+    for _ = 1, 256 do local _ = a + b end
+  end, gpu.synchronize)
+  return {small_add = v}
+end
+
+function lua_bench.alloc_free()
+  local bytes = 4 << 20
+  local v = wall(100, 100, function()
+    for _ = 1, 100 do gpu.mem_alloc(bytes):free() end
+  end)
+  gpu.synchronize()
+  notes.alloc_free = "gpu.mem_alloc + :free()"
+  return {alloc_free = v}
+end
+
+-- The raw kernels run from Lua: references for the lua-gpu results.
+local function reference_reduce(first, finish, n, x, y)
+  local grid = SMS * 8
+  local partial <close> = gpu.mem_alloc(grid * 4)
+  local out <close> = gpu.mem_alloc(4)
+  if y then K[first](x, y, partial, n, {block = 256, grid = grid})
+  else K[first](x, partial, n, {block = 256, grid = grid}) end
+  K[finish](partial, out, grid, {block = 256, grid = 1})
+  return gpu.from_device(out, 1, "float32")[1]
+end
+
+local function as_number(x)
+  if type(x) == "number" then return x end
+  if type(x) == "userdata" and x.get then return x:get()[1] end
+  return tonumber(x)
+end
+
+function lua_bench.copy_dtod(n)
+  local src <close> = gpu.mem_alloc(n * 4)
+  local dst <close> = gpu.mem_alloc(n * 4)
+  fill_random(src, n, 7)
+  local t = device(10, function() gpu.memcpy_dtod(dst, src, n * 4) end)
+  return {copy_dtod = 2 * n * 4 / t / 1e3}
+end
+
+-- The large-array figures share two random arrays of 2^N float32.
+local large = {}
+
+function large.large_add(a, b, n)
+  local c
+  local t = device(10, function() close(c); c = a + b end)
+  for _, i in ipairs({1, n // 3, n}) do
+    local want = string.unpack("f", string.pack("f", elem(a, i) + elem(b, i)))
+    check(elem(c, i) == want, ("large a + b at %d"):format(i))
+  end
+  close(c)
+  return 3 * n * 4 / t / 1e3
+end
+
+function large.sum(a, _, n)
+  local got
+  local t = device(10, function() got = a:sum() end)
+  local want = reference_reduce("reduce_sum_f32", "finish_sum_f32", n, a)
+  check(math.abs(as_number(got) - want) <= 1e-4 * math.sqrt(n) + 1e-3 * math.abs(want),
+        ("sum %s vs reference %s"):format(got, want))
+  return n * 4 / t / 1e3
+end
+
+function large.max(a, _, n)
+  local got
+  local t = device(10, function() got = a:max() end)
+  local want = reference_reduce("reduce_max_f32", "finish_max_f32", n, a)
+  check(as_number(got) == want, ("max %s vs reference %s"):format(got, want))
+  return n * 4 / t / 1e3
+end
+
+function large.dot(a, b, n)
+  local dot = need("gpu.gpuarray.dot", gpuarray and gpuarray.dot)
+  local got
+  local t = device(10, function() got = dot(a, b) end)
+  local want = reference_reduce("reduce_dot_f32", "finish_sum_f32", n, a, b)
+  check(math.abs(as_number(got) - want) <= 1e-4 * math.sqrt(n) + 1e-3 * math.abs(want),
+        ("dot %s vs reference %s"):format(got, want))
+  return 2 * n * 4 / t / 1e3
+end
+
+function large.cumsum(a, _, n)
+  local cumsum = need("gpu.cumsum", gpu.cumsum)
+  local c
+  local t = device(10, function() close(c); c = cumsum(a) end)
+  local run = 0
+  for i = 1, 1000 do
+    run = run + elem(a, i)
+    check(math.abs(elem(c, i) - run) <= 1e-4 * (math.sqrt(i) + math.abs(run)), ("cumsum at %d"):format(i))
+  end
+  local total = reference_reduce("reduce_sum_f32", "finish_sum_f32", n, a)
+  check(math.abs(elem(c, n) - total) <= 1e-4 * math.sqrt(n) + 1e-3 * math.abs(total), "cumsum last element")
+  close(c)
+  return 2 * n * 4 / t / 1e3
+end
+
+local function check_axpby(c, a, b, n)
+  for _, i in ipairs({1, 2, n // 2, n}) do
+    local want = 2 * elem(a, i) + 3 * elem(b, i)
+    check(math.abs(elem(c, i) - want) <= 1e-6 * (math.abs(2 * elem(a, i)) + math.abs(3 * elem(b, i))),
+          ("2*a + 3*b at %d: %s, expected %s"):format(i, elem(c, i), want))
+  end
+end
+
+function large.axpby_unfused(a, b, n)
+  local c
+  local t = device(10, function() close(c); c = 2 * a + 3 * b end)
+  check_axpby(c, a, b, n)
+  close(c)
+  return 3 * n * 4 / t / 1e3
+end
+
+function large.axpby_fused(a, b, n)
+  local fuse = need("gpu.fuse", gpu.fuse)
+  local f = fuse(function(x, y) return 2 * x + 3 * y end)
+  local c
+  local t = device(10, function() close(c); c = f(a, b) end)
+  check_axpby(c, a, b, n)
+  close(c)
+  return 3 * n * 4 / t / 1e3
+end
+
+local LARGE_ORDER = {"large_add", "sum", "max", "dot", "cumsum", "axpby_unfused", "axpby_fused"}
+
+function lua_bench.large(n)
+  local r = {}
+  local any = false
+  for _, id in ipairs(LARGE_ORDER) do any = any or selected(id) end
+  if not any then return r end
+  local okA, a = pcall(empty_array, n)
+  if not okA then
+    for _, id in ipairs(LARGE_ORDER) do
+      if selected(id) then notes[id] = failure_note(id, a) end
+    end
+    return r
+  end
+  local b = empty_array(n)
+  fill_random(a, n, 11)
+  fill_random(b, n, 12)
+  gpu.synchronize()
+  for _, id in ipairs(LARGE_ORDER) do
+    if selected(id) then
+      io.stderr:write("bench: lua ", id, " ...\n")
+      local okv, v = pcall(large[id], a, b, n)
+      if okv then r[id] = v
+      else notes[id] = failure_note(id, v) end
+      gpu.synchronize()
+    end
+  end
+  close(a); close(b)
+  collectgarbage()
+  return r
+end
+
+function lua_bench.host_copies(log2n)
+  local n = 1 << math.min(log2n, 26)        -- float32 elements: 256 MiB unless shrunk
+  local bytes = n * 4
+  local buf <close> = gpu.mem_alloc(bytes)
+  fill_random(buf, n, 21)
+  gpu.synchronize()
+  local pageable = gpu.host.empty(n, "float32")
+  local pinned = gpu.host.pagelocked_empty(n, "float32")
+  local r = {}
+  local function time_copy(fn) return bytes / wall(5, 1, fn) / 1e3 end
+  if selected("dtoh_pageable") then r.dtoh_pageable = time_copy(function() gpu.memcpy_dtoh(pageable, buf) end) end
+  if selected("dtoh_pinned") then r.dtoh_pinned = time_copy(function() gpu.memcpy_dtoh(pinned, buf) end) end
+  gpu.memcpy_dtoh(pageable, buf)             -- random host data for the uploads
+  gpu.memcpy_dtoh(pinned, buf)
+  if selected("htod_pageable") then r.htod_pageable = time_copy(function() gpu.memcpy_htod(buf, pageable) end) end
+  if selected("htod_pinned") then r.htod_pinned = time_copy(function() gpu.memcpy_htod(buf, pinned) end) end
+  close(pinned)
+  return r
+end
+
+local compile_figures = {}
+
+function lua_bench.compile()
+  local r = {}
+  for _, id in ipairs({"compile_cold", "compile_hit", "compile_disk"}) do
+    if selected(id) then
+      local okc, v = pcall(compile_figures[id])
+      if okc then r[id] = v else notes[id] = failure_note(id, v) end
+    end
+  end
+  return r
+end
+
+function compile_figures.compile_cold()
+  local t = {}
+  for rep = 0, 5 do
+    local src = ("// lua %d %d %s\n"):format(rep, os.time(), tostring(t)) .. compile_source
+    local t0 = now_us()
+    local m = gpu.SourceModule(src, {cache = false})
+    local _ = m:get_function("add_one")
+    if rep > 0 then t[rep] = now_us() - t0 end
+  end
+  return median(t)
+end
+
+function compile_figures.compile_hit()
+  local before = gpu.compile_stats.module_hits
+  gpu.SourceModule(compile_source)
+  local v = wall(20, 100, function()
+    for _ = 1, 100 do gpu.SourceModule(compile_source) end
+  end)
+  check(gpu.compile_stats.module_hits - before >= 2100, "SourceModule repeats were cache hits")
+  return v
+end
+
+function compile_figures.compile_disk()
+  local dir = os.tmpname()
+  os.remove(dir)
+  local first = -1                       -- the interpreter: arg's lowest index
+  while arg[first - 1] do first = first - 1 end
+  local lua = arg[first] or "lua5.4"
+  local cmd = ("GPU_CACHE_DIR=%s %s %s --child-compile"):format(shell_quote(dir),
+    shell_quote(lua), shell_quote(root .. "/bench/run.lua"))
+  local t = {}
+  for rep = 0, 5 do
+    local p = assert(io.popen(cmd, "r"))
+    local out = p:read("a")
+    p:close()
+    local us, hits, nvrtc = out:match("CHILD (%S+) (%d+) (%d+)")
+    check(us, "child process output: " .. out)
+    if rep == 0 then
+      check(nvrtc == "1", "the first child compiles")
+    else
+      check(hits == "1" and nvrtc == "0", "later children hit the disk cache")
+      t[rep] = tonumber(us)
+    end
+  end
+  os.execute("rm -rf " .. shell_quote(dir))
+  return median(t)
+end
+
+function lua_bench.graph()
+  local bump = K.bump_f32
+  local n = 1024
+  local x <close> = gpu.mem_alloc(n * 4)
+  fill_random(x, n, 31)
+  local s <close> = gpu.Stream({non_blocking = true})
+  local opts = {block = 256, grid = 4, stream = s}
+  local r = {}
+  r.graph_loop = wall(50, 1, function()
+    for _ = 1, 100 do bump(x, n, opts) end
+    s:synchronize()
+  end)
+  local graph <close> = gpu.capture(function(st)
+    local o = {block = 256, grid = 4, stream = st}
+    for _ = 1, 100 do bump(x, n, o) end
+  end, s)
+  r.graph_replay = wall(50, 1, function() graph:launch(s); s:synchronize() end)
+  r.graph_speedup = r.graph_loop / r.graph_replay
+  return r
+end
+
+local function run_lua()
+  local source = assert(io.open(root .. "/bench/kernels.cu")):read("a")
+  local mod = gpu.SourceModule(source)
+  K = setmetatable({}, {__index = function(t, name)
+    local f = mod:get_function(name); rawset(t, name, f); return f
+  end})
+  SMS = gpu.get_device():attribute("MULTIPROCESSOR_COUNT")
+  ev0, ev1 = gpu.Event(), gpu.Event()
+  local n = 1 << LOG2N
+  local groups = {
+    {ids = {"launch_async_f", "launch_async_prepared", "launch_async_f_newopts", "launch_sync_f",
+            "launch_sync_prepared"}, run = lua_bench.launch},
+    {ids = {"small_add"}, run = lua_bench.small_add},
+    {ids = {"alloc_free"}, run = lua_bench.alloc_free},
+    {ids = {"copy_dtod"}, run = function() return lua_bench.copy_dtod(n) end},
+    {ids = LARGE_ORDER, run = function() return lua_bench.large(n) end},
+    {ids = {"htod_pageable", "htod_pinned", "dtoh_pageable", "dtoh_pinned"},
+     run = function() return lua_bench.host_copies(LOG2N) end},
+    {ids = {"compile_cold", "compile_hit", "compile_disk"}, run = lua_bench.compile},
+    {ids = {"graph_loop", "graph_replay", "graph_speedup"}, run = lua_bench.graph},
+  }
+  for _, g in ipairs(groups) do
+    local any = false
+    for _, id in ipairs(g.ids) do any = any or selected(id) end
+    if any then
+      io.stderr:write("bench: lua ", g.ids[1], " ...\n")
+      local okr, r = pcall(g.run)
+      if okr then
+        for id, v in pairs(r) do values.lua[id] = v end
+      else
+        for _, id in ipairs(g.ids) do
+          if notes[id] == nil then notes[id] = failure_note(id, r) end
+        end
+      end
+      collectgarbage()
+      gpu.synchronize()
+    end
+  end
+end
+
+-- Peers ------------------------------------------------------------------------------------
+
+local function run_peers()
+  if not PEERS then return end
+  local ids = {}
+  for _, f in ipairs(FIGURES) do if selected(f.id) then ids[#ids + 1] = f.id end end
+  if #ids == 0 then return end
+  local cmd = ("cd %s && python3 bench/peers.py --log2n %d --only %s 2>&1"):format(shell_quote(root),
+    LOG2N, shell_quote(table.concat(ids, ",")))
+  io.stderr:write("bench: peers (CuPy, PyTorch) ...\n")
+  local p = io.popen(cmd, "r")
+  if not p then return end
+  for line in p:lines() do
+    local lib, id, v = line:match("^RESULT (%w+)%.(%S+) (%S+)$")
+    if lib and values[lib] then values[lib][id] = tonumber(v)
+    else io.stderr:write("  peers: ", line, "\n") end
+  end
+  p:close()
+end
+
+-- Table ------------------------------------------------------------------------------------
+
+local function fmt(v)
+  if v == nil then return "-" end
+  if v >= 1000 then return ("%.0f"):format(v) end
+  if v >= 100 then return ("%.1f"):format(v) end
+  return ("%.2f"):format(v)
+end
+
+-- ratio lua/raw, the target's text, and "pass" / "FAIL" / "-"
+local function judge(f)
+  local lua, raw = values.lua[f.id], f.raw and values.raw[f.raw]
+  local ratio = lua and raw and raw ~= 0 and lua / raw or nil
+  local t = f.target
+  if t == nil then return ratio, "", "" end
+  local text, ok
+  if t.vs then
+    local base = values.raw[t.vs]
+    text = t.text
+    if lua and base then
+      local r = lua / base
+      if t.ratio_max then ok = r <= t.ratio_max else ok = r >= t.ratio_min end
+      text = ("%s (%.2fx)"):format(text, r)
+    end
+  elseif t.ratio_max then
+    text = ("<= %.2fx raw"):format(t.ratio_max)
+    if ratio then ok = ratio <= t.ratio_max end
+  elseif t.ratio_min then
+    text = (">= %d%% of raw"):format(math.floor(t.ratio_min * 100 + 0.5))
+    if ratio then ok = ratio >= t.ratio_min end
+  elseif t.abs_max then
+    text = ("%s %s %s"):format(t.strict and "<" or "<=", fmt(t.abs_max), f.unit)
+    if lua then
+      if t.strict then ok = lua < t.abs_max else ok = lua <= t.abs_max end
+    end
+  elseif t.abs_min then
+    text = (">= %s%s"):format(fmt(t.abs_min), f.unit)
+    if lua then ok = lua >= t.abs_min end
+  end
+  return ratio, text, ok == nil and "-" or ok and "pass" or "FAIL"
+end
+
+local function build_rows()
+  local rows = {}
+  local peers = next(values.cupy) ~= nil or next(values.torch) ~= nil
+  local header = {"figure", "unit", "raw C", "lua-gpu", "lua/raw"}
+  if peers then header[#header + 1] = "CuPy"; header[#header + 1] = "PyTorch" end
+  header[#header + 1] = "target"
+  header[#header + 1] = "result"
+  for _, f in ipairs(FIGURES) do
+    if selected(f.id) then
+      local ratio, text, verdict = judge(f)
+      local lua = values.lua[f.id]
+      local note = notes[f.id]
+      local row = {f.id, f.unit,
+                   fmt(f.raw and values.raw[f.raw]),
+                   lua and fmt(lua) or note and (note:match("^skipped") and "skipped" or "error") or "-",
+                   ratio and ("%.2f"):format(ratio) or "-"}
+      if peers then
+        row[#row + 1] = fmt(values.cupy[f.id])
+        row[#row + 1] = fmt(values.torch[f.id])
+      end
+      row[#row + 1] = text
+      row[#row + 1] = verdict
+      row.what = f.what:gsub("2%^N", "2^" .. LOG2N)
+      row.note = note
+      rows[#rows + 1] = row
+    end
+  end
+  return header, rows
+end
+
+local function print_table(header, rows)
+  local widths = {}
+  for i, h in ipairs(header) do widths[i] = #h end
+  for _, row in ipairs(rows) do
+    for i, c in ipairs(row) do widths[i] = math.max(widths[i], #c) end
+  end
+  local function line(cells)
+    local out = {}
+    for i, c in ipairs(cells) do
+      out[i] = (i <= 2 or i == #cells - 1) and c .. (" "):rep(widths[i] - #c)
+               or (" "):rep(widths[i] - #c) .. c
+    end
+    return table.concat(out, "  ")
+  end
+  print(line(header))
+  for _, row in ipairs(rows) do print(line(row)) end
+  for _, row in ipairs(rows) do
+    if row.note then print(("  %s: %s"):format(row[1], row.note)) end
+  end
+end
+
+local function markdown(header, rows)
+  local out = {}
+  local dev = gpu.get_device()
+  local dv = gpu.driver_version()
+  out[#out + 1] = "# lua-gpu benchmark results (issue 4)\n"
+  out[#out + 1] = ("- device: %s (%d SMs)"):format(dev:name(), SMS or 0)
+  out[#out + 1] = ("- driver: CUDA %d.%d (%d); NVRTC %s"):format(dv // 1000, dv % 1000 // 10, dv,
+    tostring(gpu.nvrtc_version()))
+  out[#out + 1] = ("- date: %s"):format(os.date("!%Y-%m-%d %H:%M UTC"))
+  out[#out + 1] = ("- large arrays: 2^%d float32; BENCH_ONLY=%s"):format(LOG2N, ONLY or "(all)")
+  out[#out + 1] = "- times are medians after warm-up (host wall time for launches, allocation, " ..
+                  "compiles and graphs; CUDA events for device work); bandwidth counts each " ..
+                  "input read once and each output written once; lua/raw is lua-gpu's figure " ..
+                  "over raw C's (times: lower is better; GB/s: higher is better)"
+  if notes.raw then out[#out + 1] = "- raw C: " .. notes.raw end
+  out[#out + 1] = ""
+  out[#out + 1] = "| " .. table.concat(header, " | ") .. " | what |"
+  local sep = {}
+  for i = 1, #header + 1 do sep[i] = "---" end
+  out[#out + 1] = "| " .. table.concat(sep, " | ") .. " |"
+  for _, row in ipairs(rows) do
+    local cells = {}
+    for i, c in ipairs(row) do cells[i] = c:gsub("|", "\\|") end
+    cells[#cells + 1] = (row.what .. (row.note and " (" .. row.note .. ")" or "")):gsub("|", "\\|")
+    out[#out + 1] = "| " .. table.concat(cells, " | ") .. " |"
+  end
+  out[#out + 1] = ""
+  out[#out + 1] = "Reproduce: `make bench` (BENCH_LOG2N, BENCH_ONLY, BENCH_PEERS=0)."
+  return table.concat(out, "\n") .. "\n"
+end
+
+local t_start = now_us()
+run_raw()
+run_lua()
+run_peers()
+local header, rows = build_rows()
+print()
+print(("lua-gpu benchmarks on %s, 2^%d float32 (%.0f s)"):format(gpu.get_device():name(), LOG2N,
+  (now_us() - t_start) / 1e6))
+if notes.raw then print("raw C: " .. notes.raw) end
+print_table(header, rows)
+local text = markdown(header, rows)
+local f = assert(io.open(root .. "/bench/RESULTS.md", "w"))
+f:write(text)
+f:close()
+local out = os.getenv("OUT")
+if out and out ~= "" then
+  local g = io.open(out .. "/RESULTS.md", "w")
+  if g then g:write(text); g:close() end
+end

@@ -60,3 +60,37 @@ demo: all
 
 clean:
 	rm -rf build gpu
+
+# ---------------------------------------------------------------- embedding (docs/embedding.md)
+#   make static         build/liblua-gpu.a: the module (C core and Lua layer) for C hosts
+#   make embed-example  build/embed-host from examples/embed/host.c
+#   make embed-run      runs it (without a GPU it says so and exits 0)
+# LUA_LIB is the host's Lua: Debian's static liblua5.4.a beside LUA_INCDIR (also in the GPU
+# machine's .devprefix), else -llua5.4.
+LUA_LIB ?= $(firstword $(wildcard $(LUA_INCDIR)/../../lib/$(shell $(CC) -dumpmachine)/liblua5.4.a $(LUA_INCDIR)/../../lib/liblua5.4.a) -llua5.4)
+LUA_MODULES = $(sort $(wildcard lua/gpu/*.lua lua/gpu/*/*.lua))
+
+.PHONY: static embed-example embed-run
+
+build/embed.o: build/lua_modules.h src/lua_gpu.h
+build/dlpack.o: src/dlpack.h src/lua_gpu.h
+build/lua_modules.h: tools/embed.lua $(LUA_MODULES) | build
+	$(LUA) tools/embed.lua $@ $(foreach m,$(LUA_MODULES),$(m)=$(m))
+
+static: build/liblua-gpu.a
+
+build/liblua-gpu.a: $(OBJECTS)
+	rm -f $@
+	$(AR) rcs $@ $(OBJECTS)
+
+embed-example: build/embed-host
+
+build/embed-host: examples/embed/host.c src/lua_gpu.h src/dlpack.h build/liblua-gpu.a
+	$(CC) $(CPPFLAGS) -Isrc -std=c11 $(WARNINGS) $(CFLAGS) -o $@ $< build/liblua-gpu.a $(LUA_LIB) $(LDLIBS)
+
+embed-run: build/embed-host
+	build/embed-host
+
+# The C host the embedding specs drive (spec/50-embed_spec.lua, spec/51-dlpack_spec.lua).
+build/embed-test: spec/embed_test.c src/lua_gpu.h src/dlpack.h build/liblua-gpu.a
+	$(CC) $(CPPFLAGS) -Isrc -std=c11 $(WARNINGS) $(CFLAGS) -o $@ $< build/liblua-gpu.a $(LUA_LIB) $(LDLIBS)

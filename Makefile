@@ -94,3 +94,9 @@ embed-run: build/embed-host
 # The C host the embedding specs drive (spec/50-embed_spec.lua, spec/51-dlpack_spec.lua).
 build/embed-test: spec/embed_test.c src/lua_gpu.h src/dlpack.h build/liblua-gpu.a
 	$(CC) $(CPPFLAGS) -Isrc -std=c11 $(WARNINGS) $(CFLAGS) -o $@ $< build/liblua-gpu.a $(LUA_LIB) $(LDLIBS)
+
+# The public headers compile on their own, with Lua's headers only (no cuda.h).
+embed-check-headers:
+	$(CC) -I$(LUA_INCDIR) $(MULTIARCH_INCDIR:%=-I%) -std=c99 -pedantic -Wall -Wextra -Werror -fsyntax-only -x c src/lua_gpu.h
+	$(CC) -std=c99 -pedantic -Wall -Wextra -Werror -fsyntax-only -x c src/dlpack.h
+.PHONY: embed-check-headers

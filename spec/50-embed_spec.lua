@@ -5,31 +5,8 @@ local helpers = require "helpers"
 local gpu = helpers.gpu
 local gpu_it = helpers.gpu_it
 
-local function sh(command)
-  local p = assert(io.popen(command .. " 2>&1"))
-  local out = p:read("a")
-  local ok = p:close()
-  return out, ok
-end
-
-local function make(target)
-  local out, ok = sh("make -s " .. target)
-  assert(ok, "make " .. target .. " failed:\n" .. out)
-  return out
-end
-
--- Runs Lua code in the C test host; returns its output and whether it exited 0.
-local function run_host(code)
-  make("build/embed-test")
-  local script = os.tmpname()
-  local f = assert(io.open(script, "w"))
-  f:write(code)
-  f:close()
-  local out, ok = sh("build/embed-test " .. script)
-  os.remove(script)
-  return out, ok
-end
-helpers.run_embed_host = run_host
+local embed = require "embed_helpers"
+local sh, make, run_host = embed.sh, embed.make, embed.run_host
 
 describe("the embedding header and library", function()
   it("lua_gpu.h and dlpack.h compile on their own, without cuda.h", function()

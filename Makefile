@@ -81,7 +81,14 @@ install: all
 ifneq ($(EMBED_HEADER),)
 	install -d $(DESTDIR)$(INCDIR)
 	install -m 644 $(EMBED_HEADER) $(DESTDIR)$(INCDIR)/lua_gpu.h
+	install -m 644 src/dlpack.h $(DESTDIR)$(INCDIR)/lua_gpu_dlpack.h
 endif
+
+# For C hosts: the public headers and the static archive (docs/embedding.md).
+install-static: static install
+	install -d $(DESTDIR)$(PREFIX)/lib
+	install -m 644 build/liblua-gpu.a $(DESTDIR)$(PREFIX)/lib/liblua-gpu.a
+.PHONY: install-static
 
 deps:
 	bash tools/deps.sh
@@ -109,3 +116,43 @@ build/bench_clock.so: bench/clock.c | build
 
 bench: bench-build
 	$(LUA) bench/run.lua
+
+# ---------------------------------------------------------------- embedding (docs/embedding.md)
+#   make static         build/liblua-gpu.a: the module (C core and Lua layer) for C hosts
+#   make embed-example  build/embed-host from examples/embed/host.c
+#   make embed-run      runs it (without a GPU it says so and exits 0)
+# LUA_LIB is the host's Lua: Debian's static liblua5.4.a beside LUA_INCDIR (also in the GPU
+# machine's .devprefix), else -llua5.4.
+LUA_LIB ?= $(firstword $(wildcard $(LUA_INCDIR)/../../lib/$(shell $(CC) -dumpmachine)/liblua5.4.a $(LUA_INCDIR)/../../lib/liblua5.4.a) -llua5.4)
+LUA_MODULES = $(sort $(wildcard lua/gpu/*.lua lua/gpu/*/*.lua))
+
+.PHONY: static embed-example embed-run
+
+build/embed.o: build/lua_modules.h src/lua_gpu.h
+build/dlpack.o: src/dlpack.h src/lua_gpu.h
+build/lua_modules.h: tools/embed.lua $(LUA_MODULES) | build
+	$(LUA) tools/embed.lua $@ $(foreach m,$(LUA_MODULES),$(m)=$(m))
+
+static: build/liblua-gpu.a
+
+build/liblua-gpu.a: $(OBJECTS)
+	rm -f $@
+	$(AR) rcs $@ $(OBJECTS)
+
+embed-example: build/embed-host
+
+build/embed-host: examples/embed/host.c src/lua_gpu.h src/dlpack.h build/liblua-gpu.a
+	$(CC) $(CPPFLAGS) -Isrc -std=c11 $(WARNINGS) $(CFLAGS) -o $@ $< build/liblua-gpu.a $(LUA_LIB) $(LDLIBS)
+
+embed-run: build/embed-host
+	build/embed-host
+
+# The C host the embedding specs drive (spec/50-embed_spec.lua, spec/51-dlpack_spec.lua).
+build/embed-test: spec/embed_test.c src/lua_gpu.h src/dlpack.h build/liblua-gpu.a
+	$(CC) $(CPPFLAGS) -Isrc -std=c11 $(WARNINGS) $(CFLAGS) -o $@ $< build/liblua-gpu.a $(LUA_LIB) $(LDLIBS)
+
+# The public headers compile on their own, with Lua's headers only (no cuda.h).
+embed-check-headers:
+	$(CC) -I$(LUA_INCDIR) $(MULTIARCH_INCDIR:%=-I%) -std=c99 -pedantic -Wall -Wextra -Werror -fsyntax-only -x c src/lua_gpu.h
+	$(CC) -std=c99 -pedantic -Wall -Wextra -Werror -fsyntax-only -x c src/dlpack.h
+.PHONY: embed-check-headers

@@ -99,6 +99,7 @@ static void (*const subsystems[])(lua_State *L) = {
   gpu_array_open, gpu_stream_open,
   gpu_nvrtc_open, gpu_module_open, gpu_launch_open, gpu_kernels_open,
   gpu_cache_open,
+  gpu_dlpack_open,
 };
 
 int luaopen_gpu_core (lua_State *L) {

@@ -98,7 +98,9 @@ static void create_pool (lua_State *L, const gpu_Driver *d, gpu_Context *c) {
             "cuMemPoolSetAttribute");
 }
 
-static gpu_Context *context_new (lua_State *L, const gpu_Driver *d, int ordinal) {
+/* A Context for ordinal: its primary context, or host_ctx (not retained: the host owns it). */
+static gpu_Context *context_new (lua_State *L, const gpu_Driver *d, int ordinal,
+                                 CUcontext host_ctx) {
   gpu_Context *c = (gpu_Context *)lua_newuserdatauv(L, sizeof(gpu_Context), 0);
   CUdevice dev;
   int i;
@@ -127,8 +129,11 @@ static gpu_Context *context_new (lua_State *L, const gpu_Driver *d, int ordinal)
   gpu_check(L, d->cuDeviceGetAttribute(&c->cc_minor,
                                        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev),
             "cuDeviceGetAttribute");
-  gpu_check(L, d->cuDevicePrimaryCtxRetain(&c->ctx, dev), "cuDevicePrimaryCtxRetain");
-  c->owned = 1;
+  if (host_ctx != NULL) c->ctx = host_ctx;
+  else {
+    gpu_check(L, d->cuDevicePrimaryCtxRetain(&c->ctx, dev), "cuDevicePrimaryCtxRetain");
+    c->owned = 1;
+  }
   gpu_context_enter(L, c);
   create_pool(L, d, c);
   return c;
@@ -144,13 +149,33 @@ gpu_Context *gpu_context_push (lua_State *L) {
     lua_remove(L, -2);
   } else {
     lua_pop(L, 1);
-    c = context_new(L, d, ordinal);
+    c = context_new(L, d, ordinal, NULL);
     lua_pushvalue(L, -1);
     lua_rawseti(L, -3, ordinal);
     lua_remove(L, -2);
   }
   gpu_context_enter(L, c);
   return c;
+}
+
+gpu_Context *gpu_context_adopt (lua_State *L, CUcontext ctx) {
+  const gpu_Driver *d = gpu_driver(L);
+  CUdevice dev;
+  int ordinal, count = device_count(L, d);
+  gpu_check(L, d->cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  gpu_check(L, d->cuCtxGetDevice(&dev), "cuCtxGetDevice");
+  for (ordinal = 0; ordinal < count; ordinal++) {
+    CUdevice other;
+    gpu_check(L, d->cuDeviceGet(&other, ordinal), "cuDeviceGet");
+    if (other == dev) break;
+  }
+  if (ordinal == count) luaL_error(L, "the host's CUDA context is on no device this process sees");
+  lua_getfield(L, LUA_REGISTRYINDEX, "gpu.contexts");
+  context_new(L, d, ordinal, ctx);
+  lua_rawseti(L, -2, ordinal);          /* new work on this device goes to the host's context */
+  lua_pop(L, 1);
+  gpu_state(L)->device = ordinal;
+  return gpu_context_push(L);
 }
 
 int gpu_context_try_enter (gpu_Context *c) {

@@ -194,12 +194,15 @@ typedef struct gpu_Context {
   CUmemoryPool pool;      /* this state's stream-ordered pool, NULL: plain cuMemAlloc */
   int max_block[3], max_grid[3], max_threads;
   int cc_major, cc_minor;
+  CUstream stream;        /* the host's stream for work that names none (lua_gpu_use_stream) */
 } gpu_Context;
 
 #define GPU_CONTEXT "gpu.Context"
 
 /* Pushes the Context of the current device (created on first use) and returns it. */
 GPU_INTERNAL gpu_Context *gpu_context_push(lua_State *L);
+/* Makes the host's context ctx the current device's context for new work (embed.c). */
+GPU_INTERNAL gpu_Context *gpu_context_adopt(lua_State *L, CUcontext ctx);
 /* Makes c current on the calling thread; raises if c was released. */
 GPU_INTERNAL void gpu_context_enter(lua_State *L, gpu_Context *c);
 /* Same, for finalizers: returns 0 instead of raising. */
@@ -215,6 +218,8 @@ typedef struct gpu_Buffer {
   gpu_Context *ctx;
   int owned;              /* frees ptr when released */
   int pooled;             /* came from ctx->pool: freed stream-ordered, never blocking */
+  void (*release)(void *data);  /* memory the host owns: called once when Lua is done with it */
+  void *release_data;
 } gpu_Buffer;
 
 #define GPU_BUFFER "gpu.Buffer"
@@ -330,6 +335,18 @@ GPU_INTERNAL void gpu_launch_open(lua_State *L);
 /* Pushes a new Function for handle fn of the Module at module_idx (launch.c). */
 GPU_INTERNAL void gpu_function_new(lua_State *L, int module_idx, CUfunction fn,
                                    const char *name, const char *signature);
+
+/* ---------------------------------------------------------------- embed.c, dlpack.c */
+
+GPU_INTERNAL void gpu_dlpack_open(lua_State *L);
+/*
+** Pushes a GPUArray over device memory the host owns: base..base+span bytes holds it, its first
+** element offset bytes in.  The array owns the Buffer (:free() releases it); the caller sets
+** the Buffer's release callback once nothing more can raise.  Returns the Buffer.
+*/
+GPU_INTERNAL gpu_Buffer *gpu_push_foreign_array(lua_State *L, CUdeviceptr base, size_t span,
+                                                size_t offset, gpu_DtypeId dtype, int ndim,
+                                                const int64_t *shape, const int64_t *strides);
 
 /* ---------------------------------------------------------------- helpers (core.c) */
 

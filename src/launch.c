@@ -536,6 +536,7 @@ static int launch (lua_State *L, gpu_Function *f, int first, int nargs, gpu_Laun
                         "synchronously): use device buffers");
     for (i = 0; i < nargs; i++) gpu_capture_note(L, cfg->stream_idx, first + i);
   }
+  if (cfg->stream == NULL) cfg->stream = f->ctx->stream;   /* the host's (lua_gpu_use_stream) */
   base = handlers ? stage_handlers(L, f, first, nargs, kinds) : lua_gettop(L);
   size = pack_arguments(L, f, first, nargs, base, kinds);
   r = cfg->timed ? launch_timed(d, f, cfg, size, &call, &seconds)

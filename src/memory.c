@@ -81,6 +81,11 @@ void gpu_buffer_release (gpu_Buffer *b) {
     else d->cuMemFree(b->ptr);
   }
   b->ptr = 0;
+  if (b->root == b && b->release != NULL) {          /* memory the host owns: hand it back */
+    void (*release)(void *) = b->release;
+    b->release = NULL;                               /* once, whichever way Lua lets go */
+    release(b->release_data);
+  }
   if (b->root != b) b->root = NULL;                  /* a freed view drops its parent */
 }
 
@@ -136,6 +141,18 @@ static int buffer_tostring (lua_State *L) {
 
 /* ---------------------------------------------------------------- copies */
 
+/*
+** Copies that name no stream go to the host's stream when it gave one (lua_gpu_use_stream);
+** synchronous ones then wait for it, so they stay ordered with the host's work.
+*/
+static CUstream copy_stream (CUstream named, const gpu_Context *c) {
+  return named != NULL ? named : c->stream;
+}
+
+static void wait_host_stream (lua_State *L, int async, CUstream s) {
+  if (!async && s != NULL) gpu_check(L, gpu_driver(L)->cuStreamSynchronize(s), "cuStreamSynchronize");
+}
+
 static CUstream check_async_host (lua_State *L, int arg, int pinned, int stream_arg) {
   if (!pinned)
     luaL_argerror(L, arg, "async copies need page-locked host memory "
@@ -157,8 +174,10 @@ static int htod (lua_State *L, int async) {
                                         (lua_Integer)dst->size));
   gpu_context_enter(L, dst->ctx);
   if (async) gpu_capture_note(L, 3, 1);
-  if (async) gpu_check(L, d->cuMemcpyHtoDAsync(dst->ptr, src, n, s), "cuMemcpyHtoDAsync");
+  s = copy_stream(s, dst->ctx);
+  if (async || s) gpu_check(L, d->cuMemcpyHtoDAsync(dst->ptr, src, n, s), "cuMemcpyHtoDAsync");
   else gpu_check(L, d->cuMemcpyHtoD(dst->ptr, src, n), "cuMemcpyHtoD");
+  wait_host_stream(L, async, s);
   return 0;
 }
 
@@ -174,9 +193,11 @@ static int dtoh (lua_State *L, int async) {
                                         (lua_Integer)src->size));
   gpu_context_enter(L, src->ctx);
   if (async) gpu_capture_note(L, 3, 2);
-  if (async) gpu_check(L, d->cuMemcpyDtoHAsync(dst->data, src->ptr, dst->nbytes, s),
-                       "cuMemcpyDtoHAsync");
+  s = copy_stream(s, src->ctx);
+  if (async || s) gpu_check(L, d->cuMemcpyDtoHAsync(dst->data, src->ptr, dst->nbytes, s),
+                            "cuMemcpyDtoHAsync");
   else gpu_check(L, d->cuMemcpyDtoH(dst->data, src->ptr, dst->nbytes), "cuMemcpyDtoH");
+  wait_host_stream(L, async, s);
   return 0;
 }
 
@@ -199,9 +220,11 @@ static int dtod (lua_State *L, int async) {
     gpu_capture_note(L, 4, 1);
     gpu_capture_note(L, 4, 2);
   }
-  if (async) gpu_check(L, d->cuMemcpyDtoDAsync(dst->ptr, src->ptr, (size_t)n, s),
-                       "cuMemcpyDtoDAsync");
+  s = copy_stream(s, dst->ctx);
+  if (async || s) gpu_check(L, d->cuMemcpyDtoDAsync(dst->ptr, src->ptr, (size_t)n, s),
+                            "cuMemcpyDtoDAsync");
   else gpu_check(L, d->cuMemcpyDtoD(dst->ptr, src->ptr, (size_t)n), "cuMemcpyDtoD");
+  wait_host_stream(L, async, s);
   return 0;
 }
 
@@ -221,6 +244,7 @@ static int memset_n (lua_State *L, int bits, int async) {
   CUstream s = async ? gpu_optstream(L, 4) : NULL;
   const gpu_Driver *d = gpu_driver(L);
   CUresult r;
+  int wait;
   luaL_argcheck(L, value >= -(max / 2 + 1) && value <= max, 2,
                 bits == 8 ? "value does not fit 8 bits" :
                 bits == 16 ? "value does not fit 16 bits" : "value does not fit 32 bits");
@@ -230,6 +254,9 @@ static int memset_n (lua_State *L, int bits, int async) {
                                         "(%I bytes)", count, bits, (lua_Integer)b->size));
   gpu_context_enter(L, b->ctx);
   if (async) gpu_capture_note(L, 4, 1);
+  s = copy_stream(s, b->ctx);
+  wait = !async && s != NULL;       /* on the host's stream, then waited for below */
+  async = async || s != NULL;
   switch (bits) {
     case 8: r = async ? d->cuMemsetD8Async(b->ptr, (unsigned char)value, (size_t)count, s)
                       : d->cuMemsetD8(b->ptr, (unsigned char)value, (size_t)count); break;
@@ -239,6 +266,7 @@ static int memset_n (lua_State *L, int bits, int async) {
                        : d->cuMemsetD32(b->ptr, (unsigned int)value, (size_t)count); break;
   }
   gpu_check(L, r, async ? "cuMemsetAsync" : "cuMemset");
+  if (wait) gpu_check(L, d->cuStreamSynchronize(s), "cuStreamSynchronize");
   return 0;
 }
 
@@ -254,7 +282,10 @@ static int gpu_to_device (lua_State *L) {
   size_t n;
   const void *src = gpu_checkhostbytes(L, 1, &n, NULL);
   gpu_Buffer *b = gpu_buffer_new(L, n);
-  gpu_check(L, gpu_driver(L)->cuMemcpyHtoD(b->ptr, src, n), "cuMemcpyHtoD");
+  CUstream s = b->ctx->stream;
+  if (s) gpu_check(L, gpu_driver(L)->cuMemcpyHtoDAsync(b->ptr, src, n, s), "cuMemcpyHtoDAsync");
+  else gpu_check(L, gpu_driver(L)->cuMemcpyHtoD(b->ptr, src, n), "cuMemcpyHtoD");
+  wait_host_stream(L, 0, s);
   return 1;
 }
 
@@ -273,7 +304,11 @@ static int gpu_from_device (lua_State *L) {
                                         (lua_Integer)b->size));
   h = gpu_hostarray_new(L, dtype, ndim, shape, 0);
   gpu_context_enter(L, b->ctx);
-  gpu_check(L, gpu_driver(L)->cuMemcpyDtoH(h->data, b->ptr, h->nbytes), "cuMemcpyDtoH");
+  if (b->ctx->stream) gpu_check(L, gpu_driver(L)->cuMemcpyDtoHAsync(h->data, b->ptr, h->nbytes,
+                                                                   b->ctx->stream),
+                                "cuMemcpyDtoHAsync");
+  else gpu_check(L, gpu_driver(L)->cuMemcpyDtoH(h->data, b->ptr, h->nbytes), "cuMemcpyDtoH");
+  wait_host_stream(L, 0, b->ctx->stream);
   return 1;
 }
 

@@ -241,4 +241,6 @@ function gpu.capture(fn, stream)
   return stream:end_capture()
 end
 
+require("gpu.gpuarray").install(gpu)
+
 return gpu

@@ -185,6 +185,16 @@ function M.source(p, layout)
   }
 end
 
+-- One translation unit holding the kernels of many (program, layout) pairs (the helpers
+-- once): lets CPU specs compile every variant class with a single NVRTC call.
+function M.combined_source(list)
+  local parts = {HELPERS}
+  for _, item in ipairs(list) do
+    parts[#parts + 1] = M.source(item[1], item[2]):sub(#HELPERS + 1)
+  end
+  return table.concat(parts)
+end
+
 -- Grid for n elements: one thread per element up to MAX_GRID blocks, then grid-stride.
 local function grid_for(n)
   local blocks = (n + BLOCK - 1) // BLOCK

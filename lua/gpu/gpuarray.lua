@@ -33,9 +33,14 @@ local function typename(v)
 end
 
 -- The array at argument n of fname, alive.
+-- (n = 0: the method's self, reported as luaL_argerror does.)
 local function check_array(a, n, fname)
-  if not is_array(a) then argerror(n, fname, "GPUArray expected, got " .. typename(a), 2) end
-  if a.freed then argerror(n, fname, "array has been freed", 2) end
+  local problem = not is_array(a) and "GPUArray expected, got " .. typename(a)
+                  or a.freed and "array has been freed"
+  if problem then
+    if n == 0 then error(("calling '%s' on bad self (%s)"):format(fname, problem), 3) end
+    argerror(n, fname, problem, 2)
+  end
   return a
 end
 
@@ -226,7 +231,11 @@ end
 local function host_of(data, dtype, n, fname)
   local mt = getmetatable(data)
   if mt == HostArray then return data end
-  if type(data) == "table" then return host.from_table(data, dtype) end
+  if type(data) == "table" then
+    -- values that dtype cannot hold exactly (1.5 for int32) convert like astype
+    local ok, h = pcall(host.from_table, data, dtype)
+    return ok and h or host.from_table(data)
+  end
   if type(data) == "string" then
     if dtype == nil then argerror(n + 1, fname, "a dtype is needed with a string of bytes") end
     return host.from_bytes(data, dtype)

@@ -117,7 +117,8 @@ function R.apply(op, types, values, target)
       return R.wrap(t, a << b)
     elseif op == "shr" then
       if b < 0 or b >= bits[t] then return (k == "i" and a < 0) and -1 or 0 end
-      return k == "i" and a // (1 << b) or (a >> b)
+      if k == "i" and a < 0 then return ~((~a) >> b) end   -- arithmetic shift
+      return a >> b
     elseif op == "neg" then return R.wrap(t, -a)
     elseif op == "bnot" then return R.wrap(t, ~a)
     elseif op == "abs" then return R.wrap(t, a < 0 and -a or a) end

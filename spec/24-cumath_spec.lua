@@ -52,7 +52,7 @@ describe("cumath", function()
         local h = r:get()
         for i = 1, 64 do
           local want = f(v[i])
-          if want == want and t == "float32" then
+          if want == want and want ~= h[i] and t == "float32" then
             assert(math.abs(h[i] - want) <= 4e-7 * math.max(1, math.abs(want)),
                    ("%s(%s) #%d: %s vs %s"):format(name, t, i, h[i], want))
           elseif want ~= want or want == h[i] then

@@ -196,6 +196,8 @@ static int array_index (lua_State *L) {
     lua_getiuservalue(L, 1, 1);
   } else if (strcmp(key, "ptr") == 0) {
     lua_pushinteger(L, (lua_Integer)gpu_checkarray(L, 1)->ptr);
+  } else if (strcmp(key, "device") == 0) {
+    lua_pushinteger(L, gpu_checkarray(L, 1)->buffer->ctx->ordinal);  /* the device ordinal */
   } else if (strcmp(key, "freed") == 0) {
     lua_pushboolean(L, !gpu_array_alive(a));
   } else {

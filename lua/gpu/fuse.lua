@@ -255,35 +255,9 @@ function M.fuse(fn, name)
   end
 end
 
--- Library functions that trace: given a traced argument they record a call node instead of
--- running.  Wrapped here, once, so gpuarray and cumath need not know about tracing.
-local function traced_form(fname, original)
-  return function(...)
-    for i = 1, select("#", ...) do
-      if is_traced((select(i, ...))) then
-        local args = table.pack(...)
-        local last = args[args.n]
-        if type(last) == "table" and getmetatable(last) == nil then
-          refuse(("options to %s inside a fused function (give them to the fused function)")
-                 :format(fname))
-        end
-        return M.apply(fname, ...)
-      end
-    end
-    return original(...)
-  end
-end
-
+-- gpuarray's where/maximum/minimum/abs and the cumath functions call M.apply themselves
+-- when handed a traced array.
 function M.install(gpu)
-  local gpuarray = gpu.gpuarray
-  for _, fname in ipairs {"where", "maximum", "minimum", "abs"} do
-    if gpuarray and gpuarray[fname] then gpuarray[fname] = traced_form(fname, gpuarray[fname]) end
-  end
-  if gpu.cumath then
-    for fname, f in pairs(gpu.cumath) do
-      if type(f) == "function" then gpu.cumath[fname] = traced_form(fname, f) end
-    end
-  end
   gpu.fuse = M.fuse
 end
 

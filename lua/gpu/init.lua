@@ -241,7 +241,8 @@ function gpu.capture(fn, stream)
   return stream:end_capture()
 end
 
--- gpu.fuse wraps the array functions that trace, so it is installed after them.
+-- GPU arrays: gpu.gpuarray and its shortcuts, then what builds on it.
+require("gpu.gpuarray").install(gpu)
 require("gpu.fuse").install(gpu)
 
 return gpu

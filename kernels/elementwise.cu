@@ -1,0 +1,110 @@
+// elementwise.cu: device helpers of the generated elementwise kernels (lua/gpu/elementwise.lua
+// puts this in front of every kernel it generates).  NumPy semantics where C's differ:
+// floor division and modulo round toward minus infinity, integer division by zero gives 0,
+// shifts by the width or more give 0 (or -1 for negative values shifted right), integer
+// powers wrap, maximum/minimum propagate NaN.  Signed arithmetic goes through unsigned
+// types so that overflow wraps instead of being undefined.  No extern "C" here: the helpers
+// are overloaded per type; the generated kernels declare themselves extern "C".
+
+#define LG_SIGNED(T, U)                                                               \
+  __device__ __forceinline__ T lg_floordiv(T a, T b) {                                \
+    if (b == 0) return 0;                                                              \
+    if (b == -1) return (T)((U)0 - (U)a);                                              \
+    T q = a / b;                                                                       \
+    if (a % b != 0 && ((a < 0) != (b < 0))) q -= 1;                                    \
+    return q;                                                                          \
+  }                                                                                    \
+  __device__ __forceinline__ T lg_mod(T a, T b) {                                      \
+    if (b == 0 || b == -1) return 0;                                                   \
+    T r = a % b;                                                                       \
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;                                        \
+    return r;                                                                          \
+  }                                                                                    \
+  __device__ __forceinline__ T lg_fmod(T a, T b) {                                     \
+    if (b == 0 || b == -1) return 0;                                                   \
+    return a % b;                                                                      \
+  }                                                                                    \
+  __device__ __forceinline__ T lg_pow(T a, T b) {                                      \
+    if (b < 0) return a == 1 ? (T)1 : a == -1 ? (T)((b & 1) ? -1 : 1) : (T)0;           \
+    unsigned long long r = 1, x = (unsigned long long)(long long)a;                    \
+    unsigned long long e = (unsigned long long)b;                                      \
+    while (e) { if (e & 1) r *= x; x *= x; e >>= 1; }                                  \
+    return (T)(U)r;                                                                    \
+  }                                                                                    \
+  __device__ __forceinline__ T lg_shl(T a, T b) {                                      \
+    if (b < 0 || b >= (T)(8 * sizeof(T))) return 0;                                   \
+    return (T)(U)((U)a << b);                                                          \
+  }                                                                                    \
+  __device__ __forceinline__ T lg_shr(T a, T b) {                                      \
+    if (b < 0 || b >= (T)(8 * sizeof(T))) return a < 0 ? (T)-1 : (T)0;                \
+    return (T)(a >> b);                                                                \
+  }                                                                                    \
+  __device__ __forceinline__ T lg_abs(T a) { return a < 0 ? (T)((U)0 - (U)a) : a; }
+
+#define LG_UNSIGNED(T)                                                                \
+  __device__ __forceinline__ T lg_floordiv(T a, T b) { return b == 0 ? (T)0 : (T)(a / b); } \
+  __device__ __forceinline__ T lg_mod(T a, T b) { return b == 0 ? (T)0 : (T)(a % b); }      \
+  __device__ __forceinline__ T lg_fmod(T a, T b) { return b == 0 ? (T)0 : (T)(a % b); }     \
+  __device__ __forceinline__ T lg_pow(T a, T b) {                                      \
+    unsigned long long r = 1, x = a, e = b;                                            \
+    while (e) { if (e & 1) r *= x; x *= x; e >>= 1; }                                  \
+    return (T)r;                                                                       \
+  }                                                                                    \
+  __device__ __forceinline__ T lg_shl(T a, T b) {                                      \
+    return b >= 8 * sizeof(T) ? (T)0 : (T)((unsigned long long)a << b);               \
+  }                                                                                    \
+  __device__ __forceinline__ T lg_shr(T a, T b) {                                      \
+    return b >= 8 * sizeof(T) ? (T)0 : (T)(a >> b);                                    \
+  }                                                                                    \
+  __device__ __forceinline__ T lg_abs(T a) { return a; }
+
+// NumPy's divmod for floats: the quotient is floored, the remainder takes the divisor's sign.
+#define LG_FLOAT(T, FMOD, FLOOR, COPYSIGN, POW, FABS)                                 \
+  __device__ __forceinline__ T lg_floordiv(T a, T b) {                                 \
+    if (b == 0) return a / b;                                                          \
+    T mod = FMOD(a, b);                                                                \
+    T div = (a - mod) / b;                                                             \
+    if (mod != 0) { if ((b < 0) != (mod < 0)) div -= 1; }                              \
+    T q;                                                                               \
+    if (div != 0) { q = FLOOR(div); if (div - q > (T)0.5) q += 1; }                   \
+    else q = COPYSIGN((T)0, a / b);                                                    \
+    return q;                                                                          \
+  }                                                                                    \
+  __device__ __forceinline__ T lg_mod(T a, T b) {                                      \
+    if (b == 0) return FMOD(a, b);                                                     \
+    T mod = FMOD(a, b);                                                                \
+    if (mod != 0) { if ((b < 0) != (mod < 0)) mod += b; }                              \
+    else mod = COPYSIGN((T)0, b);                                                      \
+    return mod;                                                                        \
+  }                                                                                    \
+  __device__ __forceinline__ T lg_fmod(T a, T b) { return FMOD(a, b); }                \
+  __device__ __forceinline__ T lg_pow(T a, T b) { return POW(a, b); }                  \
+  __device__ __forceinline__ T lg_abs(T a) { return FABS(a); }
+
+LG_SIGNED(signed char, unsigned char)
+LG_SIGNED(short, unsigned short)
+LG_SIGNED(int, unsigned int)
+LG_SIGNED(long long, unsigned long long)
+LG_UNSIGNED(unsigned char)
+LG_UNSIGNED(unsigned short)
+LG_UNSIGNED(unsigned int)
+LG_UNSIGNED(unsigned long long)
+LG_FLOAT(float, fmodf, floorf, copysignf, powf, fabsf)
+LG_FLOAT(double, fmod, floor, copysign, pow, fabs)
+
+// maximum/minimum: a NaN on either side wins (a != a only for NaN; integers never).
+#define LG_MINMAX(T)                                                                  \
+  __device__ __forceinline__ T lg_max(T a, T b) { return (a > b || a != a) ? a : b; }  \
+  __device__ __forceinline__ T lg_min(T a, T b) { return (a < b || a != a) ? a : b; }
+
+LG_MINMAX(bool)
+LG_MINMAX(signed char)
+LG_MINMAX(unsigned char)
+LG_MINMAX(short)
+LG_MINMAX(unsigned short)
+LG_MINMAX(int)
+LG_MINMAX(unsigned int)
+LG_MINMAX(long long)
+LG_MINMAX(unsigned long long)
+LG_MINMAX(float)
+LG_MINMAX(double)

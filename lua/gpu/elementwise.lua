@@ -1,0 +1,493 @@
+-- gpu.elementwise: the one generator of elementwise kernels.  Array operators, comparisons,
+-- cumath, where/maximum/minimum/abs, astype, fill, copies of strided views, gpu.fuse and
+-- ElementwiseKernel all go through here.
+--
+--   local p = ew.program{expr = "x * s + y", out = "float32", name = "axpy",
+--                        operands = {{name = "x", dtype = "float32"},
+--                                    {name = "s", dtype = "float64", scalar = true},
+--                                    {name = "y", dtype = "float32"}},
+--                        preamble = "..."}                -- optional; programs are cached by content
+--   local out = ew.launch(p, out_or_nil, stream_or_nil, fname, x, 2.5, y)
+--   ew.source(p, layout) -> CUDA source ("c" contiguous, "s1".."sN" strided with N dims)
+--
+-- Inside expr each array operand is a value of its dtype (read at the current element) and
+-- each scalar operand a kernel parameter; lg_i is the flat (0-based, row-major) index of the
+-- output element.  Names starting with lg_ are reserved for generated identifiers.
+--
+-- Layouts: when the output and every array operand are C-contiguous with the output's shape,
+-- the kernel indexes them by lg_i directly ("c").  Otherwise ("sN") each operand is read
+-- through byte strides, broadcast operands with stride 0, after merging the dimensions that
+-- are contiguous in every operand (so most views need one or two).  Indices are 64-bit
+-- (grid-stride loops), so arrays may exceed 2^31 elements.  Each (program, layout) is
+-- compiled once per device by gpu.kernel_cache.
+
+local core = require "gpu.core"
+local promote = require "gpu.promote"
+local kernel_cache = require "gpu.kernel_cache"
+
+local M = {}
+
+local GPUArray = core.types.GPUArray
+local BLOCK, MAX_GRID = 256, 65535
+
+local letters = {
+  bool = "?", int8 = "b", uint8 = "B", int16 = "h", uint16 = "H", int32 = "i", uint32 = "I",
+  int64 = "q", uint64 = "Q", float32 = "f", float64 = "d",
+}
+M.letters = letters
+
+local function argerror(n, fname, msg, level)
+  error(("bad argument #%d to '%s' (%s)"):format(n, fname, msg), (level or 1) + 2)
+end
+
+function M.is_array(v) return getmetatable(v) == GPUArray end
+
+local function check_identifier(name, what)
+  if type(name) ~= "string" or not name:match("^[%a_][%w_]*$") then
+    error(("ew.program: %s must be a C identifier, got %s"):format(what, tostring(name)), 3)
+  end
+  if name:match("^lg_") then
+    error(("ew.program: %s '%s' starts with 'lg_', which is reserved for generated names")
+          :format(what, name), 3)
+  end
+end
+
+local function check_dtype(dtype, what)
+  if letters[dtype] == nil then
+    if promote.info[dtype] then
+      error(("ew.program: %s dtype %s is not supported in kernels yet"):format(what, dtype), 3)
+    end
+    error(("ew.program: unknown dtype '%s' for %s"):format(tostring(dtype), what), 3)
+  end
+end
+
+local programs = {}   -- content key -> program
+
+function M.program(spec)
+  if type(spec) ~= "table" then error("ew.program: table expected", 2) end
+  for k in pairs(spec) do
+    if k ~= "expr" and k ~= "out" and k ~= "name" and k ~= "operands" and k ~= "preamble" then
+      error(("ew.program: unknown field '%s'"):format(tostring(k)), 2)
+    end
+  end
+  if type(spec.expr) ~= "string" then error("ew.program: expr must be a string", 2) end
+  check_identifier(spec.name, "name")
+  check_dtype(spec.out, "the output")
+  if type(spec.operands) ~= "table" then error("ew.program: operands must be a list", 2) end
+  local parts, seen, operands = {spec.name, spec.out, spec.expr, spec.preamble or ""}, {}, {}
+  for i, op in ipairs(spec.operands) do
+    check_identifier(op.name, "operand name")
+    check_dtype(op.dtype, "operand '" .. op.name .. "'")
+    if seen[op.name] then error(("ew.program: operand '%s' appears twice"):format(op.name), 2) end
+    seen[op.name] = true
+    operands[i] = {name = op.name, dtype = op.dtype, scalar = op.scalar and true or false}
+    parts[#parts + 1] = op.name .. ":" .. op.dtype .. (op.scalar and ":s" or ":a")
+  end
+  if spec.preamble ~= nil and type(spec.preamble) ~= "string" then
+    error("ew.program: preamble must be a string", 2)
+  end
+  local key = table.concat(parts, "\0")
+  local p = programs[key]
+  if p == nil then
+    p = {expr = spec.expr, out = spec.out, name = spec.name, operands = operands,
+         preamble = spec.preamble or "", key = key}
+    programs[key] = p
+  end
+  return p
+end
+
+local function ctype(dtype) return core.dtype(dtype).ctype end
+
+local HELPERS = core.kernel_sources["elementwise.cu"]
+
+local LOOP = "  for (long long lg_i = (long long)blockIdx.x * blockDim.x + threadIdx.x; " ..
+             "lg_i < lg_n;\n       lg_i += (long long)blockDim.x * gridDim.x) {\n"
+
+-- The parameter letters of a layout (for prepare()) and the kernel's name.
+local function kernel_name(p, layout) return p.name .. "_" .. layout end
+
+local function layout_ndim(layout)
+  if layout == "c" then return 0 end
+  local nd = tonumber(layout:match("^s(%d+)$"))
+  if nd == nil or nd < 1 then error(("unknown layout '%s' (\"c\" or \"s1\".. \"sN\")"):format(tostring(layout)), 3) end
+  return nd
+end
+
+local function param_letters(p, layout)
+  local nd = layout_ndim(layout)
+  local t = {"P"}
+  local arrays = 0
+  for _, op in ipairs(p.operands) do
+    if op.scalar then t[#t + 1] = letters[op.dtype] else t[#t + 1] = "P"; arrays = arrays + 1 end
+  end
+  t[#t + 1] = "q"
+  t[#t + 1] = ("q"):rep(nd * (2 + arrays))
+  return table.concat(t)
+end
+
+function M.source(p, layout)
+  local nd = layout_ndim(layout)
+  local out_t = ctype(p.out)
+  local params, loads = {}, {}
+  if nd == 0 then
+    params[1] = out_t .. " *lg_out"
+    for _, op in ipairs(p.operands) do
+      local t = ctype(op.dtype)
+      if op.scalar then params[#params + 1] = t .. " " .. op.name
+      else
+        params[#params + 1] = ("const %s *lg_p_%s"):format(t, op.name)
+        loads[#loads + 1] = ("    const %s %s = lg_p_%s[lg_i];\n"):format(t, op.name, op.name)
+      end
+    end
+    params[#params + 1] = "long long lg_n"
+  else
+    params[1] = "char *lg_out"
+    local arrays = {}
+    for _, op in ipairs(p.operands) do
+      if op.scalar then params[#params + 1] = ctype(op.dtype) .. " " .. op.name
+      else
+        params[#params + 1] = "const char *lg_p_" .. op.name
+        arrays[#arrays + 1] = op
+      end
+    end
+    params[#params + 1] = "long long lg_n"
+    for d = 0, nd - 1 do params[#params + 1] = "long long lg_d" .. d end
+    for d = 0, nd - 1 do params[#params + 1] = "long long lg_so" .. d end
+    for _, op in ipairs(arrays) do
+      for d = 0, nd - 1 do params[#params + 1] = ("long long lg_s_%s_%d"):format(op.name, d) end
+    end
+    -- the flat index split into coordinates, innermost first, each adding its stride
+    local offsets = {"lg_oo = 0"}
+    for _, op in ipairs(arrays) do offsets[#offsets + 1] = "lg_o_" .. op.name .. " = 0" end
+    loads[1] = "    long long lg_r = lg_i, lg_c, " .. table.concat(offsets, ", ") .. ";\n"
+    for d = nd - 1, 0, -1 do
+      local line = d > 0 and ("    lg_c = lg_r %% lg_d%d; lg_r /= lg_d%d;"):format(d, d)
+                         or "    lg_c = lg_r;"
+      line = line .. (" lg_oo += lg_c * lg_so%d;"):format(d)
+      for _, op in ipairs(arrays) do
+        line = line .. (" lg_o_%s += lg_c * lg_s_%s_%d;"):format(op.name, op.name, d)
+      end
+      loads[#loads + 1] = line .. "\n"
+    end
+    for _, op in ipairs(arrays) do
+      local t = ctype(op.dtype)
+      loads[#loads + 1] = ("    const %s %s = *(const %s *)(lg_p_%s + lg_o_%s);\n")
+                          :format(t, op.name, t, op.name, op.name)
+    end
+  end
+  local store = nd == 0 and "    lg_out[lg_i] = (%s)(%s);\n"
+                         or "    *(%s *)(lg_out + lg_oo) = (%s)(%s);\n"
+  store = nd == 0 and store:format(out_t, p.expr) or store:format(out_t, out_t, p.expr)
+  return table.concat{
+    HELPERS, "\n", p.preamble, "\n",
+    'extern "C" __global__ void ', kernel_name(p, layout), "(", table.concat(params, ", "), ") {\n",
+    LOOP, table.concat(loads), store, "  }\n}\n",
+  }
+end
+
+-- One translation unit holding the kernels of many (program, layout) pairs (the helpers
+-- once): lets CPU specs compile every variant class with a single NVRTC call.
+function M.combined_source(list)
+  local parts = {HELPERS}
+  for _, item in ipairs(list) do
+    parts[#parts + 1] = M.source(item[1], item[2]):sub(#HELPERS + 1)
+  end
+  return table.concat(parts)
+end
+
+-- Grid for n elements: one thread per element up to MAX_GRID blocks, then grid-stride.
+local function grid_for(n)
+  local blocks = (n + BLOCK - 1) // BLOCK
+  if blocks > MAX_GRID then blocks = MAX_GRID end
+  if blocks < 1 then blocks = 1 end
+  return blocks
+end
+M.grid_for = grid_for
+
+-- Merges dimensions that are contiguous for every operand and drops those of length 1.
+-- shape: the output's; strides: list of stride lists (output first).  Returns both, >= 1 dim.
+local function collapse(shape, strides)
+  local s, st = {}, {}
+  for k = 1, #strides do st[k] = {} end
+  for d = 1, #shape do
+    if shape[d] ~= 1 then
+      local last = #s
+      local merge = last > 0
+      if merge then
+        for k = 1, #strides do
+          if st[k][last] ~= strides[k][d] * shape[d] then merge = false break end
+        end
+      end
+      if merge then
+        s[last] = s[last] * shape[d]
+        for k = 1, #strides do st[k][last] = strides[k][d] end
+      else
+        s[last + 1] = shape[d]
+        for k = 1, #strides do st[k][last + 1] = strides[k][d] end
+      end
+    end
+  end
+  if #s == 0 then
+    s[1] = 1
+    for k = 1, #strides do st[k][1] = 0 end
+  end
+  return s, st
+end
+M.collapse = collapse
+
+-- Checks a scalar value for operand dtype; returns the value to pass.
+local function scalar_value(v, dtype, n, fname)
+  local bad = promote.scalar_problem(v, dtype)
+  if bad then argerror(n, fname, bad, 2) end
+  if promote.kind(dtype) ~= "f" and promote.kind(dtype) ~= "b" then return math.tointeger(v) end
+  return v
+end
+
+local function check_array(v, n, fname, want_dtype)
+  if not M.is_array(v) then
+    argerror(n, fname, ("GPUArray expected, got %s"):format(
+      type(v) == "userdata" and ((getmetatable(v) or {}).__name or "userdata") or type(v)), 3)
+  end
+  if v.freed then argerror(n, fname, "array has been freed", 3) end
+  if want_dtype and v.dtype ~= want_dtype then
+    argerror(n, fname, ("expected a %s array, got %s"):format(want_dtype, v.dtype), 3)
+  end
+end
+M.check_array = check_array
+
+-- launch(p, out, stream, fname, values...) -> out (allocated when nil)
+function M.launch(p, out, stream, fname, ...)
+  local nvalues = select("#", ...)
+  local values = {...}
+  fname = fname or p.name
+  if nvalues ~= #p.operands then
+    error(("'%s' takes %d operand%s, got %d"):format(fname, #p.operands,
+          #p.operands == 1 and "" or "s", nvalues), 2)
+  end
+  local shape, device, first_array
+  local args = {}
+  for k, op in ipairs(p.operands) do
+    local v = values[k]
+    if op.scalar then
+      if M.is_array(v) then argerror(k, fname, "expected a number, got a GPUArray") end
+      args[k] = scalar_value(v, op.dtype, k, fname)
+    else
+      check_array(v, k, fname, op.dtype)
+      local dev = v.device
+      if device == nil then device, first_array = dev, k
+      elseif dev ~= device then
+        argerror(k, fname, ("array is on device %d, argument #%d on device %d")
+                           :format(dev, first_array, device))
+      end
+      if shape == nil then shape = v.shape
+      else
+        local s, msg = promote.broadcast_shapes({shape, v.shape})
+        if s == nil then argerror(k, fname, msg) end
+        shape = s
+      end
+      args[k] = v
+    end
+  end
+  local outn = nvalues + 1
+  if out == nil then
+    out = core.array_empty(shape or {}, p.out)
+  else
+    check_array(out, outn, fname)
+    if out.dtype ~= p.out then
+      argerror(outn, fname, ("out array has dtype %s, the result %s"):format(out.dtype, p.out))
+    end
+    if device ~= nil and out.device ~= device then
+      argerror(outn, fname, ("out array is on device %d, the operands on device %d")
+                            :format(out.device, device))
+    end
+    local oshape = out.shape
+    local s = shape and promote.broadcast_shapes({shape, oshape})
+    if shape and (s == nil or not promote.same_shape(s, oshape)) then
+      argerror(outn, fname, ("out array has shape %s, the result %s")
+                            :format(promote.shape_text(oshape), promote.shape_text(shape)))
+    end
+  end
+  local n = out.size
+  if n == 0 then return out end
+  local oshape = out.shape
+  local contiguous = out.is_contiguous
+  for k, op in ipairs(p.operands) do
+    if contiguous and not op.scalar then
+      local v = args[k]
+      contiguous = v.is_contiguous and promote.same_shape(v.shape, oshape)
+    end
+  end
+  local call = {out}
+  for k = 1, #p.operands do call[k + 1] = args[k] end
+  call[#call + 1] = n
+  local layout
+  if contiguous then
+    layout = "c"
+  else
+    local strides = {out.strides}
+    for k, op in ipairs(p.operands) do
+      if not op.scalar then
+        strides[#strides + 1] = promote.broadcast_strides(args[k].shape, args[k].strides, oshape)
+      end
+    end
+    local s, st = collapse(oshape, strides)
+    layout = "s" .. #s
+    for d = 1, #s do call[#call + 1] = s[d] end
+    for k = 1, #st do
+      for d = 1, #s do call[#call + 1] = st[k][d] end
+    end
+  end
+  local f = kernel_cache.get("ew\0" .. p.key .. "\0" .. layout, function()
+    return M.source(p, layout), kernel_name(p, layout), param_letters(p, layout),
+           {no_extern_c = true, name = kernel_name(p, layout) .. ".cu"}
+  end)
+  f:prepared_async_call({grid_for(n)}, {BLOCK}, stream, table.unpack(call, 1, #call))
+  return out
+end
+
+-- ElementwiseKernel ---------------------------------------------------------------------------
+
+-- C type names of kernel arguments -> dtypes (the words after dropping qualifiers).
+local arg_types = {
+  ["bool"] = "bool", ["char"] = "int8", ["signed char"] = "int8", ["unsigned char"] = "uint8",
+  ["short"] = "int16", ["unsigned short"] = "uint16", ["int"] = "int32",
+  ["unsigned int"] = "uint32", ["unsigned"] = "uint32", ["long"] = "int64",
+  ["long long"] = "int64", ["unsigned long"] = "uint64", ["unsigned long long"] = "uint64",
+  ["int8_t"] = "int8", ["uint8_t"] = "uint8", ["int16_t"] = "int16", ["uint16_t"] = "uint16",
+  ["int32_t"] = "int32", ["uint32_t"] = "uint32", ["int64_t"] = "int64", ["uint64_t"] = "uint64",
+  ["float"] = "float32", ["double"] = "float64",
+}
+local arg_qualifiers = {const = true, __restrict__ = true, __restrict = true, volatile = true}
+
+-- parse_arguments("float *x, float a, int n") -> {{name, dtype, pointer}, ...} or nil, why
+function M.parse_arguments(text)
+  local list = {}
+  for decl in (text .. ","):gmatch("([^,]*),") do
+    if decl:match("^%s*$") then return nil, "empty argument in '" .. text .. "'" end
+    local pointer = decl:find("[%*%[]") ~= nil
+    local words = {}
+    for w in decl:gsub("[%*%[%]]", " "):gmatch("[%w_]+") do
+      if not arg_qualifiers[w] then words[#words + 1] = w end
+    end
+    local name = table.remove(words)
+    local ctype_name = table.concat(words, " ")
+    local dtype = arg_types[ctype_name]
+    if name == nil or not name:match("^[%a_][%w_]*$") or #words == 0 then
+      return nil, ("cannot read the argument '%s'"):format(decl:match("^%s*(.-)%s*$"))
+    end
+    if dtype == nil then
+      return nil, ("unknown type '%s' in '%s'"):format(ctype_name, decl:match("^%s*(.-)%s*$"))
+    end
+    if name:match("^lg_") or name == "i" then
+      return nil, ("argument name '%s' is reserved"):format(name)
+    end
+    list[#list + 1] = {name = name, dtype = dtype, pointer = pointer,
+                       decl = decl:match("^%s*(.-)%s*$")}
+  end
+  return list
+end
+
+function M.kernel_source(arguments, operation, name, preamble)
+  local params = {}
+  for i, a in ipairs(arguments) do params[i] = a.decl end
+  params[#params + 1] = "long long lg_start, long long lg_step, long long lg_n"
+  return table.concat{
+    HELPERS, "\n", preamble or "", "\n",
+    'extern "C" __global__ void ', name, "(", table.concat(params, ", "), ") {\n",
+    LOOP, "    long long i = lg_start + lg_i * lg_step;\n    ", operation, ";\n  }\n}\n",
+  }
+end
+
+local Kernel = {__name = "gpu.ElementwiseKernel"}
+Kernel.__index = Kernel
+
+-- ElementwiseKernel(arguments, operation[, name[, {preamble = ...}]])
+function M.ElementwiseKernel(arguments, operation, name, opts)
+  local fname = "ElementwiseKernel"
+  if type(arguments) ~= "string" then argerror(1, fname, "argument string expected, got " .. type(arguments)) end
+  if type(operation) ~= "string" then argerror(2, fname, "operation string expected, got " .. type(operation)) end
+  name = name == nil and "kernel" or name
+  if type(name) ~= "string" or not name:match("^[%a_][%w_]*$") then
+    argerror(3, fname, "name must be a C identifier, got " .. tostring(name))
+  end
+  if opts ~= nil and type(opts) ~= "table" then argerror(4, fname, "options table expected, got " .. type(opts)) end
+  for k in pairs(opts or {}) do
+    if k ~= "preamble" then argerror(4, fname, ("unknown option '%s'"):format(tostring(k))) end
+  end
+  local preamble = opts and opts.preamble or ""
+  if type(preamble) ~= "string" then argerror(4, fname, "preamble must be a string") end
+  local args, why = M.parse_arguments(arguments)
+  if args == nil then argerror(1, fname, why) end
+  local letters_of = {}
+  for i, a in ipairs(args) do letters_of[i] = a.pointer and "P" or letters[a.dtype] end
+  local source = M.kernel_source(args, operation, name, preamble)
+  return setmetatable({arguments = args, name = name, source = source,
+                       letters = table.concat(letters_of) .. "qqq"}, Kernel)
+end
+
+local RANGE_STREAM = {range = true, stream = true}
+
+function Kernel.__call(k, ...)
+  local n = select("#", ...)
+  local values = {...}
+  local opts = {}
+  if n == #k.arguments + 1 and type(values[n]) == "table" and not M.is_array(values[n]) then
+    opts = values[n]
+    values[n] = nil
+    n = n - 1
+    for key in pairs(opts) do
+      if not RANGE_STREAM[key] then argerror(n + 1, k.name, ("unknown option '%s'"):format(tostring(key))) end
+    end
+  end
+  if n ~= #k.arguments then
+    error(("kernel '%s' takes %d arguments, got %d"):format(k.name, #k.arguments, n), 2)
+  end
+  local size, device, first_array
+  for i, a in ipairs(k.arguments) do
+    local v = values[i]
+    if a.pointer then
+      if M.is_array(v) then
+        check_array(v, i, k.name, a.dtype)
+        if not v.is_contiguous then
+          argerror(i, k.name, "array is not contiguous (pass a:copy())")
+        end
+        if device == nil then device, first_array, size = v.device, i, v.size
+        elseif v.device ~= device then
+          argerror(i, k.name, ("array is on device %d, argument #%d on device %d")
+                              :format(v.device, first_array, device))
+        end
+      elseif getmetatable(v) ~= core.types.Buffer then
+        argerror(i, k.name, ("GPUArray expected for '%s', got %s"):format(a.decl, type(v)))
+      end
+    else
+      values[i] = scalar_value(v, a.dtype, i, k.name)
+    end
+  end
+  local start, step, count = 0, 1, size
+  if opts.range ~= nil then
+    local r = opts.range
+    if type(r) ~= "table" then argerror(n + 1, k.name, "range must be {first, last[, step]}") end
+    local first, last, st = math.tointeger(r[1]), math.tointeger(r[2]), math.tointeger(r[3] or 1)
+    if first == nil or last == nil or st == nil then
+      argerror(n + 1, k.name, "range must be {first, last[, step]} of whole numbers")
+    end
+    if st <= 0 then argerror(n + 1, k.name, "range step must be positive") end
+    if first < 1 or (size and last > size) then
+      argerror(n + 1, k.name, ("range {%d, %d} reaches outside the arrays (size %d)")
+                              :format(first, last, size or 0))
+    end
+    start, step = first - 1, st
+    count = last >= first and (last - first) // st + 1 or 0
+  end
+  if count == nil then
+    argerror(n + 1, k.name, "no array argument to take the size from: pass {range = {first, last}}")
+  end
+  if count == 0 then return end
+  local f = kernel_cache.get("ek\0" .. k.source, function()
+    return k.source, k.name, k.letters, {no_extern_c = true, name = k.name .. ".cu"}
+  end)
+  values[n + 1], values[n + 2], values[n + 3] = start, step, count
+  f:prepared_async_call({grid_for(count)}, {BLOCK}, opts.stream, table.unpack(values, 1, n + 3))
+end
+
+return M

@@ -1,0 +1,631 @@
+-- gpu.gpuarray: NumPy-like arrays on the device (the C type gpu.GPUArray, src/array.c, with
+-- the methods, operators and constructors added here).
+--
+-- Every computing method goes through gpu.elementwise (one generated kernel per operation,
+-- dtypes and layout class, compiled once per device) with expressions and result dtypes from
+-- gpu.operators (NumPy semantics, NEP 50 for Lua numbers).  Views (slice, transpose,
+-- reshape, view) share memory with their base; non-contiguous views work everywhere.
+
+local core = require "gpu.core"
+local promote = require "gpu.promote"
+local operators = require "gpu.operators"
+local ew = require "gpu.elementwise"
+local format = require "gpu.format"
+local fuse = require "gpu.fuse"
+
+local M = {}
+
+local GPUArray = core.types.GPUArray
+local HostArray = core.types.HostArray
+local methods = GPUArray.__methods
+local host = core.host
+
+local function argerror(n, fname, msg, level)
+  error(("bad argument #%d to '%s' (%s)"):format(n, fname, msg), (level or 1) + 2)
+end
+
+local function is_array(v) return getmetatable(v) == GPUArray end
+M.is_array = is_array
+
+local function typename(v)
+  if type(v) == "userdata" then return (getmetatable(v) or {}).__name or "userdata" end
+  return type(v)
+end
+
+-- The array at argument n of fname, alive.
+-- (n = 0: the method's self, reported as luaL_argerror does.)
+local function check_array(a, n, fname)
+  local problem = not is_array(a) and "GPUArray expected, got " .. typename(a)
+                  or a.freed and "array has been freed"
+  if problem then
+    if n == 0 then error(("calling '%s' on bad self (%s)"):format(fname, problem), 3) end
+    argerror(n, fname, problem, 2)
+  end
+  return a
+end
+
+local function check_dtype(dtype, n, fname)
+  if type(dtype) ~= "string" or promote.info[dtype] == nil then
+    argerror(n, fname, ("unknown dtype '%s'"):format(tostring(dtype)), 2)
+  end
+  return dtype
+end
+
+local function check_shape(shape, n, fname)
+  local t = type(shape) == "number" and {shape} or shape
+  if type(t) ~= "table" then
+    argerror(n, fname, "shape must be a number or a table of whole numbers, got " .. type(shape), 2)
+  end
+  local out = {}
+  for i, d in ipairs(t) do
+    local v = math.tointeger(d)
+    if v == nil then
+      argerror(n, fname, "shape must be a number or a table of whole numbers, got " ..
+                         tostring(d), 2)
+    end
+    if v < 0 then argerror(n, fname, ("negative dimension %d in shape"):format(v), 2) end
+    out[i] = v
+  end
+  return out
+end
+
+-- Option tables: known is a set of keys.
+local function check_options(opts, n, fname, known)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" or is_array(opts) then
+    argerror(n, fname, "options table expected, got " .. typename(opts), 2)
+  end
+  for k in pairs(opts) do
+    if not known[k] then argerror(n, fname, ("unknown option '%s'"):format(tostring(k)), 2) end
+  end
+  return opts
+end
+
+local OUT_STREAM = {out = true, stream = true}
+local STREAM = {stream = true}
+
+-- The byte-exact Buffer view holding a contiguous array's elements.
+local function data_buffer(a)
+  return a.gpudata:offset(a.offset, a.nbytes)
+end
+
+local function size_of(shape)
+  local n = 1
+  for _, d in ipairs(shape) do n = n * d end
+  return n
+end
+
+-- Elementwise operations ------------------------------------------------------------------
+
+local weak_default = {["weak-int"] = "int64", ["weak-float"] = "float64"}
+
+-- The type of one operand: an array's dtype, or the weak type of a Lua number.
+local function operand_type(v, n, fname)
+  if is_array(v) then
+    if v.freed then argerror(n, fname, "array has been freed", 3) end
+    return v.dtype
+  end
+  local mt = math.type(v)
+  if mt == "integer" then return "weak-int" end
+  if mt == "float" then return "weak-float" end
+  if type(v) == "boolean" then return "bool" end
+  argerror(n, fname, "GPUArray or number expected, got " .. typename(v), 3)
+end
+
+-- apply(op, fname, values, opts[, target]) -> result array: the elementwise operation op of
+-- gpu.operators over values (arrays and Lua numbers), into opts.out if given.
+local function apply(op, fname, values, opts, target)
+  local types, names, any_array = {}, {}, false
+  for k, v in ipairs(values) do
+    types[k] = operand_type(v, k, fname)
+    names[k] = "v" .. k
+    any_array = any_array or is_array(v)
+  end
+  if not any_array then argerror(1, fname, "at least one operand must be a GPUArray", 2) end
+  local expr, result, bad = operators.try_expression(op, types, names, target)
+  if expr == nil then argerror(bad or 1, fname, result, 2) end
+  result = weak_default[result] or result
+  -- a scalar's kernel type: what its weak type becomes beside the other operands
+  local strong = {}
+  for k, t in ipairs(types) do
+    if not promote.is_weak(t) and not (op == "where" and k == 1) then strong[#strong + 1] = t end
+  end
+  local others = #strong > 0 and promote.result_type_of(strong) or nil
+  local operands, parts = {}, {op}
+  for k, v in ipairs(values) do
+    local t = types[k]
+    if not is_array(v) then
+      if op == "where" and k == 1 then t = "bool"
+      elseif promote.is_weak(t) then t = others and promote.weak_dtype(t, others) or weak_default[t] end
+      operands[k] = {name = names[k], dtype = t, scalar = true}
+      parts[#parts + 1] = t .. "s"
+    else
+      operands[k] = {name = names[k], dtype = t}
+      parts[#parts + 1] = t
+    end
+  end
+  if target then parts[#parts + 1] = "to_" .. target end
+  local p = ew.program{expr = expr, out = result, name = table.concat(parts, "_"),
+                       operands = operands}
+  return ew.launch(p, opts.out, opts.stream, fname, table.unpack(values, 1, #operands))
+end
+M._apply = apply
+
+local copy_programs = {}
+local function copy_program(dtype)
+  local p = copy_programs[dtype]
+  if p == nil then
+    p = ew.program{expr = "x", out = dtype, name = "copy_" .. dtype,
+                   operands = {{name = "x", dtype = dtype}}}
+    copy_programs[dtype] = p
+  end
+  return p
+end
+
+-- Constructors ----------------------------------------------------------------------------
+
+function M.empty(shape, dtype)
+  shape = check_shape(shape, 1, "empty")
+  return core.array_empty(shape, dtype == nil and "float64" or check_dtype(dtype, 2, "empty"))
+end
+
+function M.zeros(shape, dtype)
+  shape = check_shape(shape, 1, "zeros")
+  local a = core.array_empty(shape, dtype == nil and "float64" or check_dtype(dtype, 2, "zeros"))
+  if a.nbytes > 0 then core.memset_d8(a.gpudata, 0, a.nbytes) end
+  return a
+end
+
+function M.full(shape, value, dtype)
+  shape = check_shape(shape, 1, "full")
+  if dtype == nil then
+    dtype = math.type(value) == "integer" and "int64" or type(value) == "boolean" and "bool"
+            or "float64"
+  end
+  check_dtype(dtype, 3, "full")
+  local bad = promote.scalar_problem(value, dtype)
+  if bad then argerror(2, "full", bad) end
+  return core.array_empty(shape, dtype):fill(value)
+end
+
+function M.ones(shape, dtype)
+  shape = check_shape(shape, 1, "ones")
+  dtype = dtype == nil and "float64" or check_dtype(dtype, 2, "ones")
+  return core.array_empty(shape, dtype):fill(1)
+end
+
+function M.empty_like(a) check_array(a, 1, "empty_like"); return core.array_empty(a.shape, a.dtype) end
+function M.zeros_like(a) check_array(a, 1, "zeros_like"); return M.zeros(a.shape, a.dtype) end
+function M.ones_like(a) check_array(a, 1, "ones_like"); return M.ones(a.shape, a.dtype) end
+
+-- arange([start,] stop[, step][, dtype]): start + i * step for i = 0 .. n - 1, NumPy's count.
+function M.arange(...)
+  local args = table.pack(...)
+  local dtype
+  if type(args[args.n]) == "string" then dtype = args[args.n]; args.n = args.n - 1 end
+  local start, stop, step
+  if args.n == 1 then start, stop, step = 0, args[1], 1
+  else start, stop, step = args[1], args[2], args[3] or 1 end
+  for i, v in ipairs{start, stop, step} do
+    if type(v) ~= "number" then argerror(i, "arange", "number expected, got " .. type(v)) end
+  end
+  if step == 0 then argerror(3, "arange", "step must not be 0") end
+  local all_int = math.type(start) == "integer" and math.type(stop) == "integer" and
+                  math.type(step) == "integer"
+  dtype = dtype and check_dtype(dtype, args.n + 1, "arange") or (all_int and "int64" or "float64")
+  local n = math.ceil((stop - start) / step)
+  if all_int then n = (stop - start + step + (step > 0 and -1 or 1)) // step end
+  if n < 0 then n = 0 end
+  local a = core.array_empty({math.tointeger(n)}, dtype)
+  local wide = promote.kind(dtype) == "f" and "float64" or "int64"
+  local c = operators.ctype(dtype)
+  local p = ew.program{expr = ("(%s)(start + (%s)lg_i * step)"):format(c, operators.ctype(wide)),
+                       out = dtype, name = "arange_" .. dtype,
+                       operands = {{name = "start", dtype = wide, scalar = true},
+                                   {name = "step", dtype = wide, scalar = true}}}
+  if wide == "int64" then start, step = math.tointeger(start), math.tointeger(step) end
+  if start == nil or step == nil then argerror(1, "arange", "integer start and step expected for " .. dtype) end
+  return ew.launch(p, a, nil, "arange", start, step)
+end
+
+local function host_of(data, dtype, n, fname)
+  local mt = getmetatable(data)
+  if mt == HostArray then return data end
+  if type(data) == "table" then
+    -- values that dtype cannot hold exactly (1.5 for int32) convert like astype
+    local ok, h = pcall(host.from_table, data, dtype)
+    return ok and h or host.from_table(data)
+  end
+  if type(data) == "string" then
+    if dtype == nil then argerror(n + 1, fname, "a dtype is needed with a string of bytes") end
+    return host.from_bytes(data, dtype)
+  end
+  argerror(n, fname, "HostArray, table or string expected, got " .. typename(data), 2)
+end
+
+-- to_gpu(host_or_table[, dtype])
+function M.to_gpu(data, dtype)
+  if dtype ~= nil then check_dtype(dtype, 2, "to_gpu") end
+  local h = host_of(data, dtype, 1, "to_gpu")
+  local a = core.array_empty(h.shape, h.dtype)
+  if a.nbytes > 0 then core.memcpy_htod(a.gpudata, h) end
+  if dtype ~= nil and dtype ~= h.dtype then
+    local b = a:astype(dtype)
+    a:free()
+    return b
+  end
+  return a
+end
+M.to_device = M.to_gpu
+
+-- Transfers -------------------------------------------------------------------------------
+
+local function check_host_for(a, h, n, fname)
+  if getmetatable(h) ~= HostArray then argerror(n, fname, "HostArray expected, got " .. typename(h), 2) end
+  if h.dtype ~= a.dtype or h.size ~= a.size then
+    argerror(n, fname, ("host array has %d elements of %s, the GPUArray %d of %s")
+                       :format(h.size, h.dtype, a.size, a.dtype), 2)
+  end
+end
+
+-- a:get([host]) -> HostArray (into host when given: same dtype and size)
+function methods.get(a, h)
+  check_array(a, 0, "get")
+  if h ~= nil then check_host_for(a, h, 1, "get") else h = host.empty(a.shape, a.dtype) end
+  if a.size == 0 then return h end
+  local src = a.is_contiguous and a or a:copy()
+  core.memcpy_dtoh(h, data_buffer(src))
+  if src ~= a then src:free() end
+  return h
+end
+
+-- a:get_async(stream[, host]) -> page-locked HostArray, filled when the stream gets there
+function methods.get_async(a, stream, h)
+  check_array(a, 0, "get_async")
+  if h ~= nil then
+    check_host_for(a, h, 2, "get_async")
+    if not h:is_pagelocked() then
+      argerror(2, "get_async", "async copies need page-locked host memory (gpu.host.pagelocked_empty)")
+    end
+  else
+    h = host.pagelocked_empty(a.shape, a.dtype)
+  end
+  if a.size == 0 then return h end
+  local src = a.is_contiguous and a or ew.launch(copy_program(a.dtype), nil, stream, "get_async", a)
+  core.memcpy_dtoh_async(h, data_buffer(src), stream)
+  return h
+end
+
+local function host_for_set(a, data, fname)
+  local h = host_of(data, a.dtype, 1, fname)
+  if h.size ~= a.size then
+    argerror(1, fname, ("host data has %d elements, the GPUArray %d"):format(h.size, a.size), 2)
+  end
+  if h.dtype ~= a.dtype then
+    argerror(1, fname, ("host data is %s, the GPUArray %s"):format(h.dtype, a.dtype), 2)
+  end
+  return h
+end
+
+-- a:set(host_or_table): copies host data of the same size and dtype into a.
+function methods.set(a, data)
+  check_array(a, 0, "set")
+  local h = host_for_set(a, data, "set")
+  if a.size == 0 then return a end
+  if a.is_contiguous then
+    core.memcpy_htod(data_buffer(a), h)
+  else
+    local tmp = core.array_empty(a.shape, a.dtype)
+    core.memcpy_htod(tmp.gpudata, h)
+    ew.launch(copy_program(a.dtype), a, nil, "set", tmp)
+    tmp:free()
+  end
+  return a
+end
+
+-- a:set_async(host, stream): host must be page-locked.
+function methods.set_async(a, data, stream)
+  check_array(a, 0, "set_async")
+  local h = host_for_set(a, data, "set_async")
+  if not h:is_pagelocked() then
+    argerror(1, "set_async", "async copies need page-locked host memory (gpu.host.pagelocked_empty)")
+  end
+  if a.size == 0 then return a end
+  if a.is_contiguous then
+    core.memcpy_htod_async(data_buffer(a), h, stream)
+  else
+    local tmp = core.array_empty(a.shape, a.dtype)
+    core.memcpy_htod_async(tmp.gpudata, h, stream)
+    ew.launch(copy_program(a.dtype), a, stream, "set_async", tmp)
+  end
+  return a
+end
+
+-- Copies, fills, conversions --------------------------------------------------------------
+
+function methods.copy(a, opts)
+  check_array(a, 0, "copy")
+  opts = check_options(opts, 1, "copy", STREAM)
+  local out = core.array_empty(a.shape, a.dtype)
+  if a.size == 0 then return out end
+  if a.is_contiguous then
+    if opts.stream then core.memcpy_dtod_async(out.gpudata, data_buffer(a), a.nbytes, opts.stream)
+    else core.memcpy_dtod(out.gpudata, data_buffer(a), a.nbytes) end
+    return out
+  end
+  return ew.launch(copy_program(a.dtype), out, opts.stream, "copy", a)
+end
+
+local fill_programs = {}
+function methods.fill(a, value, opts)
+  check_array(a, 0, "fill")
+  opts = check_options(opts, 2, "fill", STREAM)
+  local p = fill_programs[a.dtype]
+  if p == nil then
+    p = ew.program{expr = "value", out = a.dtype, name = "fill_" .. a.dtype,
+                   operands = {{name = "value", dtype = a.dtype, scalar = true}}}
+    fill_programs[a.dtype] = p
+  end
+  return ew.launch(p, a, opts.stream, "fill", value)
+end
+
+function methods.astype(a, dtype, opts)
+  check_array(a, 0, "astype")
+  check_dtype(dtype, 1, "astype")
+  opts = check_options(opts, 2, "astype", OUT_STREAM)
+  if dtype == a.dtype and opts.out == nil then return a:copy(opts) end
+  return apply("astype", "astype", {a}, opts, dtype)
+end
+
+-- Views -----------------------------------------------------------------------------------
+
+local function contiguous_base(a) return a.is_contiguous and a or a:copy() end
+
+-- a:reshape(shape) or a:reshape(d1, d2, ...); one dimension may be -1.  A view when a is
+-- contiguous, else a reshaped copy (as NumPy does).
+function methods.reshape(a, ...)
+  check_array(a, 0, "reshape")
+  local dims = select("#", ...) == 1 and type((...)) == "table" and (...) or {...}
+  local shape, known, unknown = {}, 1, nil
+  for i, d in ipairs(dims) do
+    local v = math.tointeger(d)
+    if v == nil then argerror(1, "reshape", "shape must be whole numbers, got " .. tostring(d)) end
+    if v == -1 then
+      if unknown then argerror(1, "reshape", "only one dimension can be -1") end
+      unknown = i
+    elseif v < 0 then
+      argerror(1, "reshape", ("negative dimension %d in shape"):format(v))
+    else
+      known = known * v
+    end
+    shape[i] = v
+  end
+  if unknown then
+    if known == 0 or a.size % known ~= 0 then
+      argerror(1, "reshape", ("cannot reshape an array of size %d into shape %s")
+                             :format(a.size, promote.shape_text(shape)))
+    end
+    shape[unknown] = a.size // known
+  elseif known ~= a.size then
+    argerror(1, "reshape", ("cannot reshape an array of size %d into shape %s")
+                           :format(a.size, promote.shape_text(shape)))
+  end
+  return core.array_view(contiguous_base(a), 0, a.dtype, shape)
+end
+
+function methods.ravel(a)
+  check_array(a, 0, "ravel")
+  return a:reshape(a.size)
+end
+
+-- a:view(dtype): the same bytes as another dtype (contiguous arrays; the last axis rescales).
+function methods.view(a, dtype)
+  check_array(a, 0, "view")
+  check_dtype(dtype, 1, "view")
+  local old, new = a.itemsize, promote.info[dtype].size
+  local shape = a.shape
+  if old ~= new then
+    if not a.is_contiguous then argerror(1, "view", "changing the itemsize needs a contiguous array") end
+    local last = shape[#shape]
+    if last == nil or (last * old) % new ~= 0 then
+      argerror(1, "view", ("the last axis (%s bytes) is not a multiple of %s's itemsize %d")
+                          :format(last and tostring(last * old) or "0-d: no", dtype, new))
+    end
+    shape[#shape] = last * old // new
+    return core.array_view(a, 0, dtype, shape)
+  end
+  return core.array_view(a, 0, dtype, shape, a.strides)
+end
+
+-- a:transpose([axes]): axes is a permutation of 1..ndim (default: reversed).
+function methods.transpose(a, axes)
+  check_array(a, 0, "transpose")
+  local nd, shape, strides = a.ndim, a.shape, a.strides
+  if axes == nil then
+    axes = {}
+    for i = 1, nd do axes[i] = nd - i + 1 end
+  end
+  if type(axes) ~= "table" or #axes ~= nd then
+    argerror(1, "transpose", ("axes must be a permutation of 1..%d"):format(nd))
+  end
+  local seen, new_shape, new_strides = {}, {}, {}
+  for i, ax in ipairs(axes) do
+    ax = math.tointeger(ax)
+    if ax == nil or ax < 1 or ax > nd or seen[ax] then
+      argerror(1, "transpose", ("axes must be a permutation of 1..%d"):format(nd))
+    end
+    seen[ax] = true
+    new_shape[i], new_strides[i] = shape[ax], strides[ax]
+  end
+  return core.array_view(a, 0, a.dtype, new_shape, new_strides)
+end
+
+-- a:slice(first, last[, step]): elements first..last (1-based, inclusive; negatives count
+-- from the end) of the first axis, every step-th; a view.  Out-of-range bounds are clipped.
+function methods.slice(a, first, last, step)
+  check_array(a, 0, "slice")
+  if a.ndim == 0 then argerror(0, "slice", "cannot slice a 0-d array") end
+  local n = a.shape[1]
+  first = first == nil and 1 or math.tointeger(first)
+  if first == nil then argerror(1, "slice", "integer expected") end
+  step = step == nil and 1 or math.tointeger(step)
+  if step == nil then argerror(3, "slice", "integer step expected") end
+  if step == 0 then argerror(3, "slice", "step must not be 0") end
+  if last == nil then last = step > 0 and n or 1 end
+  last = math.tointeger(last)
+  if last == nil then argerror(2, "slice", "integer expected") end
+  if first < 0 then first = n + first + 1 end
+  if last < 0 then last = n + last + 1 end
+  local count
+  if step > 0 then
+    if first < 1 then first = 1 end
+    if last > n then last = n end
+    count = last >= first and (last - first) // step + 1 or 0
+  else
+    if first > n then first = n end
+    if last < 1 then last = 1 end
+    count = first >= last and (first - last) // (-step) + 1 or 0
+  end
+  local shape, strides = a.shape, a.strides
+  local offset = count > 0 and (first - 1) * strides[1] or 0
+  shape[1] = count
+  strides[1] = strides[1] * step
+  return core.array_view(a, offset, a.dtype, shape, strides)
+end
+
+-- Elements ----------------------------------------------------------------------------------
+
+-- Byte offset (from the array's start) of flat element i (1-based, row-major).
+local function element_offset(a, i, fname)
+  local k = math.tointeger(i)
+  if k == nil then
+    error(("GPUArray index must be a whole number, got %s"):format(typename(i)), 3)
+  end
+  if a.freed then error("GPUArray has been freed", 3) end
+  if k < 1 or k > a.size then
+    error(("GPUArray index %d out of range (size %d)"):format(k, a.size), 3)
+  end
+  local shape, strides, r, off = a.shape, a.strides, k - 1, 0
+  for d = #shape, 1, -1 do
+    off = off + (r % shape[d]) * strides[d]
+    r = r // shape[d]
+  end
+  return off
+end
+
+methods.__element = function(a, i)
+  local off = element_offset(a, i, "index")
+  local h = core.from_device(a.gpudata:offset(a.offset + off, a.itemsize), 1, a.dtype)
+  return h[1]
+end
+
+methods.__setelement = function(a, i, value)
+  local off = element_offset(a, i, "index")
+  local bad = promote.scalar_problem(value, a.dtype)
+  if bad then error(("cannot store %s in a %s GPUArray: %s"):format(tostring(value), a.dtype, bad), 2) end
+  local h = host.empty(1, a.dtype)
+  h[1] = value
+  core.memcpy_htod(a.gpudata:offset(a.offset + off, a.itemsize), h)
+end
+
+-- Printing and Lua metamethods --------------------------------------------------------------
+
+function GPUArray.__tostring(a)
+  if a.freed then return "gpu.GPUArray(freed)" end
+  local h = a:get()
+  return format.array_string(a.shape, promote.kind(a.dtype), function(i) return h[i] end)
+end
+
+local function refuse_compare(symbol, method)
+  return function()
+    error(("attempt to compare GPUArrays with '%s' (use a:%s(b), which returns a bool array)")
+          :format(symbol, method), 2)
+  end
+end
+GPUArray.__lt = refuse_compare("<", "lt")
+GPUArray.__le = refuse_compare("<=", "le")
+
+local binary = {
+  add = "__add", sub = "__sub", mul = "__mul", div = "__div", floordiv = "__idiv",
+  mod = "__mod", pow = "__pow", band = "__band", bor = "__bor", bxor = "__bxor",
+  shl = "__shl", shr = "__shr",
+}
+for op, event in pairs(binary) do
+  GPUArray[event] = function(x, y) return apply(op, op, {x, y}, {}) end
+  -- gpuarray.add(x, y[, {out =, stream =}]) and a:add(y[, opts])
+  M[op] = function(x, y, opts)
+    return apply(op, op, {x, y}, check_options(opts, 3, op, OUT_STREAM))
+  end
+  methods[op] = function(x, y, opts)
+    return apply(op, op, {x, y}, check_options(opts, 2, op, OUT_STREAM))
+  end
+  -- in place: a:iadd(y[, {stream =}]) -> a
+  methods["i" .. op] = function(a, y, opts)
+    local fname = "i" .. op
+    check_array(a, 0, fname)
+    opts = check_options(opts, 2, fname, STREAM)
+    local ty = operand_type(y, 1, fname)
+    local _, result = operators.try_expression(op, {a.dtype, ty}, {"a", "b"})
+    if result and weak_default[result] == nil and result ~= a.dtype and promote.info[result] then
+      argerror(1, fname, ("the result is %s, which cannot be stored in place in a %s array")
+                         :format(result, a.dtype))
+    end
+    apply(op, fname, {a, y}, {out = a, stream = opts.stream})
+    return a
+  end
+end
+M.truediv = M.div
+GPUArray.__unm = function(x) return apply("neg", "neg", {x}, {}) end
+GPUArray.__bnot = function(x) return apply("bnot", "bnot", {x}, {}) end
+function M.negative(x, opts) return apply("neg", "negative", {x}, check_options(opts, 2, "negative", OUT_STREAM)) end
+function M.invert(x, opts) return apply("bnot", "invert", {x}, check_options(opts, 2, "invert", OUT_STREAM)) end
+
+for _, op in ipairs{"eq", "ne", "lt", "le", "gt", "ge"} do
+  methods[op] = function(x, y, opts)
+    return apply(op, op, {x, y}, check_options(opts, 2, op, OUT_STREAM))
+  end
+  M[op] = function(x, y, opts)
+    return apply(op, op, {x, y}, check_options(opts, 3, op, OUT_STREAM))
+  end
+end
+
+local function traced(...)
+  for i = 1, select("#", ...) do
+    if fuse.is_traced((select(i, ...))) then return true end
+  end
+  return false
+end
+
+function M.where(c, x, y, opts)
+  if traced(c, x, y) then return fuse.apply("where", c, x, y) end
+  return apply("where", "where", {c, x, y}, check_options(opts, 4, "where", OUT_STREAM))
+end
+
+function M.maximum(x, y, opts)
+  if traced(x, y) then return fuse.apply("maximum", x, y) end
+  return apply("maximum", "maximum", {x, y}, check_options(opts, 3, "maximum", OUT_STREAM))
+end
+
+function M.minimum(x, y, opts)
+  if traced(x, y) then return fuse.apply("minimum", x, y) end
+  return apply("minimum", "minimum", {x, y}, check_options(opts, 3, "minimum", OUT_STREAM))
+end
+
+function M.abs(x, opts)
+  if traced(x) then return fuse.apply("abs", x) end
+  return apply("abs", "abs", {x}, check_options(opts, 2, "abs", OUT_STREAM))
+end
+function methods.abs(x, opts) return M.abs(x, opts) end
+
+-- install(gpu): gpu.gpuarray and the shortcuts.
+function M.install(gpu)
+  gpu.gpuarray = M
+  gpu.to_gpu, gpu.empty, gpu.zeros, gpu.ones, gpu.full, gpu.arange =
+    M.to_gpu, M.empty, M.zeros, M.ones, M.full, M.arange
+  gpu.empty_like, gpu.zeros_like = M.empty_like, M.zeros_like
+  gpu.ElementwiseKernel = ew.ElementwiseKernel
+  gpu.cumath = require "gpu.cumath"
+  return M
+end
+
+return M

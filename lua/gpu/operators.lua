@@ -1,0 +1,197 @@
+-- gpu.operators: the C expression and result dtype of every elementwise operation, with
+-- NumPy semantics.  The array operators, gpuarray.where/maximum/minimum/abs, astype, the
+-- cumath functions and gpu.fuse's tracer all build their kernels from this one table.
+--
+--   local c_expr, dtype = operators.expression(op, types, exprs[, target])
+-- types[k] is operand k's dtype, or "weak-int" / "weak-float" for a Lua number (NEP 50);
+-- exprs[k] is its C expression.  target is astype's dtype.  The expression has the C type
+-- of dtype (every operation casts its result, so nested expressions wrap like NumPy's
+-- fixed-width arithmetic).  Two weak operands give a weak result ("weak-int" is computed
+-- as long long, "weak-float" as double).  Helpers it calls (lg_floordiv, lg_mod, lg_pow,
+-- lg_shl, lg_shr, lg_abs, lg_fmod, lg_max, lg_min) come from kernels/elementwise.cu.
+
+local core = require "gpu.core"
+local promote = require "gpu.promote"
+
+local M = {}
+
+local function ctype(t)
+  if t == "weak-int" then return "long long" end
+  if t == "weak-float" then return "double" end
+  return core.dtype(t).ctype
+end
+M.ctype = ctype
+
+-- The unsigned type of the same width, for wrapping arithmetic of signed ints.
+local unsigned_ctype = {
+  int8 = "unsigned char", int16 = "unsigned short", int32 = "unsigned int",
+  int64 = "unsigned long long", ["weak-int"] = "unsigned long long",
+}
+
+local function cast(e, from, to)
+  if from == to then return e end
+  return ("((%s)(%s))"):format(ctype(to), e)
+end
+
+-- Operations whose names the user sees in errors.
+local symbols = {
+  add = "'+'", sub = "'-'", mul = "'*'", div = "'/'", floordiv = "'//'", mod = "'%'",
+  pow = "'^'", neg = "unary '-'", band = "'&'", bor = "'|'", bxor = "'~'", shl = "'<<'",
+  shr = "'>>'", bnot = "unary '~'",
+}
+local function opname(op) return symbols[op] or op end
+
+local unary_math = {
+  fabs = {"fabsf", "fabs"}, ceil = {"ceilf", "ceil"}, floor = {"floorf", "floor"},
+  exp = {"expf", "exp"}, log = {"logf", "log"}, log10 = {"log10f", "log10"},
+  sqrt = {"sqrtf", "sqrt"}, sin = {"sinf", "sin"}, cos = {"cosf", "cos"},
+  tan = {"tanf", "tan"}, asin = {"asinf", "asin"}, acos = {"acosf", "acos"},
+  atan = {"atanf", "atan"}, sinh = {"sinhf", "sinh"}, cosh = {"coshf", "cosh"},
+  tanh = {"tanhf", "tanh"},
+}
+M.cumath_unary = unary_math
+
+local arity = {
+  add = 2, sub = 2, mul = 2, div = 2, floordiv = 2, mod = 2, pow = 2, band = 2, bor = 2,
+  bxor = 2, shl = 2, shr = 2, eq = 2, ne = 2, lt = 2, le = 2, gt = 2, ge = 2,
+  maximum = 2, minimum = 2, fmod = 2, neg = 1, bnot = 1, abs = 1, astype = 1, where = 3,
+}
+for name in pairs(unary_math) do arity[name] = 1 end
+M.arity = arity
+
+local compare = {eq = "==", ne = "!=", lt = "<", le = "<=", gt = ">", ge = ">="}
+local bitwise = {band = "&", bor = "|", bxor = "^"}
+
+local function is_int(t) local k = promote.kind(t); return k == "i" or k == "u" end
+
+-- The float dtype math on t is computed in (ints of 1 or 2 bytes in float32: there is no
+-- float16 arithmetic yet).
+local function float_for(t)
+  local k = promote.kind(t)
+  if t == "weak-int" or t == "weak-float" then return "float64" end
+  if k == "f" then return t end
+  return promote.info[t].size <= 2 and "float32" or "float64"
+end
+
+-- Arithmetic of signed types of 4 and 8 bytes goes through their unsigned twins (defined
+-- wrap-around, no undefined behaviour); smaller types are promoted to int by C anyway.
+local function wrapping(t, a, cop, b)
+  local u = unsigned_ctype[t]
+  if u and (t == "int32" or t == "int64" or t == "weak-int") then
+    return ("((%s)((%s)(%s) %s (%s)(%s)))"):format(ctype(t), u, a, cop, u, b)
+  end
+  return ("((%s)((%s) %s (%s)))"):format(ctype(t), a, cop, b)
+end
+
+function M.try_expression(op, types, exprs, target)
+  local n = arity[op]
+  if n == nil then return nil, ("unknown operation '%s'"):format(tostring(op)) end
+  if #types ~= n or #exprs ~= n then
+    return nil, ("%s takes %d operand%s, got %d"):format(op, n, n == 1 and "" or "s", #types)
+  end
+  for i = 1, n do
+    local t = types[i]
+    if not promote.is_weak(t) and promote.info[t] == nil then
+      return nil, ("unknown dtype '%s'"):format(tostring(t))
+    end
+    if t == "float16" or t == "bfloat16" then
+      return nil, ("%s on %s is not supported yet (convert with astype('float32'))")
+                  :format(opname(op), t)
+    end
+  end
+  local a, b = exprs[1], exprs[2]
+  local ta, tb = types[1], types[2]
+
+  if op == "astype" then
+    if promote.info[target] == nil then
+      return nil, ("unknown dtype '%s'"):format(tostring(target))
+    end
+    if target == "float16" or target == "bfloat16" then
+      return nil, ("astype to %s is not supported yet"):format(target)
+    end
+    if target == "bool" then return ("((bool)(%s))"):format(a), "bool" end
+    return cast(a, ta, target), target
+  end
+
+  if unary_math[op] then
+    local ft = float_for(ta)
+    local f = unary_math[op][ft == "float32" and 1 or 2]
+    return ("%s(%s)"):format(f, cast(a, ta, ft)), ft
+  end
+
+  if op == "where" then
+    local tc, tx, ty = types[1], types[2], types[3]
+    local t = promote.result_type(tx, ty)
+    return ("((%s) ? %s : %s)"):format(a, cast(exprs[2], tx, t), cast(exprs[3], ty, t)), t
+  end
+
+  if n == 1 then
+    local k = promote.kind(ta)
+    if op == "neg" then
+      if k == "b" then return nil, "unary '-' on a bool array is not supported (use unary '~')" end
+      if k == "f" then return ("(-(%s))"):format(a), ta end
+      return wrapping(ta, "0", "-", a), ta
+    elseif op == "bnot" then
+      if k == "b" then return ("(!(%s))"):format(a), ta end
+      if k == "f" then
+        return nil, ("unary '~' needs integer or bool operands, got %s"):format(ta)
+      end
+      return ("((%s)(~(%s)))"):format(ctype(ta), a), ta
+    elseif op == "abs" then
+      if k == "b" or k == "u" then return a, ta end
+      return ("lg_abs(%s)"):format(cast(a, ta, ta)), ta
+    end
+  end
+
+  -- binary
+  local t = promote.result_type(ta, tb)
+  local ca, cb = cast(a, ta, t), cast(b, tb, t)
+  local k = promote.kind(t)
+
+  if compare[op] then
+    return ("(%s %s %s)"):format(ca, compare[op], cb), "bool"
+  end
+  if op == "maximum" or op == "minimum" then
+    return ("lg_%s(%s, %s)"):format(op == "maximum" and "max" or "min", ca, cb), t
+  end
+  if bitwise[op] or op == "shl" or op == "shr" then
+    for i = 1, 2 do
+      if promote.kind(types[i]) == "f" then
+        return nil, ("%s needs integer or bool operands, got %s"):format(opname(op), types[i]), i
+      end
+    end
+    if bitwise[op] then return ("((%s)((%s) %s (%s)))"):format(ctype(t), ca, bitwise[op], cb), t end
+    if k == "b" then t = "int8"; ca, cb = cast(a, ta, t), cast(b, tb, t) end
+    return ("lg_%s(%s, %s)"):format(op, ca, cb), t
+  end
+  if op == "add" or op == "sub" or op == "mul" then
+    if k == "b" then
+      if op == "sub" then
+        return nil, "'-' on bool operands is not supported (use '~', exclusive or)", 2
+      end
+      return ("(%s %s %s)"):format(ca, op == "add" and "||" or "&&", cb), t
+    end
+    local cop = op == "add" and "+" or op == "sub" and "-" or "*"
+    if k == "f" then return ("(%s %s %s)"):format(ca, cop, cb), t end
+    return wrapping(t, ca, cop, cb), t
+  end
+  if op == "div" then
+    if k ~= "f" then
+      t = t == "weak-int" and "weak-float" or "float64"
+      ca, cb = cast(a, ta, t), cast(b, tb, t)
+    end
+    return ("(%s / %s)"):format(ca, cb), t
+  end
+  -- floordiv, mod, pow, fmod: helpers overloaded per type; bools count as int8
+  if k == "b" then t = "int8"; ca, cb = cast(a, ta, t), cast(b, tb, t) end
+  return ("lg_%s(%s, %s)"):format(op, ca, cb), t
+end
+
+-- expression(op, types, exprs[, target]) -> c_expr, dtype; raises on a bad combination.
+function M.expression(op, types, exprs, target)
+  local e, t = M.try_expression(op, types, exprs, target)
+  if e == nil then error(t, 2) end
+  return e, t
+end
+
+return M

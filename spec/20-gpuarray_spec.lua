@@ -1,0 +1,149 @@
+-- GPUArray construction, transfers, views and element access.
+local helpers = require "helpers"
+local gpu = helpers.gpu
+
+describe("gpuarray (CPU)", function()
+  it("is installed with its shortcuts", function()
+    assert.are.equal(gpu.gpuarray.to_gpu, gpu.to_gpu)
+    for _, name in ipairs{"empty", "zeros", "ones", "full", "arange", "empty_like", "zeros_like"} do
+      assert.are.equal(gpu.gpuarray[name], gpu[name], name)
+    end
+    assert.is_function(gpu.ElementwiseKernel)
+    assert.is_function(gpu.cumath.sqrt)
+    for _, m in ipairs{"get", "set", "get_async", "set_async", "copy", "fill", "astype", "reshape",
+                       "ravel", "view", "transpose", "slice", "eq", "lt", "iadd", "imul", "add"} do
+      assert.is_function(require("gpu.core").types.GPUArray.__methods[m], m)
+    end
+  end)
+end)
+
+describe("gpuarray", function()
+  helpers.gpu_it("round-trips host data and tables", function()
+    local values = helpers.random_floats(12, 5)
+    local h = gpu.host.from_table(values, "float64"):reshape(3, 4)
+    local a = gpu.to_gpu(h)
+    assert.are.same({3, 4}, a.shape)
+    assert.are.equal("float64", a.dtype)
+    assert.are.same({32, 8}, a.strides)
+    assert.are.equal(12, #a)
+    assert.are.same(h:totable(), a:get():totable())
+    local b = gpu.to_gpu({{1, 2}, {3, 4}}, "int16")
+    assert.are.equal("int16", b.dtype)
+    assert.are.same({{1, 2}, {3, 4}}, b:get():totable())
+    local c = gpu.to_gpu({1.5, 2.5}, "int32")   -- astype rounds toward zero
+    assert.are.same({1, 2}, c:get():totable())
+  end)
+
+  helpers.gpu_it("makes zeros, ones, full, arange and *_like", function()
+    assert.are.same({0, 0, 0}, gpu.zeros(3, "int32"):get():totable())
+    assert.are.same({{1, 1}, {1, 1}}, gpu.ones({2, 2}, "uint8"):get():totable())
+    assert.are.same({7.5, 7.5}, gpu.full(2, 7.5):get():totable())
+    assert.are.equal("int64", gpu.full(2, 7).dtype)
+    assert.are.same({0, 1, 2, 3}, gpu.arange(4):get():totable())
+    assert.are.same({2, 5, 8}, gpu.arange(2, 10, 3):get():totable())
+    assert.are.same({5, 3, 1}, gpu.arange(5, 0, -2):get():totable())
+    local f = gpu.arange(0, 1, 0.25, "float32"):get():totable()
+    assert.are.same({0, 0.25, 0.5, 0.75}, f)
+    local a = gpu.to_gpu({{1, 2, 3}}, "float32")
+    local z = gpu.zeros_like(a)
+    assert.are.same({1, 3}, z.shape)
+    assert.are.equal("float32", z.dtype)
+    assert.are.same({{0, 0, 0}}, z:get():totable())
+    assert.are.same({1, 3}, gpu.empty_like(a).shape)
+  end)
+
+  helpers.gpu_it("sets from host data, synchronously and on a stream", function()
+    local a = gpu.empty(5, "int32")
+    local v = helpers.random_integers(5, -1000, 1000)
+    a:set(gpu.host.from_table(v, "int32"))
+    assert.are.same(v, a:get():totable())
+    local s = gpu.Stream()
+    local h = gpu.host.pagelocked_empty(5, "int32")
+    for i = 1, 5 do h[i] = v[i] * 2 end
+    a:set_async(h, s)
+    local back = a:get_async(s)
+    s:synchronize()
+    for i = 1, 5 do assert.are.equal(v[i] * 2, back[i]) end
+    assert.is_true(back:is_pagelocked())
+  end)
+
+  helpers.gpu_it("copies, fills and converts", function()
+    local v = helpers.random_floats(10, 100)
+    local a = gpu.to_gpu(gpu.host.from_table(v, "float64"))
+    local b = a:copy()
+    b:fill(1)
+    assert.are.same(v, a:get():totable())
+    assert.are.same({1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, b:get():totable())
+    local i = a:astype("int32"):get()
+    for k = 1, 10 do
+      local want = v[k] < 0 and math.ceil(v[k]) or math.floor(v[k])
+      assert.are.equal(want, i[k])
+    end
+    local bools = a:astype("bool"):get()
+    for k = 1, 10 do assert.are.equal(v[k] ~= 0, bools[k]) end
+  end)
+
+  helpers.gpu_it("makes views that share memory", function()
+    local a = gpu.arange(12, "int32")
+    local m = a:reshape(3, -1)
+    assert.are.same({3, 4}, m.shape)
+    m[5] = 100                              -- row 2, column 1
+    assert.are.equal(100, a[5])
+    local t = m:transpose()
+    assert.are.same({4, 3}, t.shape)
+    assert.are.same({4, 16}, t.strides)
+    assert.is_false(t.is_contiguous)
+    assert.are.same({{0, 100, 8}, {1, 5, 9}, {2, 6, 10}, {3, 7, 11}}, t:get():totable())
+    assert.are.same({0, 100, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11}, t:ravel():get():totable())
+    local s = a:slice(2, -2, 3)
+    assert.are.same({1, 4, 7, 10}, s:get():totable())
+    assert.are.same({11, 9, 7}, a:slice(-1, 7, -2):get():totable())
+    assert.are.same({}, a:slice(5, 4):get():totable())
+    s:fill(-1)
+    assert.are.same({0, -1, 2, 3, -1, 5, 6, -1, 8, 9, -1, 11}, a:get():totable())
+    local r = m:slice(2, 3)
+    assert.are.same({2, 4}, r.shape)
+    r:set({{1, 2, 3, 4}, {5, 6, 7, 8}})
+    assert.are.same({1, 2, 3, 4}, m:slice(2, 2):ravel():get():totable())
+    local bytes = gpu.to_gpu({1.0, 2.0}, "float32"):view("uint32"):get()
+    assert.are.equal(0x3f800000, bytes[1])
+    assert.are.equal(0x40000000, bytes[2])
+  end)
+
+  helpers.gpu_it("prints like NumPy", function()
+    local a = gpu.to_gpu({{1.0, 2.5}, {3.0, 4.0}})
+    assert.are.equal("[[1.  2.5]\n [3.  4. ]]", tostring(a))
+    assert.are.equal("[1 2 3]", tostring(gpu.to_gpu({1, 2, 3}, "int8")))
+    assert.are.equal("[[1 3]\n [2 4]]", tostring(gpu.to_gpu({{1, 2}, {3, 4}}, "int32"):transpose()))
+  end)
+
+  helpers.gpu_it("reads and writes single elements, range-checked", function()
+    local a = gpu.zeros({2, 3}, "uint8")
+    a[6] = 255
+    assert.are.equal(255, a[6])
+    assert.are.equal(0, a[1])
+    helpers.assert_error("GPUArray index 7 out of range (size 6)", function() return a[7] end)
+    helpers.assert_error("GPUArray index 0 out of range (size 6)", function() a[0] = 1 end)
+    helpers.assert_error("cannot store 256 in a uint8 GPUArray: 256 is out of range for uint8",
+                         function() a[1] = 256 end)
+  end)
+
+  helpers.gpu_it("is freed once, and unusable afterwards", function()
+    local a = gpu.ones(4, "float32")
+    local v = a:slice(1, 2)
+    a:free()
+    a:free()
+    assert.is_true(a.freed)
+    assert.is_true(v.freed)
+    assert.are.equal("gpu.GPUArray(freed)", tostring(a))
+    helpers.assert_error("calling 'get' on bad self (array has been freed)", function() a:get() end)
+    helpers.assert_error("bad argument #1 to 'add' (array has been freed)", function() return a + 1 end)
+    helpers.assert_error("bad argument #2 to 'mul' (array has been freed)", function() return 2 * v end)
+    helpers.assert_error("GPUArray has been freed", function() return a[1] end)
+    do
+      local b <close> = gpu.zeros(3)
+      v = b
+    end
+    assert.is_true(v.freed)
+  end)
+end)

@@ -1,0 +1,247 @@
+-- Array operators: + - * / // % ^, unary -, & | ~ << >> and unary ~, with NumPy semantics,
+-- against CPU references (spec/array_reference.lua) on fresh random inputs.
+local helpers = require "helpers"
+local gpu = helpers.gpu
+local ew = require "gpu.elementwise"
+local operators = require "gpu.operators"
+local promote = require "gpu.promote"
+local R = require "array_reference"
+
+local ALL = {"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+             "float32", "float64"}
+local MIXED = {{"int8", "uint8"}, {"int32", "float32"}, {"uint8", "int64"},
+               {"float32", "float64"}, {"bool", "int32"}, {"int16", "uint32"}}
+local ARITH = {"add", "sub", "mul", "div", "floordiv", "mod", "pow"}
+local BITWISE = {"band", "bor", "bxor", "shl", "shr"}
+local event = {add = "__add", sub = "__sub", mul = "__mul", div = "__div", floordiv = "__idiv",
+               mod = "__mod", pow = "__pow", band = "__band", bor = "__bor", bxor = "__bxor",
+               shl = "__shl", shr = "__shr"}
+
+local function valid(op, ta, tb)
+  return (operators.try_expression(op, {ta, tb}, {"a", "b"})) ~= nil
+end
+
+-- The program the operators build for op over two arrays of these dtypes.
+local function program_for(op, ta, tb)
+  local e, t = operators.expression(op, {ta, tb}, {"v1", "v2"})
+  return ew.program{expr = e, out = t, name = table.concat({op, ta, tb}, "_"),
+                    operands = {{name = "v1", dtype = ta}, {name = "v2", dtype = tb}}}
+end
+
+describe("operator kernels (CPU: NVRTC only)", function()
+  it("compile for every operator, dtype pair and layout class", function()
+    local list = {}
+    for _, op in ipairs(ARITH) do
+      for _, t in ipairs(ALL) do
+        if valid(op, t, t) then list[#list + 1] = {program_for(op, t, t), "c"} end
+      end
+      for _, pair in ipairs(MIXED) do
+        if valid(op, pair[1], pair[2]) then list[#list + 1] = {program_for(op, pair[1], pair[2]), "s2"} end
+      end
+    end
+    for _, op in ipairs(BITWISE) do
+      for _, t in ipairs(ALL) do
+        if valid(op, t, t) then
+          list[#list + 1] = {program_for(op, t, t), "c"}
+          list[#list + 1] = {program_for(op, t, t), "s1"}
+        end
+      end
+    end
+    for _, t in ipairs(ALL) do
+      for _, op in ipairs{"neg", "bnot", "abs"} do
+        local e, rt = operators.try_expression(op, {t}, {"v1"})
+        if e then
+          list[#list + 1] = {ew.program{expr = e, out = rt, name = op .. "_" .. t,
+                                        operands = {{name = "v1", dtype = t}}}, "s3"}
+        end
+      end
+    end
+    assert.is_true(#list > 150)
+    local image = gpu.compile(ew.combined_source(list), {arch = "sm_90", no_extern_c = true})
+    assert.is_true(#image > 0)
+    -- every kernel made it into the cubin
+    for _, item in ipairs(list) do
+      local name = item[1].name .. "_" .. item[2]
+      assert.is_truthy(image:find(name, 1, true), name)
+    end
+  end)
+
+  it("generate a contiguous kernel indexed by lg_i and strided ones by byte offsets", function()
+    local p = program_for("add", "float32", "float32")
+    local c = ew.source(p, "c")
+    assert.matches("lg_out[lg_i] = (float)(", c, 1, true)
+    assert.matches("const float v1 = lg_p_v1[lg_i];", c, 1, true)
+    assert.matches("long long lg_i", c, 1, true)
+    local s = ew.source(p, "s2")
+    assert.matches("lg_c = lg_r % lg_d1; lg_r /= lg_d1;", s, 1, true)
+    assert.matches("*(float *)(lg_out + lg_oo) =", s, 1, true)
+    assert.matches("long long lg_s_v2_1", s, 1, true)
+  end)
+
+  it("reject reserved and invalid operand names", function()
+    assert.has_error(function()
+      ew.program{expr = "lg_x", out = "float32", name = "k", operands = {{name = "lg_x", dtype = "float32"}}}
+    end, "ew.program: operand name 'lg_x' starts with 'lg_', which is reserved for generated names")
+    assert.has_error(function()
+      ew.program{expr = "x", out = "float33", name = "k", operands = {{name = "x", dtype = "float32"}}}
+    end, "ew.program: unknown dtype 'float33' for the output")
+  end)
+
+  it("are cached by content", function()
+    local a = program_for("mul", "int8", "int8")
+    assert.are.equal(a, program_for("mul", "int8", "int8"))
+    assert.are_not.equal(a, program_for("mul", "int8", "int16"))
+  end)
+end)
+
+-- Runs op on arrays of dtypes ta, tb in a layout and checks every element.
+local function check_binary(op, ta, tb, layout)
+  local n = 37
+  local va = R.random_values(ta, layout == "broadcast" and n * 3 or n, op == "pow" and "pow" or nil)
+  local vb = R.random_values(tb, n, (op == "shl" or op == "shr") and "shift" or op == "pow" and "pow" or nil)
+  local x, y, xa, yb
+  if layout == "contiguous" then
+    x, y = gpu.to_gpu(gpu.host.from_table(va, ta)), gpu.to_gpu(gpu.host.from_table(vb, tb))
+    xa, yb = va, vb
+  elseif layout == "strided" then
+    -- every other element of arrays twice as long
+    local wa, wb = {}, {}
+    for i = 1, n do wa[2 * i - 1], wa[2 * i] = va[i], va[i]; wb[2 * i - 1], wb[2 * i] = vb[i], vb[i] end
+    x = gpu.to_gpu(gpu.host.from_table(wa, ta)):slice(1, -1, 2)
+    y = gpu.to_gpu(gpu.host.from_table(wb, tb)):slice(2, -1, 2)
+    xa, yb = va, vb
+    assert.is_false(x.is_contiguous)
+  else
+    -- (3, n) with (n,) broadcast along the first axis
+    x = gpu.to_gpu(gpu.host.from_table(va, ta)):reshape(3, n)
+    y = gpu.to_gpu(gpu.host.from_table(vb, tb))
+    xa, yb = va, {}
+    for i = 1, 3 * n do yb[i] = vb[(i - 1) % n + 1] end
+  end
+  local z = getmetatable(x)[event[op]](x, y)
+  local _, rt = operators.expression(op, {ta, tb}, {"a", "b"})
+  assert.are.equal(rt, z.dtype)
+  local h = z:get()
+  for i = 1, #xa do
+    R.check(R.apply(op, {ta, tb}, {xa[i], yb[i]}), h[i], rt,
+            ("%s(%s, %s) %s element %d of %s %s"):format(op, ta, tb, layout, i, tostring(xa[i]), tostring(yb[i])))
+  end
+end
+
+describe("array operators", function()
+  for _, op in ipairs(ARITH) do
+    helpers.gpu_it(op .. " matches NumPy for every dtype, contiguous", function()
+      for _, t in ipairs(ALL) do
+        if valid(op, t, t) then check_binary(op, t, t, "contiguous") end
+      end
+      for _, pair in ipairs(MIXED) do
+        if valid(op, pair[1], pair[2]) then check_binary(op, pair[1], pair[2], "contiguous") end
+      end
+    end)
+    helpers.gpu_it(op .. " on strided views and broadcast shapes", function()
+      for _, t in ipairs{"int32", "uint8", "float32", "float64"} do
+        check_binary(op, t, t, "strided")
+        check_binary(op, t, t, "broadcast")
+      end
+      check_binary(op, "int8", "float64", "broadcast")
+    end)
+  end
+  for _, op in ipairs(BITWISE) do
+    helpers.gpu_it(op .. " on integer and bool arrays", function()
+      for _, t in ipairs(ALL) do
+        if valid(op, t, t) then check_binary(op, t, t, "contiguous") end
+      end
+      check_binary(op, "int16", "uint8", "strided")
+      check_binary(op, "int64", "int64", "broadcast")
+    end)
+  end
+
+  helpers.gpu_it("take Lua numbers on either side as weak scalars", function()
+    local va = R.random_values("int8", 50)
+    local x = gpu.to_gpu(gpu.host.from_table(va, "int8"))
+    local cases = {
+      {x * 3, "int8", function(v) return R.wrap("int8", v * 3) end},
+      {3 - x, "int8", function(v) return R.wrap("int8", 3 - v) end},
+      {x + 2.5, "float64", function(v) return v + 2.5 end},
+      {x / 4, "float64", function(v) return v / 4 end},
+      {x // 4, "int8", function(v) return v // 4 end},
+      {x % -7, "int8", function(v) return v % -7 end},
+      {x ^ 2, "int8", function(v) return R.wrap("int8", v * v) end},
+      {x & 6, "int8", function(v) return v & 6 end},
+      {x << 2, "int8", function(v) return R.wrap("int8", v << 2) end},
+      {-x, "int8", function(v) return R.wrap("int8", -v) end},
+      {~x, "int8", function(v) return R.wrap("int8", ~v) end},
+    }
+    for c, case in ipairs(cases) do
+      assert.are.equal(case[2], case[1].dtype, "case " .. c)
+      local h = case[1]:get()
+      for i = 1, #va do R.check(case[3](va[i]), h[i], case[2], ("case %d element %d"):format(c, i)) end
+    end
+    local vf = R.random_values("float32", 50)
+    local f = gpu.to_gpu(gpu.host.from_table(vf, "float32"))
+    local g = 0.1 * f + 1
+    assert.are.equal("float32", g.dtype)
+    local h = g:get()
+    for i = 1, #vf do R.check(R.f32(R.f32(R.f32(0.1) * vf[i]) + 1), h[i], "float32", "0.1*f+1 #" .. i) end
+  end)
+
+  helpers.gpu_it("integer division and modulo by zero give 0, float ones inf/nan", function()
+    local x = gpu.to_gpu(gpu.host.from_table({7, -7, 0, math.mininteger}, "int64"))
+    local zero = gpu.zeros(4, "int64")
+    assert.are.same({0, 0, 0, 0}, (x // zero):get():totable())
+    assert.are.same({0, 0, 0, 0}, (x % zero):get():totable())
+    assert.are.same({-7, 7, 0, math.mininteger}, (x // -1):get():totable())
+    local f = gpu.to_gpu(gpu.host.from_table({1.0, -1.0, 0.0}, "float64"))
+    local q = (f / gpu.zeros(3)):get()
+    assert.are.equal(math.huge, q[1])
+    assert.are.equal(-math.huge, q[2])
+    assert.is_true(q[3] ~= q[3])
+  end)
+
+  helpers.gpu_it("in-place and out forms write into existing arrays", function()
+    local va, vb = R.random_values("float32", 64), R.random_values("float32", 64)
+    local a = gpu.to_gpu(gpu.host.from_table(va, "float32"))
+    local b = gpu.to_gpu(gpu.host.from_table(vb, "float32"))
+    local z = gpu.empty(64, "float32")
+    assert.are.equal(z, gpu.gpuarray.add(a, b, {out = z}))
+    local h = z:get()
+    for i = 1, 64 do R.check(R.f32(va[i] + vb[i]), h[i], "float32", "add out #" .. i) end
+    assert.are.equal(a, a:imul(2))
+    assert.are.equal(a, a:iadd(b))
+    h = a:get()
+    for i = 1, 64 do R.check(R.f32(R.f32(va[i] * 2) + vb[i]), h[i], "float32", "imul/iadd #" .. i) end
+    gpu.gpuarray.sub(a, b, {out = z})
+    gpu.gpuarray.div(z, 2, {out = z})
+    h = z:get()
+    for i = 1, 64 do R.check(R.f32(R.f32(R.f32(R.f32(va[i] * 2) + vb[i]) - vb[i]) / 2), h[i], "float32", "sub/div #" .. i) end
+  end)
+
+  helpers.gpu_it("compiles each generated kernel once", function()
+    local kernel_cache = require "gpu.kernel_cache"
+    local a = gpu.to_gpu(gpu.host.from_table(R.random_values("int32", 10), "int32"))
+    local _ = a + a
+    local before = kernel_cache.compiles
+    for _ = 1, 3 do _ = a + a end
+    assert.are.equal(before, kernel_cache.compiles)
+    _ = a:slice(1, -1, 2) + 1
+    local after = kernel_cache.compiles
+    _ = a:slice(2, -1, 3) + 1
+    assert.are.equal(after, kernel_cache.compiles)
+  end)
+
+  helpers.gpu_it("handle a uint8 array of more than 2^31 elements", function()
+    local n = (1 << 31) + 5
+    local a = gpu.empty(n, "uint8")
+    a:fill(3)
+    local b = a + 4
+    assert.are.equal("uint8", b.dtype)
+    for _, i in ipairs{1, 2, (1 << 31) - 1, 1 << 31, (1 << 31) + 1, n} do
+      assert.are.equal(7, b[i], "element " .. i)
+    end
+    b[n] = 200
+    a:iadd(b)
+    assert.are.equal(203, a[n])
+    assert.are.equal(10, a[(1 << 31) + 2])
+    a:free(); b:free()
+  end)
+end)

@@ -1,0 +1,62 @@
+-- Bad input to gpuarray: each a clear Lua error naming what is wrong.
+local helpers = require "helpers"
+local gpu = helpers.gpu
+local E = helpers.assert_error
+
+describe("gpuarray bad input", function()
+  helpers.gpu_it("names mismatched shapes, dtypes and sizes", function()
+    local a, b = gpu.zeros(3, "float32"), gpu.zeros(4, "float32")
+    E("bad argument #2 to 'add' (operands could not be broadcast together with shapes (3,) (4,))",
+      function() return a + b end)
+    E("bad argument #2 to 'empty' (unknown dtype 'float33')", gpu.empty, 3, "float33")
+    E("bad argument #1 to 'astype' (unknown dtype 'int3')", function() return a:astype("int3") end)
+    local i = gpu.zeros(3, "int32")
+    E("bad argument #1 to 'band' ('&' needs integer or bool operands, got float32)",
+      function() return a & i end)
+    E("bad argument #1 to 'bnot' (unary '~' needs integer or bool operands, got float32)",
+      function() return ~a end)
+    E("bad argument #1 to 'set' (host data has 2 elements, the GPUArray 3)",
+      function() a:set({1, 2}) end)
+    E("bad argument #1 to 'set_async' (async copies need page-locked host memory (gpu.host.pagelocked_empty))",
+      function() a:set_async(gpu.host.zeros(3, "float32"), gpu.Stream()) end)
+    E("bad argument #1 to 'reshape' (only one dimension can be -1)",
+      function() return gpu.zeros(6):reshape(-1, -1) end)
+    E("bad argument #1 to 'reshape' (cannot reshape an array of size 6 into shape (4,-1))",
+      function() return gpu.zeros(6):reshape(4, -1) end)
+    E("bad argument #1 to 'reshape' (cannot reshape an array of size 6 into shape (4,2))",
+      function() return gpu.zeros(6):reshape({4, 2}) end)
+    E("bad argument #3 to 'slice' (step must not be 0)", function() return a:slice(1, 2, 0) end)
+    E("bad argument #3 to 'add' (out array has shape (4,), the result (3,))",
+      function() gpu.gpuarray.add(a, a, {out = b}) end)
+    E("bad argument #3 to 'add' (out array has dtype int32, the result float32)",
+      function() gpu.gpuarray.add(a, a, {out = i}) end)
+    E("bad argument #3 to 'add' (unknown option 'outt')", function() gpu.gpuarray.add(a, a, {outt = b}) end)
+    E("bad argument #1 to 'iadd' (the result is float64, which cannot be stored in place in a int32 array)",
+      function() i:iadd(1.5) end)
+    E("bad argument #2 to 'add' (1000 is out of range for uint8)",
+      function() return gpu.zeros(2, "uint8") + 1000 end)
+    E("bad argument #2 to 'add' (GPUArray or number expected, got string)", function() return a + "x" end)
+    E("attempt to compare GPUArrays with '<' (use a:lt(b), which returns a bool array)",
+      function() return a < b end)
+    E("bad argument #2 to 'full' (2.5 is not an integer (for int8))", gpu.full, 3, 2.5, "int8")
+  end)
+
+  helpers.gpu_it("rejects arrays on different devices", function()
+    if gpu.device_count() < 2 then return end
+    local a = gpu.zeros(3)
+    gpu.set_device(1)
+    local b = gpu.zeros(3)
+    gpu.set_device(0)
+    E("bad argument #2 to 'add' (array is on device 1, argument #1 on device 0)", function() return a + b end)
+  end)
+
+  helpers.gpu_it("rejects freed arrays as operands and outputs", function()
+    local a, b = gpu.ones(3), gpu.ones(3)
+    b:free()
+    E("bad argument #2 to 'add' (array has been freed)", function() return a + b end)
+    E("bad argument #3 to 'add' (array has been freed)", function() gpu.gpuarray.add(a, a, {out = b}) end)
+    E("bad argument #1 to 'maximum' (array has been freed)", function() gpu.gpuarray.maximum(b, a) end)
+    E("bad argument #1 to 'sqrt' (array has been freed)", function() gpu.cumath.sqrt(b) end)
+    E("calling 'copy' on bad self (array has been freed)", function() b:copy() end)
+  end)
+end)

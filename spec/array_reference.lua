@@ -1,0 +1,170 @@
+-- CPU references for the array specs: NumPy's elementwise semantics computed in Lua, value by
+-- value, for the dtypes of gpu.gpuarray (ints wrap to their width, float32 rounds).
+local promote = require "gpu.promote"
+local operators = require "gpu.operators"
+
+local R = {}
+
+local bits = {int8 = 8, int16 = 16, int32 = 32, int64 = 64, uint8 = 8, uint16 = 16,
+              uint32 = 32, uint64 = 64}
+R.bits = bits
+
+local function f32(x) return string.unpack("f", string.pack("f", x)) end
+R.f32 = f32
+
+-- v wrapped to integer dtype t (Lua integers are the 64-bit two's complement bits)
+function R.wrap(t, v)
+  local n = bits[t]
+  if n == 64 then return v end
+  v = v & ((1 << n) - 1)
+  if promote.kind(t) == "i" and v >= (1 << (n - 1)) then v = v - (1 << n) end
+  return v
+end
+
+-- Converts a value read from an array of dtype `from` (or a Lua number) to dtype t.
+function R.convert(v, t)
+  if type(v) == "boolean" then v = v and 1 or 0 end
+  local k = promote.kind(t)
+  if k == "b" then return v ~= 0 end
+  if k == "f" then v = v + 0.0; return t == "float32" and f32(v) or v end
+  return R.wrap(t, math.tointeger(v))
+end
+
+local function round(t, v)
+  if t == "float32" then return f32(v) end
+  return v
+end
+
+local function int_pow(t, a, b)
+  if b < 0 then
+    if a == 1 then return 1 end
+    if a == -1 then return (b % 2 == 1) and R.wrap(t, -1) or 1 end
+    return 0
+  end
+  local r = 1
+  for _ = 1, b do r = R.wrap(t, r * a) end
+  return r
+end
+
+local function lt(t, a, b)
+  if t == "uint64" then return math.ult(a, b) end
+  return a < b
+end
+
+-- apply(op, types, values[, target]) -> the value NumPy computes (nil for an error).
+function R.apply(op, types, values, target)
+  local names = {}
+  for i = 1, #types do names[i] = "x" .. i end
+  local _, result = operators.expression(op, types, names, target)
+  if op == "astype" then return R.convert(values[1], target) end
+  if op == "where" then
+    local c = values[1]
+    if type(c) ~= "boolean" then c = c ~= 0 end
+    local t = result == "weak-int" and "int64" or result == "weak-float" and "float64" or result
+    return R.convert(c and values[2] or values[3], t)
+  end
+  local t = #types == 2 and promote.result_type(types[1], types[2]) or types[1]
+  if t == "weak-int" then t = "int64" elseif t == "weak-float" then t = "float64" end
+  local k = promote.kind(t)
+  if (op == "floordiv" or op == "mod" or op == "pow" or op == "shl" or op == "shr" or op == "fmod")
+     and k == "b" then t, k = "int8", "i" end
+  local a = R.convert(values[1], t)
+  local b = values[2] ~= nil and R.convert(values[2], t) or nil
+  if op == "eq" then return a == b elseif op == "ne" then return a ~= b
+  elseif op == "lt" then return lt(t, a, b) elseif op == "le" then return a == b or lt(t, a, b)
+  elseif op == "gt" then return lt(t, b, a) elseif op == "ge" then return a == b or lt(t, b, a) end
+  if op == "maximum" or op == "minimum" then
+    if k == "b" then return op == "maximum" and (a or b) or (a and b) end
+    if a ~= a then return a end
+    if b ~= b then return b end
+    if op == "maximum" then return lt(t, a, b) and b or a end
+    return lt(t, b, a) and b or a
+  end
+  if k == "b" then
+    if op == "add" or op == "bor" then return a or b end
+    if op == "mul" or op == "band" then return a and b end
+    if op == "bxor" then return a ~= b end
+    if op == "bnot" then return not a end
+    if op == "abs" then return a end
+  end
+  if op == "div" then
+    local d = result == "float32" and "float32" or "float64"
+    return round(d, R.convert(values[1], d) / R.convert(values[2], d))
+  end
+  if k == "f" then
+    if op == "add" then return round(t, a + b) elseif op == "sub" then return round(t, a - b)
+    elseif op == "mul" then return round(t, a * b)
+    elseif op == "floordiv" then return round(t, b == 0 and a / b or a // b)
+    elseif op == "mod" then return round(t, a % b)
+    elseif op == "fmod" then return round(t, math.fmod(a, b))
+    elseif op == "pow" then return round(t, a ^ b)
+    elseif op == "neg" then return -a
+    elseif op == "abs" then return math.abs(a) end
+  else
+    if op == "add" then return R.wrap(t, a + b) elseif op == "sub" then return R.wrap(t, a - b)
+    elseif op == "mul" then return R.wrap(t, a * b)
+    elseif op == "floordiv" then
+      if b == 0 then return 0 end
+      if k == "u" and t == "uint64" then return math.ult(a, b) and 0 or R.wrap(t, a // b) end
+      return R.wrap(t, a // b)
+    elseif op == "mod" then return b == 0 and 0 or R.wrap(t, a % b)
+    elseif op == "fmod" then return b == 0 and 0 or R.wrap(t, math.fmod(a, b))
+    elseif op == "pow" then return int_pow(t, a, b)
+    elseif op == "band" then return R.wrap(t, a & b) elseif op == "bor" then return R.wrap(t, a | b)
+    elseif op == "bxor" then return R.wrap(t, a ~ b)
+    elseif op == "shl" then
+      if b < 0 or b >= bits[t] then return 0 end
+      return R.wrap(t, a << b)
+    elseif op == "shr" then
+      if b < 0 or b >= bits[t] then return (k == "i" and a < 0) and -1 or 0 end
+      if k == "i" and a < 0 then return ~((~a) >> b) end   -- arithmetic shift
+      return a >> b
+    elseif op == "neg" then return R.wrap(t, -a)
+    elseif op == "bnot" then return R.wrap(t, ~a)
+    elseif op == "abs" then return R.wrap(t, a < 0 and -a or a) end
+  end
+  error("no reference for " .. op)
+end
+
+-- Random values for dtype t (ints in a small range that includes 0; floats with a NaN).
+function R.random_values(t, n, op)
+  local k = promote.kind(t)
+  local out = {}
+  for i = 1, n do
+    if k == "b" then out[i] = math.random() < 0.5
+    elseif k == "f" then
+      out[i] = (math.random() * 2 - 1) * 10
+      if t == "float32" then out[i] = f32(out[i]) end
+    elseif op == "shift" then out[i] = math.random(k == "u" and 0 or -2, bits[t] + 2)
+    elseif op == "pow" then out[i] = math.random(k == "u" and 0 or -3, 5)
+    elseif k == "u" then out[i] = math.random(0, 60)
+    else out[i] = math.random(-30, 30) end
+  end
+  if k == "f" and n > 3 then out[2] = 0 / 0; out[3] = 0.0 end
+  if k ~= "f" and k ~= "b" and n > 3 then out[3] = 0 end
+  return out
+end
+
+-- Asserts a computed value matches the reference: exact for ints and bools, relative
+-- tolerance for floats (NaN only where NaN is expected).
+function R.check(expected, actual, dtype, what)
+  local k = promote.kind(dtype)
+  if k ~= "f" then
+    if expected ~= actual then
+      error(("%s: expected %s, got %s"):format(what, tostring(expected), tostring(actual)), 2)
+    end
+    return
+  end
+  if expected ~= expected then
+    if actual == actual then error(("%s: expected nan, got %s"):format(what, tostring(actual)), 2) end
+    return
+  end
+  if actual ~= actual then error(("%s: expected %s, got nan"):format(what, tostring(expected)), 2) end
+  if expected == actual then return end
+  local rtol = dtype == "float32" and 2e-6 or 1e-12
+  if math.abs(expected - actual) > rtol * math.max(1, math.abs(expected)) then
+    error(("%s: expected %.17g, got %.17g"):format(what, expected, actual), 2)
+  end
+end
+
+return R

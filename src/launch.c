@@ -14,8 +14,12 @@
 
 #include "gpu.h"
 
-/* Parameter types beyond the dtypes: a device pointer, and bytes passed by value. */
-enum { GPU_PARAM_POINTER = GPU_NDTYPES, GPU_PARAM_BYVALUE, GPU_PARAM_NTYPES };
+/*
+** Parameter types beyond the dtypes: a device pointer, bytes passed by value, and a parameter
+** whose size the driver told but whose type nobody did (a module without signatures): the
+** argument's own kind decides, as long as its size is the parameter's.
+*/
+enum { GPU_PARAM_POINTER = GPU_NDTYPES, GPU_PARAM_BYVALUE, GPU_PARAM_UNKNOWN, GPU_PARAM_NTYPES };
 
 typedef struct gpu_Param {
   size_t offset, size;
@@ -54,7 +58,7 @@ typedef struct gpu_LaunchConfig {
 /* The largest parameter buffer CUDA accepts (12.1+ on Volta and later). */
 #define GPU_MAX_PARAM_BYTES 32764
 
-static const char param_letters[] = "?bBhHiIqQeEfdPV";   /* index = param type */
+static const char param_letters[] = "?bBhHiIqQeEfdPVV";  /* index = param type */
 
 static int letter_type (int c) {
   const char *p;
@@ -76,7 +80,8 @@ static size_t type_size (int type) {
 
 static const char *type_name (int type) {
   return type == GPU_PARAM_POINTER ? "pointer"
-       : type == GPU_PARAM_BYVALUE ? "struct (by value)" : gpu_dtypes[type].name;
+       : type == GPU_PARAM_BYVALUE ? "struct (by value)"
+       : type == GPU_PARAM_UNKNOWN ? "unknown type" : gpu_dtypes[type].name;
 }
 
 static size_t align_up (size_t n, size_t a) { return (n + a - 1) / a * a; }
@@ -107,12 +112,13 @@ static void set_layout (lua_State *L, int fidx, gpu_Function *f, const char *typ
   f->argbuf = block + sizeof(gpu_Param) * (size_t)(n > 0 ? n : 1);
   for (i = 0; i < n; i++) {
     gpu_Param *p = &f->params[i];
-    int type = types ? letter_type((unsigned char)types[i]) : GPU_PARAM_BYVALUE;
+    int type = types ? letter_type((unsigned char)types[i]) : GPU_PARAM_UNKNOWN;
     if (type < 0) type = GPU_PARAM_BYVALUE;
     if (ndriver >= 0) {
       p->offset = offsets[i];
       p->size = sizes[i];
-      if (type != GPU_PARAM_BYVALUE && type_size(type) != p->size) type = GPU_PARAM_BYVALUE;
+      /* a declared type of another size was misread: let the argument decide */
+      if (type < GPU_PARAM_BYVALUE && type_size(type) != p->size) type = GPU_PARAM_UNKNOWN;
     } else {
       p->size = type_size(type);
       p->offset = off = align_up(off, natural_alignment(p->size));
@@ -131,10 +137,12 @@ static void set_layout (lua_State *L, int fidx, gpu_Function *f, const char *typ
 static int driver_layout (const gpu_Driver *d, CUfunction fn, size_t *offsets, size_t *sizes,
                           int max) {
   int n = 0;
+  CUresult r = CUDA_SUCCESS;
   if (d->cuFuncGetParamInfo == NULL) return -1;
-  while (n < max && d->cuFuncGetParamInfo(fn, (size_t)n, &offsets[n], &sizes[n]) == CUDA_SUCCESS)
+  while (n < max && (r = d->cuFuncGetParamInfo(fn, (size_t)n, &offsets[n], &sizes[n])) == CUDA_SUCCESS)
     n++;
-  return n;
+  /* the end of the list reads as INVALID_VALUE; anything else means the driver cannot tell */
+  return n < max && r != CUDA_ERROR_INVALID_VALUE ? -1 : n;
 }
 
 #define GPU_MAX_PARAMS 1024
@@ -238,17 +246,22 @@ static void read_call_options (lua_State *L, int idx, gpu_Function *f, gpu_Launc
     } else if (strcmp(key, "shared") == 0) {
       int isint;
       lua_Integer n = lua_tointegerx(L, v, &isint);
-      if (!isint || n < 0 || n > UINT32_MAX) bad = "shared must be a byte count";
+      if (!isint || n < 0 || n > UINT32_MAX) bad = "shared must be a byte count (0 or more)";
       else cfg->shared = (unsigned)n;
     } else if (strcmp(key, "stream") == 0) {
-      cfg->stream = gpu_optstream(L, v);
+      if (!lua_isnil(L, v) && gpu_teststream(L, v) == NULL)
+        bad = lua_pushfstring(L, "stream must be a gpu.Stream, got %s", luaL_typename(L, v));
+      else if (!lua_isnil(L, v) && !gpu_teststream(L, v)->live)
+        bad = "stream has been freed";
+      else
+        cfg->stream = gpu_optstream(L, v);
     } else if (strcmp(key, "time") == 0) {
       cfg->timed = lua_toboolean(L, v);
     } else {
       bad = lua_type(L, -2) == LUA_TSTRING ? lua_pushfstring(L, "unknown option '%s'", key)
                                            : "option keys must be strings";
     }
-    lua_settop(L, v - 1);
+    if (bad == NULL) lua_settop(L, v - 1);   /* else keep the message referenced */
   }
   if (bad == NULL && !has_block) bad = "missing option 'block'";
   if (bad == NULL) bad = check_threads(L, cfg, f->ctx);
@@ -335,6 +348,9 @@ static void pack_value (lua_State *L, const gpu_Function *f, int idx, int argn,
       memcpy(dst, s->bytes, p->size);
       return;
     }
+    if (s != NULL)
+      kernel_argerror(L, f, argn, "parameter is %I bytes, a %s scalar %d", (lua_Integer)p->size,
+                      gpu_dtypes[s->dtype].name, (int)gpu_dtypes[s->dtype].itemsize);
     if (lua_type(L, idx) != LUA_TSTRING)
       kernel_argerror(L, f, argn, "parameter is passed by value (%I bytes): expected a string "
                                   "of its bytes, got %s", (lua_Integer)p->size,
@@ -360,6 +376,24 @@ static void pack_value (lua_State *L, const gpu_Function *f, int idx, int argn,
                       luaL_typename(L, idx));
     }
   }
+}
+
+/* How an argument for a parameter of unknown type (size known) is passed: pointer or bytes. */
+static int resolve_unknown (lua_State *L, const gpu_Function *f, int idx, int argn,
+                            const gpu_Param *p, gpu_ArgKind kind) {
+  int ltype = lua_type(L, idx);
+  if (kind == GPU_ARG_BUFFER || kind == GPU_ARG_ARRAY || kind == GPU_ARG_HANDLER ||
+      ltype == LUA_TLIGHTUSERDATA || ltype == LUA_TNIL) {
+    if (p->size != sizeof(CUdeviceptr))
+      kernel_argerror(L, f, argn, "parameter is %I bytes, a device pointer %d",
+                      (lua_Integer)p->size, (int)sizeof(CUdeviceptr));
+    return GPU_PARAM_POINTER;
+  }
+  if (ltype == LUA_TNUMBER || ltype == LUA_TBOOLEAN)
+    kernel_argerror(L, f, argn, "the kernel's parameter types are unknown, so a plain %s "
+                                "cannot be converted: pass a typed scalar such as gpu.int32(x), "
+                                "or prepare() the kernel", luaL_typename(L, idx));
+  return GPU_PARAM_BYVALUE;
 }
 
 /*
@@ -444,6 +478,11 @@ static size_t pack_arguments (lua_State *L, gpu_Function *f, int first, int narg
         luaL_error(L, "arguments to '%s' exceed %d bytes", f->name, GPU_MAX_PARAM_BYTES);
     }
     dst = f->argbuf + p->offset;
+    if (p->type == GPU_PARAM_UNKNOWN) {
+      dyn = *p;
+      dyn.type = resolve_unknown(L, f, idx, i + 1, p, kind);
+      p = &dyn;
+    }
     if (p->type != GPU_PARAM_POINTER) {
       if (kind == GPU_ARG_HANDLER)
         kernel_argerror(L, f, i + 1, "expected %s, got an In/Out/InOut handler",
@@ -580,6 +619,7 @@ static int read_prepared (lua_State *L, gpu_Function *f, int grid, int block, in
                           gpu_LaunchConfig *cfg) {
   const char *bad = read_dims(L, grid, "grid", cfg->grid, f->ctx->max_grid);
   int top = lua_gettop(L);
+  lua_Integer shared;
   if (bad != NULL) luaL_argerror(L, grid - 1, bad);
   if ((bad = read_dims(L, block, "block", cfg->block, f->ctx->max_block)) != NULL ||
       (bad = check_threads(L, cfg, f->ctx)) != NULL)
@@ -588,7 +628,10 @@ static int read_prepared (lua_State *L, gpu_Function *f, int grid, int block, in
     static const char *const known[] = {"shared", NULL};
     gpu_checkoptions(L, top, known);
     lua_getfield(L, top, "shared");
-    cfg->shared = (unsigned)luaL_optinteger(L, -1, 0);
+    shared = luaL_optinteger(L, -1, 0);
+    if (shared < 0 || shared > UINT32_MAX)
+      luaL_argerror(L, top - 1, "shared must be a byte count (0 or more)");
+    cfg->shared = (unsigned)shared;
     lua_pop(L, 1);
     top--;
   }

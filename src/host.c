@@ -308,9 +308,9 @@ static int host_newindex (lua_State *L) {
   p = element(L, h, 2);
   if ((bad = gpu_tovalue(L, 3, h->dtype, v)) != NULL) {
     if (lua_type(L, 3) == LUA_TNUMBER)
-      return luaL_error(L, "cannot store %s in a %s HostArray: %s", lua_tostring(L, 3),
+      return luaL_error(L, "cannot store %s in a HostArray of %s: %s", lua_tostring(L, 3),
                         gpu_dtypes[h->dtype].name, bad);
-    return luaL_error(L, "cannot store a %s in a %s HostArray: %s", luaL_typename(L, 3),
+    return luaL_error(L, "cannot store a %s in a HostArray of %s: %s", luaL_typename(L, 3),
                       gpu_dtypes[h->dtype].name, bad);
   }
   memcpy(p, v, gpu_dtypes[h->dtype].itemsize);

@@ -762,11 +762,12 @@ static int function_tostring (lua_State *L) {
 /* gpu.int32(x) and friends: upvalue 1 is the dtype id. */
 static int scalar_new (lua_State *L) {
   gpu_DtypeId dtype = (gpu_DtypeId)lua_tointeger(L, lua_upvalueindex(1));
-  gpu_Scalar *s = (gpu_Scalar *)lua_newuserdatauv(L, sizeof(gpu_Scalar), 0);
+  gpu_Scalar *s;
   const char *bad;
+  luaL_checkany(L, 1);          /* before the userdata, which would otherwise be argument 1 */
+  s = (gpu_Scalar *)lua_newuserdatauv(L, sizeof(gpu_Scalar), 0);
   memset(s, 0, sizeof *s);
   s->dtype = dtype;
-  luaL_checkany(L, 1);
   if ((bad = gpu_tovalue(L, 1, dtype, s->bytes)) != NULL) {
     if (lua_type(L, 1) == LUA_TNUMBER)
       return luaL_argerror(L, 1, lua_pushfstring(L, "%s is %s", lua_tostring(L, 1), bad));

@@ -349,7 +349,7 @@ static void pack_value (lua_State *L, const gpu_Function *f, int idx, int argn,
       return;
     }
     if (s != NULL)
-      kernel_argerror(L, f, argn, "parameter is %I bytes, a %s scalar %d", (lua_Integer)p->size,
+      kernel_argerror(L, f, argn, "parameter is %I bytes, the %s scalar %d", (lua_Integer)p->size,
                       gpu_dtypes[s->dtype].name, (int)gpu_dtypes[s->dtype].itemsize);
     if (lua_type(L, idx) != LUA_TSTRING)
       kernel_argerror(L, f, argn, "parameter is passed by value (%I bytes): expected a string "
@@ -372,7 +372,7 @@ static void pack_value (lua_State *L, const gpu_Function *f, int idx, int argn,
     if (bad != NULL) {
       if (lua_type(L, idx) == LUA_TNUMBER)
         kernel_argerror(L, f, argn, "%s is %s", lua_tostring(L, idx), bad);
-      kernel_argerror(L, f, argn, "%s %s, got %s", gpu_dtypes[p->type].name, bad,
+      kernel_argerror(L, f, argn, "%s for %s, got %s", bad, gpu_dtypes[p->type].name,
                       luaL_typename(L, idx));
     }
   }

@@ -364,7 +364,7 @@ static void pack_value (lua_State *L, const gpu_Function *f, int idx, int argn,
   }
   if (s != NULL) {
     if (!scalar_fits(s->dtype, p->type))
-      kernel_argerror(L, f, argn, "expected %s, got a %s scalar", gpu_dtypes[p->type].name,
+      kernel_argerror(L, f, argn, "expected %s, got a scalar of %s", gpu_dtypes[p->type].name,
                       gpu_dtypes[s->dtype].name);
     memcpy(dst, s->bytes, p->size);
   } else {
@@ -605,8 +605,9 @@ static int function_prepare (lua_State *L) {
                                                    (int)i + 1, f->name,
                                                    (lua_Integer)f->params[i].size, format[i],
                                                    (lua_Integer)want));
-      f->params[i].type = letter_type((unsigned char)types[i]);
     }
+    for (i = 0; i < n; i++)        /* only once all fit: a failed prepare changes nothing */
+      f->params[i].type = letter_type((unsigned char)types[i]);
   } else {
     set_layout(L, 1, f, types, NULL, NULL, -1);
   }
@@ -620,17 +621,17 @@ static int read_prepared (lua_State *L, gpu_Function *f, int grid, int block, in
   const char *bad = read_dims(L, grid, "grid", cfg->grid, f->ctx->max_grid);
   int top = lua_gettop(L);
   lua_Integer shared;
-  if (bad != NULL) luaL_argerror(L, grid - 1, bad);
+  if (bad != NULL) luaL_argerror(L, grid, bad);   /* luaL_argerror numbers methods' args */
   if ((bad = read_dims(L, block, "block", cfg->block, f->ctx->max_block)) != NULL ||
       (bad = check_threads(L, cfg, f->ctx)) != NULL)
-    luaL_argerror(L, block - 1, bad);
+    luaL_argerror(L, block, bad);
   if (top >= first && lua_type(L, top) == LUA_TTABLE) {
     static const char *const known[] = {"shared", NULL};
     gpu_checkoptions(L, top, known);
     lua_getfield(L, top, "shared");
     shared = luaL_optinteger(L, -1, 0);
     if (shared < 0 || shared > UINT32_MAX)
-      luaL_argerror(L, top - 1, "shared must be a byte count (0 or more)");
+      luaL_argerror(L, top, "shared must be a byte count (0 or more)");
     cfg->shared = (unsigned)shared;
     lua_pop(L, 1);
     top--;

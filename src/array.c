@@ -10,6 +10,7 @@
 ** buffer (:free() releases it); views made by array_view share it and :free() only
 ** detaches them.  A freed buffer makes every array on it unusable, with an error.
 */
+#include <stdint.h>
 #include <string.h>
 
 #include "gpu.h"
@@ -87,6 +88,8 @@ gpu_Array *gpu_array_new (lua_State *L, gpu_DtypeId dtype, int ndim, const int64
   gpu_Array *a;
   int i;
   for (i = 0; i < ndim; i++) size *= shape[i];
+  if (size > (int64_t)(PTRDIFF_MAX / gpu_dtypes[dtype].itemsize))   /* bytes overflow size_t */
+    luaL_error(L, "array of %I %s elements is too large", (lua_Integer)size, gpu_dtypes[dtype].name);
   row_major_strides(ndim, shape, gpu_dtypes[dtype].itemsize, strides);
   b = gpu_buffer_new(L, (size_t)size * gpu_dtypes[dtype].itemsize);
   a = new_header(L, -1, b, 0, dtype, ndim, shape, strides);

@@ -4,6 +4,7 @@
 ** access is 1-based over the flat (row-major) order and checks both index and value.
 ** Printing lives in the Lua layer (lua/gpu/host.lua).
 */
+#include <stdint.h>
 #include <string.h>
 
 #include "gpu.h"
@@ -60,6 +61,13 @@ static void set_shape (gpu_HostArray *h, gpu_DtypeId dtype, int ndim, const int6
 gpu_HostArray *gpu_hostarray_new (lua_State *L, gpu_DtypeId dtype, int ndim,
                                   const int64_t *shape, int pagelocked) {
   gpu_HostArray header, *h;
+  int64_t size = 1;
+  int i;
+  /* shapes are checked below 2^62 elements, but their bytes may still overflow a size_t */
+  for (i = 0; i < ndim; i++) size *= shape[i];
+  if (size > (int64_t)((PTRDIFF_MAX - HEADER_SIZE) / gpu_dtypes[dtype].itemsize))
+    luaL_error(L, "host array of %I %s elements is too large", (lua_Integer)size,
+               gpu_dtypes[dtype].name);
   set_shape(&header, dtype, ndim, shape);
   if (!pagelocked) {
     h = (gpu_HostArray *)lua_newuserdatauv(L, HEADER_SIZE + header.nbytes, 1);
@@ -249,7 +257,11 @@ static int host_from_table (lua_State *L) {
 static void *element (lua_State *L, gpu_HostArray *h, int idx) {
   int isint;
   lua_Integer i = lua_tointegerx(L, idx, &isint);
-  if (!isint) luaL_error(L, "HostArray index must be a whole number, got %s", luaL_typename(L, idx));
+  if (!isint) {
+    if (lua_type(L, idx) == LUA_TNUMBER)
+      luaL_error(L, "HostArray index must be a whole number, got %s", lua_tostring(L, idx));
+    luaL_error(L, "HostArray index must be a whole number, got %s", luaL_typename(L, idx));
+  }
   if (i < 1 || i > h->size)
     luaL_error(L, "HostArray index %I out of range (size %I)", i, (lua_Integer)h->size);
   return (char *)h->data + (size_t)(i - 1) * gpu_dtypes[h->dtype].itemsize;
@@ -296,9 +308,9 @@ static int host_newindex (lua_State *L) {
   p = element(L, h, 2);
   if ((bad = gpu_tovalue(L, 3, h->dtype, v)) != NULL) {
     if (lua_type(L, 3) == LUA_TNUMBER)
-      return luaL_error(L, "cannot store %s in a %s HostArray: %s", lua_tostring(L, 3),
+      return luaL_error(L, "cannot store %s in a HostArray of %s: %s", lua_tostring(L, 3),
                         gpu_dtypes[h->dtype].name, bad);
-    return luaL_error(L, "cannot store a %s in a %s HostArray: %s", luaL_typename(L, 3),
+    return luaL_error(L, "cannot store a %s in a HostArray of %s: %s", luaL_typename(L, 3),
                       gpu_dtypes[h->dtype].name, bad);
   }
   memcpy(p, v, gpu_dtypes[h->dtype].itemsize);

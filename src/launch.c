@@ -14,8 +14,12 @@
 
 #include "gpu.h"
 
-/* Parameter types beyond the dtypes: a device pointer, and bytes passed by value. */
-enum { GPU_PARAM_POINTER = GPU_NDTYPES, GPU_PARAM_BYVALUE, GPU_PARAM_NTYPES };
+/*
+** Parameter types beyond the dtypes: a device pointer, bytes passed by value, and a parameter
+** whose size the driver told but whose type nobody did (a module without signatures): the
+** argument's own kind decides, as long as its size is the parameter's.
+*/
+enum { GPU_PARAM_POINTER = GPU_NDTYPES, GPU_PARAM_BYVALUE, GPU_PARAM_UNKNOWN, GPU_PARAM_NTYPES };
 
 typedef struct gpu_Param {
   size_t offset, size;
@@ -55,7 +59,7 @@ typedef struct gpu_LaunchConfig {
 /* The largest parameter buffer CUDA accepts (12.1+ on Volta and later). */
 #define GPU_MAX_PARAM_BYTES 32764
 
-static const char param_letters[] = "?bBhHiIqQeEfdPV";   /* index = param type */
+static const char param_letters[] = "?bBhHiIqQeEfdPVV";  /* index = param type */
 
 static int letter_type (int c) {
   const char *p;
@@ -77,7 +81,8 @@ static size_t type_size (int type) {
 
 static const char *type_name (int type) {
   return type == GPU_PARAM_POINTER ? "pointer"
-       : type == GPU_PARAM_BYVALUE ? "struct (by value)" : gpu_dtypes[type].name;
+       : type == GPU_PARAM_BYVALUE ? "struct (by value)"
+       : type == GPU_PARAM_UNKNOWN ? "unknown type" : gpu_dtypes[type].name;
 }
 
 static size_t align_up (size_t n, size_t a) { return (n + a - 1) / a * a; }
@@ -108,12 +113,13 @@ static void set_layout (lua_State *L, int fidx, gpu_Function *f, const char *typ
   f->argbuf = block + sizeof(gpu_Param) * (size_t)(n > 0 ? n : 1);
   for (i = 0; i < n; i++) {
     gpu_Param *p = &f->params[i];
-    int type = types ? letter_type((unsigned char)types[i]) : GPU_PARAM_BYVALUE;
+    int type = types ? letter_type((unsigned char)types[i]) : GPU_PARAM_UNKNOWN;
     if (type < 0) type = GPU_PARAM_BYVALUE;
     if (ndriver >= 0) {
       p->offset = offsets[i];
       p->size = sizes[i];
-      if (type != GPU_PARAM_BYVALUE && type_size(type) != p->size) type = GPU_PARAM_BYVALUE;
+      /* a declared type of another size was misread: let the argument decide */
+      if (type < GPU_PARAM_BYVALUE && type_size(type) != p->size) type = GPU_PARAM_UNKNOWN;
     } else {
       p->size = type_size(type);
       p->offset = off = align_up(off, natural_alignment(p->size));
@@ -132,10 +138,12 @@ static void set_layout (lua_State *L, int fidx, gpu_Function *f, const char *typ
 static int driver_layout (const gpu_Driver *d, CUfunction fn, size_t *offsets, size_t *sizes,
                           int max) {
   int n = 0;
+  CUresult r = CUDA_SUCCESS;
   if (d->cuFuncGetParamInfo == NULL) return -1;
-  while (n < max && d->cuFuncGetParamInfo(fn, (size_t)n, &offsets[n], &sizes[n]) == CUDA_SUCCESS)
+  while (n < max && (r = d->cuFuncGetParamInfo(fn, (size_t)n, &offsets[n], &sizes[n])) == CUDA_SUCCESS)
     n++;
-  return n;
+  /* the end of the list reads as INVALID_VALUE; anything else means the driver cannot tell */
+  return n < max && r != CUDA_ERROR_INVALID_VALUE ? -1 : n;
 }
 
 #define GPU_MAX_PARAMS 1024
@@ -259,18 +267,24 @@ static void read_call_options (lua_State *L, int idx, gpu_Function *f, gpu_Launc
     } else if (strcmp(key, "shared") == 0) {
       int isint;
       lua_Integer n = lua_tointegerx(L, v, &isint);
-      if (!isint || n < 0 || n > UINT32_MAX) bad = "shared must be a byte count";
+      if (!isint || n < 0 || n > UINT32_MAX) bad = "shared must be a byte count (0 or more)";
       else cfg->shared = (unsigned)n;
     } else if (strcmp(key, "stream") == 0) {
-      cfg->stream_obj = launch_stream(L, v);
-      cfg->stream = cfg->stream_obj ? cfg->stream_obj->stream : NULL;
+      if (!lua_isnil(L, v) && gpu_teststream(L, v) == NULL)
+        bad = lua_pushfstring(L, "stream must be a gpu.Stream, got %s", luaL_typename(L, v));
+      else if (!lua_isnil(L, v) && !gpu_teststream(L, v)->live)
+        bad = "stream has been freed";
+      else {
+        cfg->stream_obj = launch_stream(L, v);
+        cfg->stream = cfg->stream_obj ? cfg->stream_obj->stream : NULL;
+      }
     } else if (strcmp(key, "time") == 0) {
       cfg->timed = lua_toboolean(L, v);
     } else {
       bad = lua_type(L, -2) == LUA_TSTRING ? lua_pushfstring(L, "unknown option '%s'", key)
                                            : "option keys must be strings";
     }
-    lua_settop(L, v - 1);
+    if (bad == NULL) lua_settop(L, v - 1);   /* else keep the message referenced */
   }
   if (bad == NULL && !has_block) bad = "missing option 'block'";
   if (bad == NULL) bad = check_threads(L, cfg, f->ctx);
@@ -356,6 +370,9 @@ static void pack_value (lua_State *L, const gpu_Function *f, int idx, int argn,
       memcpy(dst, s->bytes, p->size);
       return;
     }
+    if (s != NULL)
+      kernel_argerror(L, f, argn, "parameter is %I bytes, the %s scalar %d", (lua_Integer)p->size,
+                      gpu_dtypes[s->dtype].name, (int)gpu_dtypes[s->dtype].itemsize);
     if (lua_type(L, idx) != LUA_TSTRING)
       kernel_argerror(L, f, argn, "parameter is passed by value (%I bytes): expected a string "
                                   "of its bytes, got %s", (lua_Integer)p->size,
@@ -369,7 +386,7 @@ static void pack_value (lua_State *L, const gpu_Function *f, int idx, int argn,
   }
   if (s != NULL) {
     if (!scalar_fits(s->dtype, p->type))
-      kernel_argerror(L, f, argn, "expected %s, got a %s scalar", gpu_dtypes[p->type].name,
+      kernel_argerror(L, f, argn, "expected %s, got a scalar of %s", gpu_dtypes[p->type].name,
                       gpu_dtypes[s->dtype].name);
     memcpy(dst, s->bytes, p->size);
   } else {
@@ -377,10 +394,28 @@ static void pack_value (lua_State *L, const gpu_Function *f, int idx, int argn,
     if (bad != NULL) {
       if (lua_type(L, idx) == LUA_TNUMBER)
         kernel_argerror(L, f, argn, "%s is %s", lua_tostring(L, idx), bad);
-      kernel_argerror(L, f, argn, "%s %s, got %s", gpu_dtypes[p->type].name, bad,
+      kernel_argerror(L, f, argn, "%s for %s, got %s", bad, gpu_dtypes[p->type].name,
                       luaL_typename(L, idx));
     }
   }
+}
+
+/* How an argument for a parameter of unknown type (size known) is passed: pointer or bytes. */
+static int resolve_unknown (lua_State *L, const gpu_Function *f, int idx, int argn,
+                            const gpu_Param *p, gpu_ArgKind kind) {
+  int ltype = lua_type(L, idx);
+  if (kind == GPU_ARG_BUFFER || kind == GPU_ARG_ARRAY || kind == GPU_ARG_HANDLER ||
+      ltype == LUA_TLIGHTUSERDATA || ltype == LUA_TNIL) {
+    if (p->size != sizeof(CUdeviceptr))
+      kernel_argerror(L, f, argn, "parameter is %I bytes, a device pointer %d",
+                      (lua_Integer)p->size, (int)sizeof(CUdeviceptr));
+    return GPU_PARAM_POINTER;
+  }
+  if (ltype == LUA_TNUMBER || ltype == LUA_TBOOLEAN)
+    kernel_argerror(L, f, argn, "the kernel's parameter types are unknown, so a plain %s "
+                                "cannot be converted: pass a typed scalar such as gpu.int32(x), "
+                                "or prepare() the kernel", luaL_typename(L, idx));
+  return GPU_PARAM_BYVALUE;
 }
 
 /*
@@ -465,6 +500,11 @@ static size_t pack_arguments (lua_State *L, gpu_Function *f, int first, int narg
         luaL_error(L, "arguments to '%s' exceed %d bytes", f->name, GPU_MAX_PARAM_BYTES);
     }
     dst = f->argbuf + p->offset;
+    if (p->type == GPU_PARAM_UNKNOWN) {
+      dyn = *p;
+      dyn.type = resolve_unknown(L, f, idx, i + 1, p, kind);
+      p = &dyn;
+    }
     if (p->type != GPU_PARAM_POINTER) {
       if (kind == GPU_ARG_HANDLER)
         kernel_argerror(L, f, i + 1, "expected %s, got an In/Out/InOut handler",
@@ -589,8 +629,9 @@ static int function_prepare (lua_State *L) {
                                                    (int)i + 1, f->name,
                                                    (lua_Integer)f->params[i].size, format[i],
                                                    (lua_Integer)want));
-      f->params[i].type = letter_type((unsigned char)types[i]);
     }
+    for (i = 0; i < n; i++)        /* only once all fit: a failed prepare changes nothing */
+      f->params[i].type = letter_type((unsigned char)types[i]);
   } else {
     set_layout(L, 1, f, types, NULL, NULL, -1);
   }
@@ -603,15 +644,19 @@ static int read_prepared (lua_State *L, gpu_Function *f, int grid, int block, in
                           gpu_LaunchConfig *cfg) {
   const char *bad = read_dims(L, grid, "grid", cfg->grid, f->ctx->max_grid);
   int top = lua_gettop(L);
-  if (bad != NULL) luaL_argerror(L, grid - 1, bad);
+  lua_Integer shared;
+  if (bad != NULL) luaL_argerror(L, grid, bad);   /* luaL_argerror numbers methods' args */
   if ((bad = read_dims(L, block, "block", cfg->block, f->ctx->max_block)) != NULL ||
       (bad = check_threads(L, cfg, f->ctx)) != NULL)
-    luaL_argerror(L, block - 1, bad);
+    luaL_argerror(L, block, bad);
   if (top >= first && lua_type(L, top) == LUA_TTABLE) {
     static const char *const known[] = {"shared", NULL};
     gpu_checkoptions(L, top, known);
     lua_getfield(L, top, "shared");
-    cfg->shared = (unsigned)luaL_optinteger(L, -1, 0);
+    shared = luaL_optinteger(L, -1, 0);
+    if (shared < 0 || shared > UINT32_MAX)
+      luaL_argerror(L, top, "shared must be a byte count (0 or more)");
+    cfg->shared = (unsigned)shared;
     lua_pop(L, 1);
     top--;
   }
@@ -743,11 +788,12 @@ static int function_tostring (lua_State *L) {
 /* gpu.int32(x) and friends: upvalue 1 is the dtype id. */
 static int scalar_new (lua_State *L) {
   gpu_DtypeId dtype = (gpu_DtypeId)lua_tointeger(L, lua_upvalueindex(1));
-  gpu_Scalar *s = (gpu_Scalar *)lua_newuserdatauv(L, sizeof(gpu_Scalar), 0);
+  gpu_Scalar *s;
   const char *bad;
+  luaL_checkany(L, 1);          /* before the userdata, which would otherwise be argument 1 */
+  s = (gpu_Scalar *)lua_newuserdatauv(L, sizeof(gpu_Scalar), 0);
   memset(s, 0, sizeof *s);
   s->dtype = dtype;
-  luaL_checkany(L, 1);
   if ((bad = gpu_tovalue(L, 1, dtype, s->bytes)) != NULL) {
     if (lua_type(L, 1) == LUA_TNUMBER)
       return luaL_argerror(L, 1, lua_pushfstring(L, "%s is %s", lua_tostring(L, 1), bad));

@@ -296,11 +296,9 @@ static int gpu_from_device (lua_State *L) {
   int ndim = gpu_checkshape(L, 2, shape, &size);
   gpu_DtypeId dtype = gpu_checkdtype(L, 3);
   gpu_HostArray *h;
-  if ((uint64_t)size * gpu_dtypes[dtype].itemsize > b->size)
-    luaL_argerror(L, 2, lua_pushfstring(L, "%I elements of %s (%I bytes) are more than the "
-                                        "buffer holds (%I bytes)", (lua_Integer)size,
-                                        gpu_dtypes[dtype].name,
-                                        (lua_Integer)(size * gpu_dtypes[dtype].itemsize),
+  if ((uint64_t)size > b->size / gpu_dtypes[dtype].itemsize)
+    luaL_argerror(L, 2, lua_pushfstring(L, "%I elements of %s are more than the buffer holds "
+                                        "(%I bytes)", (lua_Integer)size, gpu_dtypes[dtype].name,
                                         (lua_Integer)b->size));
   h = gpu_hostarray_new(L, dtype, ndim, shape, 0);
   gpu_context_enter(L, b->ctx);

@@ -124,6 +124,7 @@ static int module_get_global(lua_State *L) {
     return luaL_error(L, "no global named '%s' in this module", name);
   gpu_check(L, r, "cuModuleGetGlobal");
   b = (gpu_Buffer *)lua_newuserdatauv(L, sizeof(gpu_Buffer), 1);
+  memset(b, 0, sizeof *b);
   b->ptr = ptr;
   b->size = size;
   b->root = &m->globals;

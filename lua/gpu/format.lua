@@ -22,7 +22,9 @@ local function trim(s)
   return mantissa .. (exponent or "")
 end
 
--- Texts for a list of floats, padded to line up as NumPy does.
+-- Texts for a list of floats, padded to line up as NumPy does: in scientific notation every
+-- value gets the same number of digits (1.5e+00 -2.0e+00); nan and inf are right-aligned to
+-- the width of the finite values.
 local function float_texts(values)
   local big, small = false, false
   for _, v in ipairs(values) do
@@ -33,17 +35,39 @@ local function float_texts(values)
     end
   end
   local scientific = big or small
+  local digits = 0
+  if scientific then
+    for _, v in ipairs(values) do
+      if not special(v) then
+        local frac = trim(("%." .. PRECISION .. "e"):format(v)):match("%.(%d*)e")
+        if #frac > digits then digits = #frac end
+      end
+    end
+  end
   local texts, left, right = {}, 0, 0
   for i, v in ipairs(values) do
-    local t = special(v) or trim((scientific and "%." .. PRECISION .. "e"
-                                             or "%." .. PRECISION .. "f"):format(v))
-    local int, frac = t:match("^([^.]*)(%..*)$")
-    int, frac = int or t, frac or ""
-    texts[i] = {int, frac}
-    left, right = math.max(left, #int), math.max(right, #frac)
+    if not special(v) then
+      local t
+      if scientific then
+        t = ("%." .. digits .. "e"):format(v)
+        if digits == 0 then t = t:gsub("e", ".e", 1) end
+      else
+        t = trim(("%." .. PRECISION .. "f"):format(v))
+      end
+      local int, frac = t:match("^([^.]*)(%..*)$")
+      int, frac = int or t, frac or ""
+      texts[i] = {int, frac}
+      left, right = math.max(left, #int), math.max(right, #frac)
+    end
   end
-  for i, t in ipairs(texts) do
-    texts[i] = (" "):rep(left - #t[1]) .. t[1] .. t[2] .. (" "):rep(right - #t[2])
+  for i, v in ipairs(values) do
+    local t = texts[i]
+    if t then
+      texts[i] = (" "):rep(left - #t[1]) .. t[1] .. t[2] .. (" "):rep(right - #t[2])
+    else
+      local name = special(v)
+      texts[i] = (" "):rep(left + right - #name) .. name
+    end
   end
   return texts
 end
@@ -103,8 +127,8 @@ function M.array_string(shape, kind, fetch)
       -- one row, wrapped like NumPy's: continuation lines start under the first element
       local line, lines = "[", {}
       for _, i in ipairs(shown(shape[d], summarize)) do
-        local t = i and texts[base + (i - 1) * strides[d]] or "..."
-        t = (" "):rep(width - #t) .. t
+        local t = i and texts[base + (i - 1) * strides[d]]
+        t = t and (" "):rep(width - #t) .. t or "..."
         local piece = (line == "[" and "" or " ") .. t
         if #indent + #line + #piece + 1 > LINEWIDTH and line ~= "[" then
           lines[#lines + 1] = line

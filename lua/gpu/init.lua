@@ -62,7 +62,7 @@ local function default_arch()
   local ok, why = core.available()
   if not ok then
     error("no device to choose an architecture for (" .. why .. "): pass opts.arch, "
-          .. "e.g. 'sm_90'", 3)
+          .. "e.g. 'sm_90'", 4)
   end
   local major, minor = core.get_device():compute_capability()
   local want = major * 10 + minor
@@ -84,11 +84,11 @@ local function string_list(value, n, fname, key)
   if value == nil then return nil end
   if type(value) == "string" then return {value} end
   if type(value) ~= "table" then
-    argerror(n, fname, ("option '%s' must be a list of strings"):format(key), 2)
+    argerror(n, fname, ("option '%s' must be a list of strings"):format(key), 3)
   end
   for i, item in ipairs(value) do
     if type(item) ~= "string" then
-      argerror(n, fname, ("option '%s' item %d must be a string, got %s"):format(key, i, type(item)), 2)
+      argerror(n, fname, ("option '%s' item %d must be a string, got %s"):format(key, i, type(item)), 3)
     end
   end
   return value
@@ -124,6 +124,26 @@ gpu._cache_dir = cache_dir
 -- fname names the calling function in argument errors.
 local function compile_job(source, opts, fname, default_target)
   local arch, target = opts.arch, opts.target
+  -- checked here so that errors blame the caller's line, not the C call below
+  if arch ~= nil and type(arch) ~= "string" then
+    argerror(2, fname, "option 'arch' must be a string such as 'sm_90', got " .. type(arch), 2)
+  end
+  if target ~= nil and target ~= "ptx" and target ~= "cubin" then
+    argerror(2, fname, ("option 'target' must be 'ptx' or 'cubin', got %s"):format(tostring(target)), 2)
+  end
+  if opts.name ~= nil and type(opts.name) ~= "string" then
+    argerror(2, fname, "option 'name' must be a string, got " .. type(opts.name), 2)
+  end
+  if opts.headers ~= nil then
+    if type(opts.headers) ~= "table" then
+      argerror(2, fname, "option 'headers' must be a table {name = source}, got " .. type(opts.headers), 2)
+    end
+    for k, v in pairs(opts.headers) do
+      if type(k) ~= "string" or type(v) ~= "string" then
+        argerror(2, fname, "option 'headers' must map file names to source strings", 2)
+      end
+    end
+  end
   if arch == nil then
     local device_target
     arch, device_target = default_arch()

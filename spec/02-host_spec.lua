@@ -1,0 +1,297 @@
+-- gpu.host: typed host arrays (Lua has no NumPy).
+local helpers = require "helpers"
+local gpu = helpers.gpu
+local host = gpu.host
+
+local function product(shape)
+  local n = 1
+  for _, d in ipairs(shape) do n = n * d end
+  return n
+end
+
+describe("gpu.host constructors", function()
+  it("empty/zeros give zero-filled arrays of the shape and dtype (float64 by default)", function()
+    for _, ctor in ipairs{"empty", "zeros"} do
+      local h = host[ctor]({2, 3}, "int16")
+      assert.are.same({2, 3}, h.shape)
+      assert.are.same({"int16", 6, 12, 2, 2}, {h.dtype, h.size, h.nbytes, h.ndim, h.itemsize})
+      assert.are.equal(6, #h)
+      for i = 1, 6 do assert.are.equal(0, h[i]) end
+      local d = host[ctor](5)
+      assert.are.same({"float64", {5}, 40}, {d.dtype, d.shape, d.nbytes})
+    end
+    local scalar = host.zeros({}, "int32")
+    assert.are.same({0, 1, 4}, {scalar.ndim, scalar.size, scalar.nbytes})
+    assert.are.equal(0, host.empty({0, 4}, "float32").nbytes)
+  end)
+
+  it("ones and full fill every element", function()
+    local o = host.ones({3, 2}, "float32")
+    for i = 1, 6 do assert.are.equal(1, o[i]) end
+    local f = host.full(4, -7, "int8")
+    assert.are.same({-7, -7, -7, -7}, f:totable())
+    assert.are.equal("int64", host.full(2, 3).dtype)
+    assert.are.equal("float64", host.full(2, 3.5).dtype)
+    assert.are.equal("bool", host.full(2, true).dtype)
+    helpers.assert_error("bad argument #2 to 'full' (fill value out of range for int8)",
+                         function() host.full(4, 300, "int8") end)
+  end)
+
+  it("from_table takes flat and nested tables, inferring the dtype like NumPy", function()
+    local values = helpers.random_integers(12, -1000, 1000)
+    local flat = host.from_table(values, "int32")
+    assert.are.same({12}, flat.shape)
+    assert.are.same(values, flat:totable())
+    local nested = {}
+    for r = 1, 3 do
+      nested[r] = {}
+      for c = 1, 4 do nested[r][c] = values[(r - 1) * 4 + c] end
+    end
+    local h = host.from_table(nested, "int32")
+    assert.are.same({3, 4}, h.shape)
+    assert.are.same(nested, h:totable())
+    for i = 1, 12 do assert.are.equal(values[i], h[i]) end  -- flat, row-major
+    assert.are.equal("int64", host.from_table({1, 2}).dtype)
+    assert.are.equal("float64", host.from_table({1, 2.5}).dtype)
+    assert.are.equal("bool", host.from_table({true, false}).dtype)
+    local deep = host.from_table({{{1, 2}, {3, 4}}, {{5, 6}, {7, 8}}}, "uint8")
+    assert.are.same({2, 2, 2}, deep.shape)
+    assert.are.same({{{1, 2}, {3, 4}}, {{5, 6}, {7, 8}}}, deep:totable())
+    assert.are.same({0}, host.from_table({}).shape)
+  end)
+
+  it("from_table rejects ragged tables and values that do not fit", function()
+    helpers.assert_error("bad argument #1 to 'from_table' (ragged nested table: a row at depth 2 "
+                         .. "has 1 items, expected 2)", function() host.from_table({{1, 2}, {3}}) end)
+    helpers.assert_error("bad argument #1 to 'from_table' (ragged nested table: item 2 at depth 1 "
+                         .. "is a number, not a table)", function() host.from_table({{1, 2}, 3}) end)
+    helpers.assert_error("bad argument #1 to 'from_table' (item 2: expected a number, got table)",
+                         function() host.from_table({1, {2}}, "int32") end)
+    helpers.assert_error("bad argument #1 to 'from_table' (item 3: out of range for uint8, got number)",
+                         function() host.from_table({1, 2, 256}, "uint8") end)
+    helpers.assert_error("bad argument #2 to 'from_table' (unknown dtype 'int128')",
+                         function() host.from_table({1}, "int128") end)
+    helpers.assert_error("bad argument #1 to 'from_table' (table expected, got string)",
+                         function() host.from_table("1, 2") end)
+    assert.are.same({1, 2}, host.from_table({1, 2}, "uint8"):totable())
+  end)
+
+  it("from_bytes reads raw bytes, with an optional shape", function()
+    local values = helpers.random_integers(6, -2^31, 2^31 - 1)
+    local bytes = string.pack("<" .. ("i4"):rep(6), table.unpack(values))
+    local h = host.from_bytes(bytes, "int32")
+    assert.are.same(values, h:totable())
+    local m = host.from_bytes(bytes, "int32", {2, 3})
+    assert.are.same({2, 3}, m.shape)
+    assert.are.equal(bytes, m:bytes())
+    helpers.assert_error("bad argument #1 to 'from_bytes' (23 bytes is not a whole number of int32 elements)",
+                         function() host.from_bytes(bytes:sub(2), "int32") end)
+    helpers.assert_error("bad argument #3 to 'from_bytes' (shape holds 4 elements, the string 6)",
+                         function() host.from_bytes(bytes, "int32", {2, 2}) end)
+    helpers.assert_error("bad argument #1 to 'from_bytes' (string expected, got table)",
+                         function() host.from_bytes({}, "int32") end)
+  end)
+
+  it("reject bad shapes and dtypes", function()
+    helpers.assert_error("bad argument #1 to 'empty' (negative dimension -1 in shape)",
+                         function() host.empty(-1) end)
+    helpers.assert_error("bad argument #1 to 'zeros' (negative dimension -2 in shape)",
+                         function() host.zeros({3, -2}) end)
+    helpers.assert_error("bad argument #1 to 'empty' (shape must be a number or a table of whole "
+                         .. "numbers, got string)", function() host.empty({2, "a"}) end)
+    helpers.assert_error("bad argument #1 to 'empty' (shape must be a number or a table of whole "
+                         .. "numbers, got boolean)", function() host.empty(true) end)
+    helpers.assert_error("bad argument #1 to 'empty' (shape must be a number or a table of whole "
+                         .. "numbers, got no value)", function() host.empty() end)
+    helpers.assert_error("bad argument #2 to 'empty' (unknown dtype 'float')",
+                         function() host.empty(3, "float") end)
+    helpers.assert_error("bad argument #1 to 'ones' (shape is too large)",
+                         function() host.ones({2^31, 2^31, 2}) end)
+    helpers.assert_error("host array of 2305843009213693952 float64 elements is too large",
+                         function() host.empty(2^61, "float64") end)
+    assert.are.equal(3, #host.empty(3))
+  end)
+end)
+
+describe("gpu.HostArray elements", function()
+  it("read and write 1-based flat indices with conversion", function()
+    local h = host.zeros({2, 2}, "float32")
+    local x = helpers.random_floats(4, 100)
+    for i = 1, 4 do h[i] = x[i] end
+    for i = 1, 4 do assert.are.equal(helpers.f32(x[i]), h[i]) end
+    local b = host.zeros(2, "bool")
+    b[2] = true
+    assert.are.same({false, true}, b:totable())
+    local u = host.zeros(1, "uint64")
+    u[1] = -1
+    assert.are.equal(-1, u[1])
+    assert.are.equal("integer", math.type(host.ones(1, "int8")[1]))
+    assert.are.equal("float", math.type(host.ones(1, "float32")[1]))
+  end)
+
+  it("check the index range and type, and the value", function()
+    local h = host.from_table({10, 20, 30}, "int32")
+    helpers.assert_error("HostArray index 0 out of range (size 3)", function() return h[0] end)
+    helpers.assert_error("HostArray index 4 out of range (size 3)", function() return h[4] end)
+    helpers.assert_error("HostArray index -1 out of range (size 3)", function() h[-1] = 1 end)
+    helpers.assert_error("HostArray index must be a whole number, got 1.5", function() return h[1.5] end)
+    helpers.assert_error("HostArray index must be a whole number, got string", function() h.x = 1 end)
+    helpers.assert_error("cannot store 1099511627776 in a HostArray of int32: out of range for int32",
+                         function() h[1] = 1 << 40 end)
+    helpers.assert_error("cannot store 2.5 in a HostArray of int32: not an integer",
+                         function() h[1] = 2.5 end)
+    helpers.assert_error("cannot store a string in a HostArray of int32: expected a number",
+                         function() h[1] = "7" end)
+    assert.is_nil(h.nosuchfield)
+    assert.are.same({10, 20, 30}, h:totable())     -- nothing was written
+    h[3] = 31
+    assert.are.equal(31, h[3])
+  end)
+end)
+
+describe("gpu.HostArray methods", function()
+  it("bytes() are the elements in native layout", function()
+    local x = helpers.random_floats(5)
+    local h = host.from_table(x, "float64")
+    assert.are.equal(string.pack("=" .. ("d"):rep(5), table.unpack(x)), h:bytes())
+    assert.are.equal("", host.empty(0, "int8"):bytes())
+  end)
+
+  it("fill(v) sets every element and returns the array", function()
+    local h = host.empty({3, 3}, "int64")
+    assert.are.equal(h, h:fill(-5))
+    for i = 1, 9 do assert.are.equal(-5, h[i]) end
+    helpers.assert_error("bad argument #1 to 'fill' (fill value not an integer)",
+                         function() h:fill(0.5) end)
+    helpers.assert_error("bad argument #1 to 'fill' (value expected)", function() h:fill() end)
+    assert.are.equal(-5, h[9])
+  end)
+
+  it("reshape gives a view that shares the data", function()
+    local values = helpers.random_integers(6, -100, 100)
+    local h = host.from_table(values, "int32")
+    local v = h:reshape(2, 3)
+    assert.are.same({2, 3}, v.shape)
+    assert.are.same({{values[1], values[2], values[3]}, {values[4], values[5], values[6]}}, v:totable())
+    v[6] = 1000
+    assert.are.equal(1000, h[6])
+    assert.are.same({3, 2}, h:reshape({3, -1}).shape)
+    assert.are.same({6}, v:reshape(-1).shape)
+    helpers.assert_error("bad argument #1 to 'reshape' (cannot reshape an array of size 6 into that shape)",
+                         function() h:reshape(4, 2) end)
+    helpers.assert_error("bad argument #1 to 'reshape' (only one dimension can be -1)",
+                         function() h:reshape(-1, -1) end)
+    helpers.assert_error("bad argument #1 to 'reshape' (negative dimension -3 in shape)",
+                         function() h:reshape(-3, -2) end)
+    helpers.assert_error("bad argument #1 to 'reshape' (shape expected)", function() h:reshape() end)
+    helpers.assert_error("bad argument #2 to 'reshape' (number expected, got string)",
+                         function() h:reshape(2, "x") end)
+  end)
+
+  it("print like NumPy", function()
+    assert.are.equal("[[1 2 3]\n [4 5 6]]", tostring(host.from_table({{1, 2, 3}, {4, 5, 6}}, "int32")))
+    assert.are.equal("[1.5 2.  3. ]", tostring(host.from_table({1.5, 2, 3})))
+    assert.are.equal("[-1  0 10]", tostring(host.from_table({-1, 0, 10}, "int8")))
+    assert.are.equal("[[ 1.5e+00 -2.0e+00]\n [ 1.0e-05  3.0e+00]]",
+                     tostring(host.from_table({{1.5, -2}, {1e-5, 3}})))
+    assert.are.equal("[ nan  inf -inf  1.5]", tostring(host.from_table({0 / 0, 1 / 0, -1 / 0, 1.5}, "float32")))
+    assert.are.equal("[[[0 0]\n  [0 0]]\n\n [[0 0]\n  [0 0]]]", tostring(host.zeros({2, 2, 2}, "int32")))
+    assert.are.equal("[]", tostring(host.zeros(0, "int32")))
+    assert.are.equal("7", tostring(host.full({}, 7, "int32")))
+    local t = {}
+    for i = 0, 1999 do t[#t + 1] = i end
+    assert.are.equal("[   0    1    2 ... 1997 1998 1999]", tostring(host.from_table(t, "int32")))
+  end)
+
+  it("is_pagelocked is false for ordinary arrays", function()
+    assert.is_false(host.zeros(3):is_pagelocked())
+  end)
+end)
+
+describe("freeing a HostArray", function()
+  it("is idempotent, and use after free is an error, never a crash", function()
+    local h = host.from_table({1, 2, 3}, "int32")
+    local view = h:reshape(3, 1)
+    h:free()
+    h:free()
+    helpers.assert_error("bad argument #1 to 'index' (host array has been freed)", function() return h[1] end)
+    helpers.assert_error("bad argument #1 to 'newindex' (host array has been freed)", function() h[1] = 1 end)
+    helpers.assert_error("bad argument #1 to 'len' (host array has been freed)", function() return #h end)
+    helpers.assert_error("calling 'totable' on bad self (host array has been freed)", function() h:totable() end)
+    helpers.assert_error("calling 'bytes' on bad self (host array has been freed)", function() h:bytes() end)
+    helpers.assert_error("calling 'fill' on bad self (host array has been freed)", function() h:fill(1) end)
+    helpers.assert_error("calling 'reshape' on bad self (host array has been freed)", function() h:reshape(3) end)
+    -- a view of a freed array is dead too
+    helpers.assert_error("bad argument #1 to 'index' (host array has been freed)", function() return view[1] end)
+    assert.are.equal("gpu.HostArray(freed)", tostring(h))
+    assert.are.equal("gpu.HostArray(freed)", tostring(view))
+    view:free()
+    helpers.assert_error("bad argument #1 to 'In' (host array has been freed)", function() gpu.In(h) end)
+    assert.are.equal(3, #host.zeros(3))               -- the module stays usable
+  end)
+
+  it("freeing a view leaves its base alive", function()
+    local h = host.from_table({1, 2, 3, 4}, "int32")
+    local v = h:reshape(2, 2)
+    v:free()
+    assert.are.same({1, 2, 3, 4}, h:totable())
+    helpers.assert_error("bad argument #1 to 'index' (host array has been freed)", function() return v[1] end)
+  end)
+
+  it("works with <close>", function()
+    local outer
+    do
+      local h <close> = host.zeros(2)
+      outer = h
+      assert.are.equal(2, #h)
+    end
+    assert.are.equal("gpu.HostArray(freed)", tostring(outer))
+  end)
+end)
+
+describe("page-locked host arrays", function()
+  if not helpers.has_gpu then
+    it("need a device: without one they raise the driver's gpu.Error", function()
+      helpers.assert_gpu_error("CUDA_ERROR_NOT_INITIALIZED", "cuInit",
+                               function() host.pagelocked_empty(4, "float32") end)
+      helpers.assert_gpu_error("CUDA_ERROR_NOT_INITIALIZED", "cuInit",
+                               function() host.pagelocked_zeros(4, "float32") end)
+      assert.are.equal(4, #host.zeros(4))
+    end)
+  end
+
+  helpers.gpu_it("are zero-filled, writable, and report is_pagelocked", function()
+    local shape = {3, 5}
+    local h = host.pagelocked_empty(shape, "int32")
+    assert.is_true(h:is_pagelocked())
+    assert.are.same(shape, h.shape)
+    for i = 1, product(shape) do assert.are.equal(0, h[i]) end
+    local values = helpers.random_integers(15, -1000, 1000)
+    for i = 1, 15 do h[i] = values[i] end
+    assert.are.same(values, h:reshape(-1):totable())
+    assert.is_true(h:reshape(5, 3):is_pagelocked())
+    local z = host.pagelocked_zeros(7, "float64")
+    assert.is_true(z:is_pagelocked())
+    assert.are.same({0, 0, 0, 0, 0, 0, 0}, z:totable())
+  end)
+
+  helpers.gpu_it("free idempotently; use after free is an error", function()
+    local h = host.pagelocked_zeros(4, "float32")
+    local v = h:reshape(2, 2)
+    h:free()
+    h:free()
+    helpers.assert_error("bad argument #1 to 'index' (host array has been freed)", function() return h[1] end)
+    helpers.assert_error("bad argument #1 to 'index' (host array has been freed)", function() return v[1] end)
+    helpers.assert_error("calling 'totable' on bad self (host array has been freed)", function() h:totable() end)
+    assert.are.equal("gpu.HostArray(freed)", tostring(h))
+    local again <close> = host.pagelocked_empty(4, "float32")
+    assert.is_true(again:is_pagelocked())
+  end)
+
+  helpers.gpu_it("reject bad shapes and dtypes like the pageable ones", function()
+    helpers.assert_error("bad argument #1 to 'pagelocked_empty' (negative dimension -1 in shape)",
+                         function() host.pagelocked_empty(-1, "float32") end)
+    helpers.assert_error("bad argument #2 to 'pagelocked_zeros' (unknown dtype 'f32')",
+                         function() host.pagelocked_zeros(4, "f32") end)
+  end)
+end)

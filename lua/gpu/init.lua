@@ -241,4 +241,8 @@ function gpu.capture(fn, stream)
   return stream:end_capture()
 end
 
+require("gpu.reduction").install(gpu)
+require("gpu.scan").install(gpu)
+require("gpu.random").install(gpu)
+
 return gpu

@@ -83,20 +83,18 @@ typedef $IN2_T gpu_in2_t;
 union gpu_vec_a { uint4 raw; gpu_in_t v[GPU_V]; };
 #if GPU_HAS_B
 union gpu_vec_b { uint4 raw; gpu_in2_t v[GPU_V]; };
-#define GPU_B_PARAM const gpu_in2_t *__restrict__ b,
 #define GPU_LOAD_B(r, k) r.raw = ((const uint4 *)b)[k]
 #define GPU_B_AT(r, j) r.v[j]
 #define GPU_B_ELEM(i) b[i]
 #else
 union gpu_vec_b { int unused; };
-#define GPU_B_PARAM
 #define GPU_LOAD_B(r, k) (void)0
 #define GPU_B_AT(r, j) 0
 #define GPU_B_ELEM(i) 0
 #endif
 
 extern "C" __global__ void __launch_bounds__(GPU_BLOCK)
-gpu_reduce_vec(const gpu_in_t *__restrict__ a, GPU_B_PARAM long long n, gpu_acc_t *partials,
+gpu_reduce_vec(const gpu_in_t *__restrict__ a, $B_PARAM long long n, gpu_acc_t *partials,
                gpu_out_t *out, long long count) {
   const long long nvec = n / GPU_V;
   const long long stride = (long long)gridDim.x * GPU_BLOCK;

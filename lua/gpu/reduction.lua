@@ -227,6 +227,8 @@ function M.builtin_source(op, dtype, dtype2)
     WITH_VEC = (not d2 or d2.size == d.size) and "1" or "0",
     WITH_AXIS = d2 and "0" or "1",
     IN_T = d.ctype, IN2_T = d2 and d2.ctype or "int", HAS_B = d2 and "1" or "0",
+    -- spelled out, not a macro: gpu.signature reads the parameter list as written
+    B_PARAM = d2 and "const gpu_in2_t *__restrict__ b," or "",
     MAPV = spec.map("x", mapv_b),
     MAP_ARGS = map_args, MAP_NAMES = map_names,
     MAP = d2 and spec.map("(" .. load:gsub("gpu_in_t", d.ctype) .. ")", "(" .. load2 .. ")")
@@ -560,7 +562,7 @@ function M.ReductionKernel(dtype_out, neutral, reduce_expr, map_expr, arguments,
   local source = fill(template(), {
     PREAMBLE = opts.preamble or "", SHUFFLE = shuffle and "1" or "0",
     ACC_T = out_ctype, OUT_T = out_ctype, REDUCE = reduce_expr, NEUTRAL = neutral,
-    FINISH = "a", WITH_VEC = "0", WITH_AXIS = "0", IN_T = "int", IN2_T = "int", HAS_B = "0",
+    FINISH = "a", WITH_VEC = "0", WITH_AXIS = "0", IN_T = "int", IN2_T = "int", HAS_B = "0", B_PARAM = "",
     MAPV = "0", MAP_ARGS = arguments, MAP_NAMES = table.concat(names, ", "), MAP = map_expr,
   })
   return setmetatable({

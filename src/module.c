@@ -28,6 +28,7 @@ static int gpu_module_from_buffer (lua_State *L) {
   CUresult r;
   luaL_argcheck(L, len > 0, 1, "empty module image");
   if (!lua_isnoneornil(L, 2)) luaL_checktype(L, 2, LUA_TTABLE);
+  lua_settop(L, 2);         /* slot 2 is the signatures (or nil), never the new module */
   m = (gpu_Module *)lua_newuserdatauv(L, sizeof(gpu_Module), 2);
   memset(m, 0, sizeof *m);
   luaL_setmetatable(L, GPU_MODULE);

@@ -263,6 +263,9 @@ end
 
 -- GPU arrays: gpu.gpuarray and its shortcuts, then what builds on it.
 require("gpu.gpuarray").install(gpu)
+require("gpu.reduction").install(gpu)
+require("gpu.scan").install(gpu)
+require("gpu.random").install(gpu)
 require("gpu.fuse").install(gpu)
 
 return gpu

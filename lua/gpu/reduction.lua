@@ -1,0 +1,633 @@
+-- gpu.reduction: sum, prod, min, max, mean, any, all and dot of GPU arrays, whole or along one
+-- axis, and gpu.ReductionKernel.  Kernels come from the template kernels/reduce.cu, filled in
+-- per operation and dtype and compiled once per device (gpu.kernel_cache).
+--
+-- Result dtypes follow NumPy: sum and prod of bool and signed integers give int64, of unsigned
+-- integers uint64, of floats the same float; mean of integers gives float64; min and max keep
+-- the dtype; dot gives the promoted dtype of its inputs.  Method forms (a:sum()) synchronize
+-- and return Lua values; the gpuarray functions (gpuarray.sum(a)) return 0-d GPUArrays that
+-- stay on the device.
+
+local core = require "gpu.core"
+local kernel_cache = require "gpu.kernel_cache"
+
+local M = {}
+
+local BLOCK = 256
+
+-- dtypes -----------------------------------------------------------------------------------
+
+-- kind ('b', 'i', 'u', 'f'), size in bytes and the C type kernels store it as (the 16-bit
+-- floats as their bits: kernels/common.cu converts them).
+local dtypes = {}
+for _, name in ipairs{"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+                      "uint64", "float16", "bfloat16", "float32", "float64"} do
+  local d = core.dtype(name)
+  dtypes[name] = {name = name, kind = d.kind, size = d.itemsize,
+                  ctype = d.kind == "f" and d.itemsize == 2 and "unsigned short" or d.ctype}
+end
+M.dtypes = dtypes
+
+local ctype_sizes = {
+  ["bool"] = 1, ["unsigned int"] = 4, ["int"] = 4, ["long long"] = 8,
+  ["unsigned long long"] = 8, ["float"] = 4, ["double"] = 8,
+}
+
+-- The smallest float that holds every value of an integer of size bytes.
+local float_rank = {float16 = 1, bfloat16 = 1, float32 = 2, float64 = 3}
+
+-- NumPy's promote_types for two dtype names (bfloat16 ranks with float16).
+function M.promote(x, y)
+  if x == y then return x end
+  local a, b = dtypes[x], dtypes[y]
+  if a.kind == "b" then return y end
+  if b.kind == "b" then return x end
+  if a.kind == "f" and b.kind == "f" then
+    if float_rank[x] == float_rank[y] then return "float32" end  -- float16 with bfloat16
+    return float_rank[x] > float_rank[y] and x or y
+  end
+  if a.kind == "f" or b.kind == "f" then
+    local f, i = x, b
+    if b.kind == "f" then f, i = y, a end
+    local need = i.size == 1 and f or i.size == 2 and "float32" or "float64"
+    if i.size == 1 then return f end
+    return float_rank[need] > float_rank[f] and need or f
+  end
+  if a.kind == b.kind then return a.size >= b.size and x or y end
+  local s, u = a, b
+  if a.kind == "u" then s, u = b, a end
+  if s.size > u.size then return s.name end
+  if u.size == 8 then return "float64" end
+  return "int" .. (u.size * 16)
+end
+
+-- C expression converting value x of dtype to the C type ctype.
+local function convert(dtype, x, ctype)
+  if dtype == "float16" then return ("(%s)gpu_half_to_float(%s)"):format(ctype, x) end
+  if dtype == "bfloat16" then return ("(%s)gpu_bf16_to_float(%s)"):format(ctype, x) end
+  return ("(%s)(%s)"):format(ctype, x)
+end
+
+-- C expression storing accumulator value a as dtype.
+local function store(dtype, a)
+  if dtype == "float16" then return ("gpu_float_to_half((float)(%s))"):format(a) end
+  if dtype == "bfloat16" then return ("gpu_float_to_bf16((float)(%s))"):format(a) end
+  if dtype == "bool" then return ("(bool)(%s)"):format(a) end
+  return ("(%s)(%s)"):format(dtypes[dtype].ctype, a)
+end
+
+-- The accumulator of sums and products with result dtype out.
+local function sum_acc(out)
+  local d = dtypes[out]
+  if d.kind == "f" then return d.size == 8 and "double" or "float" end
+  return d.kind == "i" and "long long" or "unsigned long long"
+end
+
+function M.sum_dtype(dtype)
+  local d = dtypes[dtype]
+  if d.kind == "f" then return dtype end
+  return d.kind == "u" and "uint64" or "int64"
+end
+
+function M.mean_dtype(dtype)
+  return dtypes[dtype].kind == "f" and dtype or "float64"
+end
+
+local int_limits = {
+  int8 = {"-128", "127"}, uint8 = {"0u", "255u"}, int16 = {"-32768", "32767"},
+  uint16 = {"0u", "65535u"}, int32 = {"(-2147483647 - 1)", "2147483647"},
+  uint32 = {"0u", "4294967295u"}, int64 = {"(-9223372036854775807LL - 1)", "9223372036854775807LL"},
+  uint64 = {"0ull", "18446744073709551615ull"}, bool = {"0u", "1u"},
+}
+
+local function minmax_acc(dtype)
+  local d = dtypes[dtype]
+  if d.kind == "f" then return d.size == 8 and "double" or "float" end
+  if d.size == 8 then return d.kind == "i" and "long long" or "unsigned long long" end
+  return d.kind == "i" and "int" or "unsigned int"
+end
+
+local function infinity(acc, negative)
+  local v = acc == "double" and "__longlong_as_double(0x7ff0000000000000LL)"
+                             or "__int_as_float(0x7f800000)"
+  return negative and "(-" .. v .. ")" or v
+end
+
+-- The operations: op(dtype[, dtype2]) -> {out, acc, reduce, neutral, map(x, y), finish(a)}
+-- map and finish build C expressions; reduce combines accumulators a and b.
+local ops = {}
+
+function ops.sum(dtype)
+  local out = M.sum_dtype(dtype)
+  local acc = sum_acc(out)
+  return {out = out, acc = acc, reduce = "a + b", neutral = "0",
+          map = function(x) return convert(dtype, x, acc) end,
+          finish = function(a) return store(out, a) end}
+end
+
+function ops.prod(dtype)
+  local spec = ops.sum(dtype)
+  spec.reduce, spec.neutral = "a * b", "1"
+  return spec
+end
+
+local function minmax(dtype, smaller)
+  local acc = minmax_acc(dtype)
+  local d = dtypes[dtype]
+  local reduce, neutral
+  local cmp = smaller and "<" or ">"
+  if d.kind == "f" then
+    -- NaN wins, as in NumPy: a NaN on either side is returned
+    reduce = ("(a != a || a %s b) ? a : b"):format(cmp)
+    neutral = infinity(acc, not smaller)
+  else
+    reduce = ("a %s b ? a : b"):format(cmp)
+    neutral = int_limits[dtype][smaller and 2 or 1]
+  end
+  return {out = dtype, acc = acc, reduce = reduce, neutral = neutral,
+          map = function(x) return convert(dtype, x, acc) end,
+          finish = function(a) return store(dtype, a) end}
+end
+
+function ops.min(dtype) return minmax(dtype, true) end
+function ops.max(dtype) return minmax(dtype, false) end
+
+function ops.mean(dtype)
+  local out = M.mean_dtype(dtype)
+  local acc = dtypes[dtype].kind == "f" and sum_acc(out) or "double"
+  return {out = out, acc = acc, reduce = "a + b", neutral = "0",
+          map = function(x) return convert(dtype, x, acc) end,
+          finish = function(a) return store(out, ("%s / (%s)count"):format(a, acc)) end}
+end
+
+local function truth(dtype, x)
+  if dtype == "float64" then return ("(%s != 0.0)"):format(x) end
+  if dtypes[dtype].kind == "f" then return ("(%s != 0.0f)"):format(convert(dtype, x, "float")) end
+  return ("(%s != 0)"):format(x)
+end
+
+function ops.any(dtype)
+  return {out = "bool", acc = "unsigned int", reduce = "a | b", neutral = "0u",
+          map = function(x) return ("(unsigned int)%s"):format(truth(dtype, x)) end,
+          finish = function(a) return ("(bool)(%s)"):format(a) end}
+end
+
+function ops.all(dtype)
+  local spec = ops.any(dtype)
+  spec.reduce, spec.neutral = "a & b", "1u"
+  return spec
+end
+
+function ops.dot(dtype, dtype2)
+  local out = M.promote(dtype, dtype2)
+  if out == "bool" then
+    return {out = out, acc = "unsigned int", reduce = "a | b", neutral = "0u",
+            map = function(x, y) return ("(unsigned int)((%s) && (%s))"):format(x, y) end,
+            finish = function(a) return ("(bool)(%s)"):format(a) end}
+  end
+  local acc = sum_acc(out)
+  return {out = out, acc = acc, reduce = "a + b", neutral = "0",
+          map = function(x, y) return ("%s * %s"):format(convert(dtype, x, acc), convert(dtype2, y, acc)) end,
+          finish = function(a) return store(out, a) end}
+end
+
+M.ops = ops
+
+-- Sources ----------------------------------------------------------------------------------
+
+local function fill(template, values)
+  return (template:gsub("%$([%u%d_]+)", function(key)
+    local v = values[key]
+    if v == nil then error("reduce.cu template: no value for " .. key, 3) end
+    return v
+  end))
+end
+
+local function template()
+  return core.kernel_sources["common.cu"] .. "\n" .. core.kernel_sources["reduce.cu"]
+end
+
+-- The module source of a built-in operation on dtype (and dtype2 for dot).
+function M.builtin_source(op, dtype, dtype2)
+  local spec = ops[op](dtype, dtype2)
+  local d, d2 = dtypes[dtype], dtype2 and dtypes[dtype2]
+  local map_args, map_names, load = "const char *in, gpu_layout lay", "in, lay",
+    "*(const gpu_in_t *)(in + gpu_offset(lay, i))"
+  local mapv_b = "0"
+  if d2 then
+    map_args = map_args .. ", const char *in2, gpu_layout lay2"
+    map_names = map_names .. ", in2, lay2"
+    mapv_b = "y"
+  end
+  local load2 = d2 and ("*(const %s *)(in2 + gpu_offset(lay2, i))"):format(d2.ctype) or "0"
+  return fill(template(), {
+    PREAMBLE = "", SHUFFLE = "1", ACC_T = spec.acc, OUT_T = dtypes[spec.out].ctype,
+    REDUCE = spec.reduce, NEUTRAL = ("(gpu_acc_t)(%s)"):format(spec.neutral),
+    FINISH = spec.finish("a"),
+    WITH_VEC = (not d2 or d2.size == d.size) and "1" or "0",
+    WITH_AXIS = d2 and "0" or "1",
+    IN_T = d.ctype, IN2_T = d2 and d2.ctype or "int", HAS_B = d2 and "1" or "0",
+    -- spelled out, not a macro: gpu.signature reads the parameter list as written
+    B_PARAM = d2 and "const gpu_in2_t *__restrict__ b," or "",
+    MAPV = spec.map("x", mapv_b),
+    MAP_ARGS = map_args, MAP_NAMES = map_names,
+    MAP = d2 and spec.map("(" .. load:gsub("gpu_in_t", d.ctype) .. ")", "(" .. load2 .. ")")
+             or spec.map("(" .. load:gsub("gpu_in_t", d.ctype) .. ")"),
+  }), spec
+end
+
+-- Launching --------------------------------------------------------------------------------
+
+local sm_counts = {}
+local function max_grid()
+  local ordinal = core.device_ordinal()
+  local n = sm_counts[ordinal]
+  if n == nil then
+    n = core.get_device():attribute("MULTIPROCESSOR_COUNT")
+    sm_counts[ordinal] = n
+  end
+  return n * (2048 // BLOCK)
+end
+M.max_grid = max_grid
+
+local function ceil_div(a, b) return (a + b - 1) // b end
+
+local module_options = {no_extern_c = true, name = "reduce.cu"}
+
+-- The kernel `name` of the module built by source_fn (called only on a cache miss).
+local function kernel(key, name, source_fn)
+  return kernel_cache.get(key .. "|" .. name, function()
+    return (source_fn()), name, nil, module_options
+  end)
+end
+
+-- Shape and byte strides with length-1 axes dropped and mergeable neighbours merged.
+local function collapse(shape, strides)
+  local s, t = {}, {}
+  for i = 1, #shape do
+    if shape[i] ~= 1 then
+      local n = #s
+      if n > 0 and t[n] == strides[i] * shape[i] then
+        s[n], t[n] = s[n] * shape[i], strides[i]
+      else
+        s[n + 1], t[n + 1] = shape[i], strides[i]
+      end
+    end
+  end
+  if #s == 0 then s[1], t[1] = 1, 0 end
+  return s, t
+end
+M.collapse = collapse
+
+local LAYOUT_FORMAT = "<" .. ("j"):rep(1 + 2 * 32)
+
+-- The bytes of a gpu_layout (kernels/common.cu) for shape and byte strides.
+local function pack_layout(shape, strides)
+  local values = {#shape}
+  for i = 1, 32 do values[1 + i] = shape[i] or 0 end
+  for i = 1, 32 do values[33 + i] = strides[i] or 0 end
+  return LAYOUT_FORMAT:pack(table.unpack(values))
+end
+M.pack_layout = pack_layout
+
+local function layout_of(a)
+  return pack_layout(collapse(a.shape, a.strides))
+end
+
+-- The result: a 0-d array of dtype at the start of a fresh buffer, followed by room for the
+-- per-block partials (so they live as long as the result, whatever stream ran the kernels).
+local function result_buffer(dtype, partial_bytes)
+  local buf = core.mem_alloc(256 + partial_bytes)
+  return buf, core.array_view(buf, 0, dtype, {}), buf:offset(256)
+end
+
+local function run(f, grid, stream, ...)
+  local args = table.pack(...)
+  args.n = args.n + 1
+  args[args.n] = {block = BLOCK, grid = grid, stream = stream}
+  f(table.unpack(args, 1, args.n))
+end
+
+-- Full reduction of a (and b for dot) on stream; returns the 0-d result and its buffer.
+local function reduce_all(op, a, b, stream)
+  local dtype, dtype2 = a.dtype, b and b.dtype
+  local key = ("reduce|%s|%s|%s"):format(op, dtype, dtype2 or "")
+  local spec
+  local function source()
+    local src
+    src, spec = M.builtin_source(op, dtype, dtype2)
+    return src
+  end
+  spec = ops[op](dtype, dtype2)
+  local n = a.size
+  local acc_size = ctype_sizes[spec.acc]
+  local d = dtypes[dtype]
+  local vec = a.is_contiguous and a.ptr % 16 == 0 and
+              (not b or (b.is_contiguous and b.ptr % 16 == 0 and dtypes[dtype2].size == d.size))
+  local per_thread = vec and 16 // d.size or 1
+  local grid = math.max(1, math.min(max_grid(), ceil_div(n, BLOCK * per_thread)))
+  local buf, out, partials = result_buffer(spec.out, grid * acc_size)
+  if vec then
+    local f = kernel(key, "gpu_reduce_vec", source)
+    if b then run(f, grid, stream, a, b, n, partials, out, n)
+    else run(f, grid, stream, a, n, partials, out, n) end
+  else
+    local f = kernel(key, "gpu_reduce_index", source)
+    if b then run(f, grid, stream, a, layout_of(a), b, layout_of(b), n, partials, out, n)
+    else run(f, grid, stream, a, layout_of(a), n, partials, out, n) end
+  end
+  if grid > 1 then run(kernel(key, "gpu_reduce_finish", source), 1, stream, partials, grid, out, n) end
+  return out, buf, spec.out
+end
+
+local op_names = {min = "minimum", max = "maximum"}
+
+-- Reduction of a along axis (1-based, checked) on stream; returns a new array.
+local function reduce_axis(fname, op, a, axis, stream)
+  local shape, strides = a.shape, a.strides
+  local kept_shape, kept_strides = {}, {}
+  for i = 1, #shape do
+    if i ~= axis then
+      kept_shape[#kept_shape + 1] = shape[i]
+      kept_strides[#kept_strides + 1] = strides[i]
+    end
+  end
+  local k, axis_stride = shape[axis], strides[axis]
+  if k == 0 and op_names[op] then
+    M.argerror(1, fname, ("zero-size array to reduction operation %s which has no identity")
+                         :format(op_names[op]), 2)
+  end
+  local spec = ops[op](a.dtype)
+  local out = core.array_empty(kept_shape, spec.out)
+  local m = out.size
+  if m == 0 then return out end
+  local group = (axis_stride == dtypes[a.dtype].size and k >= 32) and 32 or 1
+  local grid = math.max(1, math.min(max_grid(), ceil_div(m * group, BLOCK)))
+  local key = ("reduce|%s|%s|"):format(op, a.dtype)
+  local f = kernel(key, "gpu_reduce_axis" .. group, function() return M.builtin_source(op, a.dtype) end)
+  run(f, grid, stream, a, m, k, axis_stride, pack_layout(collapse(kept_shape, kept_strides)), out)
+  return out
+end
+
+-- Argument checking ------------------------------------------------------------------------
+
+local function typename(v)
+  local mt = getmetatable(v)
+  if type(mt) == "table" and type(mt.__name) == "string" then return mt.__name end
+  return type(v)
+end
+
+-- level counts from the function that calls argerror: 1 blames its caller.
+function M.argerror(n, fname, msg, level)
+  error(("bad argument #%d to '%s' (%s)"):format(n, fname, msg), (level or 1) + 2)
+end
+local argerror = M.argerror
+
+function M.check_array(a, n, fname)
+  if getmetatable(a) ~= core.types.GPUArray then
+    argerror(n, fname, "GPUArray expected, got " .. typename(a), 2)
+  end
+  if a.freed then argerror(n, fname, "array has been freed", 3) end
+  return a
+end
+local check_array = M.check_array
+
+function M.check_options(opts, n, fname, known)
+  if opts == nil then return {} end
+  if type(opts) ~= "table" then
+    argerror(n, fname, "options table expected, got " .. typename(opts), 2)
+  end
+  for key in pairs(opts) do
+    if not known[key] then argerror(n, fname, ("unknown option '%s'"):format(tostring(key)), 3) end
+  end
+  if opts.stream ~= nil and getmetatable(opts.stream) ~= core.types.Stream then
+    argerror(n, fname, "option 'stream' must be a gpu.Stream, got " .. typename(opts.stream), 2)
+  end
+  return opts
+end
+local check_options = M.check_options
+
+-- The 1-based axis of an ndim-d array that option value axis names (negatives from the end).
+local function check_axis(axis, ndim, n, fname)
+  if math.type(axis) ~= "integer" then
+    argerror(n, fname, "option 'axis' must be an integer, got " .. (math.type(axis) or typename(axis)), 2)
+  end
+  local i = axis < 0 and ndim + 1 + axis or axis
+  if i < 1 or i > ndim then
+    argerror(n, fname, ("axis %d is out of range for a %d-d array"):format(axis, ndim), 2)
+  end
+  return i
+end
+
+local axis_options = {stream = true, axis = true}
+local stream_options = {stream = true}
+
+-- gpuarray.<op>(a[, {axis = k, stream = s}]) -> GPUArray (0-d without axis)
+local function device_reduction(op)
+  return function(a, opts)
+    check_array(a, 1, op)
+    opts = check_options(opts, 2, op, axis_options)
+    if opts.axis ~= nil then
+      return reduce_axis(op, op, a, check_axis(opts.axis, a.ndim, 2, op), opts.stream)
+    end
+    if a.size == 0 and op_names[op] then
+      argerror(1, op, ("zero-size array to reduction operation %s which has no identity")
+                      :format(op_names[op]))
+    end
+    return (reduce_all(op, a, nil, opts.stream))
+  end
+end
+
+-- The value of a 0-d result in buf, once the stream is done.
+local function fetch(buf, dtype, stream)
+  if stream then stream:synchronize() end
+  return core.from_device(buf, 1, dtype)[1]
+end
+
+-- a:<op>([{axis = k, stream = s}]) -> Lua value (an array with axis)
+local function host_reduction(op)
+  return function(a, opts)
+    check_array(a, 1, op)
+    opts = check_options(opts, 2, op, axis_options)
+    if opts.axis ~= nil then
+      return reduce_axis(op, op, a, check_axis(opts.axis, a.ndim, 2, op), opts.stream)
+    end
+    if a.size == 0 and op_names[op] then
+      argerror(1, op, ("zero-size array to reduction operation %s which has no identity")
+                      :format(op_names[op]))
+    end
+    local _, buf, dtype = reduce_all(op, a, nil, opts.stream)
+    return fetch(buf, dtype, opts.stream)
+  end
+end
+
+local function check_dot(a, b, opts)
+  check_array(a, 1, "dot")
+  check_array(b, 2, "dot")
+  opts = check_options(opts, 3, "dot", stream_options)
+  if a.size ~= b.size then
+    argerror(2, "dot", ("arrays differ in size (%d and %d)"):format(a.size, b.size), 2)
+  end
+  return opts
+end
+
+-- gpuarray.dot(a, b[, {stream = s}]) -> 0-d GPUArray: the sum of a * b over all elements
+function M.dot(a, b, opts)
+  opts = check_dot(a, b, opts)
+  return (reduce_all("dot", a, b, opts.stream))
+end
+
+-- a:dot(b[, {stream = s}]) -> Lua value
+function M.dot_value(a, b, opts)
+  opts = check_dot(a, b, opts)
+  local _, buf, dtype = reduce_all("dot", a, b, opts.stream)
+  return fetch(buf, dtype, opts.stream)
+end
+
+M.reduce_all = reduce_all
+M.reduce_axis = reduce_axis
+M.fill = fill
+
+-- ReductionKernel --------------------------------------------------------------------------
+
+-- Splits "float *x, const int *y, int n" into declarations {text, name, pointer}.
+local function parse_arguments(arguments, fname)
+  local params = {}
+  for decl in (arguments .. ","):gmatch("%s*([^,]-)%s*,") do
+    if decl == "" then argerror(5, fname, "empty declaration in arguments", 4) end
+    local name = decl:match("([%a_][%w_]*)%s*$")
+    if not name then argerror(5, fname, ("cannot read declaration '%s'"):format(decl), 4) end
+    params[#params + 1] = {text = decl, name = name, pointer = decl:find("[%*%[]") ~= nil}
+  end
+  return params
+end
+
+local kernel_options = {name = true, preamble = true, options = true}
+local reduction_kernel_count = 0
+
+local ReductionKernel = {}
+ReductionKernel.__index = ReductionKernel
+ReductionKernel.__name = "gpu.ReductionKernel"
+
+-- gpu.ReductionKernel(dtype_out, neutral, reduce_expr, map_expr, arguments[, opts])
+-- dtype_out: a dtype name, or {ctype = "my_struct", itemsize = n} for a type the preamble
+-- declares (the result is then an itemsize-byte uint8 array holding the struct).
+function M.ReductionKernel(dtype_out, neutral, reduce_expr, map_expr, arguments, opts)
+  local fname = "ReductionKernel"
+  local out_ctype, out_size, out_dtype, shuffle
+  if type(dtype_out) == "string" then
+    local d = dtypes[dtype_out]
+    if d == nil then argerror(1, fname, ("unknown dtype '%s'"):format(dtype_out)) end
+    if d.kind == "f" and d.size == 2 then
+      argerror(1, fname, dtype_out .. " is a storage type here: reduce in float32 instead")
+    end
+    out_ctype, out_size, out_dtype = d.ctype, d.size, dtype_out
+    shuffle = dtype_out ~= "bool"
+  elseif type(dtype_out) == "table" then
+    out_ctype, out_size = dtype_out.ctype, dtype_out.itemsize
+    if type(out_ctype) ~= "string" or math.type(out_size) ~= "integer" or out_size < 1 then
+      argerror(1, fname, "struct dtype needs a ctype string and a positive integer itemsize")
+    end
+    out_dtype, shuffle = nil, false
+  else
+    argerror(1, fname, "dtype name or {ctype = ..., itemsize = ...} expected, got " .. typename(dtype_out))
+  end
+  if type(neutral) == "number" then
+    if neutral ~= neutral or neutral == math.huge or neutral == -math.huge then
+      argerror(2, fname, "neutral must be finite (write it as a C expression string)")
+    end
+    neutral = math.type(neutral) == "integer" and ("%d"):format(neutral) or ("%.17g"):format(neutral)
+  elseif type(neutral) ~= "string" then
+    argerror(2, fname, "neutral must be a C expression string or a number, got " .. typename(neutral))
+  end
+  if type(reduce_expr) ~= "string" then argerror(3, fname, "reduce_expr must be a string, got " .. typename(reduce_expr)) end
+  if type(map_expr) ~= "string" then argerror(4, fname, "map_expr must be a string, got " .. typename(map_expr)) end
+  if type(arguments) ~= "string" then argerror(5, fname, "arguments must be a string, got " .. typename(arguments)) end
+  opts = check_options(opts, 6, fname, kernel_options)
+  if opts.name ~= nil and (type(opts.name) ~= "string" or not opts.name:match("^[%a_][%w_]*$")) then
+    argerror(6, fname, "option 'name' must be a C identifier")
+  end
+  if opts.preamble ~= nil and type(opts.preamble) ~= "string" then
+    argerror(6, fname, "option 'preamble' must be a string, got " .. typename(opts.preamble))
+  end
+  local params = parse_arguments(arguments, fname)
+  local first_vector
+  local names = {}
+  for i, p in ipairs(params) do
+    names[i] = p.name
+    if p.pointer and not first_vector then first_vector = i end
+  end
+  if not first_vector then argerror(5, fname, "arguments declare no array (pointer) to reduce over") end
+  reduction_kernel_count = reduction_kernel_count + 1
+  local source = fill(template(), {
+    PREAMBLE = opts.preamble or "", SHUFFLE = shuffle and "1" or "0",
+    ACC_T = out_ctype, OUT_T = out_ctype, REDUCE = reduce_expr, NEUTRAL = neutral,
+    FINISH = "a", WITH_VEC = "0", WITH_AXIS = "0", IN_T = "int", IN2_T = "int", HAS_B = "0", B_PARAM = "",
+    MAPV = "0", MAP_ARGS = arguments, MAP_NAMES = table.concat(names, ", "), MAP = map_expr,
+  })
+  return setmetatable({
+    source = source, params = params, first_vector = first_vector, out_dtype = out_dtype,
+    out_size = out_size, name = opts.name or "reduce_kernel",
+    options = {no_extern_c = true, name = (opts.name or "reduce_kernel") .. ".cu", options = opts.options},
+    key = "ReductionKernel|" .. source .. "|" .. table.concat(opts.options or {}, " "),
+  }, ReductionKernel)
+end
+
+function ReductionKernel:_function(name)
+  local options = self.options
+  local source = self.source
+  return kernel_cache.get(self.key .. "|" .. name, function() return source, name, nil, options end)
+end
+
+-- k(args...[, {stream = s}]) -> 0-d GPUArray (or the struct's bytes as a uint8 array)
+function ReductionKernel:__call(...)
+  local args = table.pack(...)
+  local opts
+  if args.n > 0 and type(args[args.n]) == "table" and getmetatable(args[args.n]) == nil then
+    opts = check_options(args[args.n], args.n, self.name, stream_options)
+    args.n = args.n - 1
+  else
+    opts = {}
+  end
+  if args.n ~= #self.params then
+    error(("'%s' takes %d arguments, got %d"):format(self.name, #self.params, args.n), 2)
+  end
+  for i, p in ipairs(self.params) do
+    local v = args[i]
+    if p.pointer then
+      check_array(v, i, self.name)
+      if not v.is_contiguous then argerror(i, self.name, "array is not contiguous") end
+    end
+  end
+  local n = args[self.first_vector].size
+  local grid = math.max(1, math.min(max_grid(), ceil_div(n, BLOCK)))
+  local buf = core.mem_alloc(256 + grid * self.out_size)
+  local out = self.out_dtype and core.array_view(buf, 0, self.out_dtype, {})
+                             or core.array_view(buf, 0, "uint8", {self.out_size})
+  local partials = buf:offset(256)
+  args[args.n + 1], args[args.n + 2], args[args.n + 3], args[args.n + 4] = n, partials, out, n
+  run(self:_function("gpu_reduce_index"), grid, opts.stream, table.unpack(args, 1, args.n + 4))
+  if grid > 1 then run(self:_function("gpu_reduce_finish"), 1, opts.stream, partials, grid, out, n) end
+  return out
+end
+
+-- install ----------------------------------------------------------------------------------
+
+function M.install(gpu)
+  local methods = core.types.GPUArray.__methods
+  local ga = gpu.gpuarray or {}
+  gpu.gpuarray = ga
+  for _, op in ipairs{"sum", "prod", "min", "max", "mean"} do
+    methods[op] = host_reduction(op)
+    ga[op] = device_reduction(op)
+  end
+  local any, all = host_reduction("any"), host_reduction("all")
+  methods.any, methods.all = any, all
+  ga.any, ga.all = device_reduction("any"), device_reduction("all")
+  methods.dot = M.dot_value
+  ga.dot = M.dot
+  gpu.ReductionKernel = M.ReductionKernel
+  gpu.reduction = M
+end
+
+return M

@@ -1,0 +1,173 @@
+-- gpu.scan: gpu.InclusiveScanKernel, gpu.ExclusiveScanKernel (PyCUDA's) and gpu.cumsum.
+-- Kernels come from the template kernels/scan.cu; see there for the algorithm.
+
+local core = require "gpu.core"
+local kernel_cache = require "gpu.kernel_cache"
+local reduction = require "gpu.reduction"
+
+local M = {}
+
+local BLOCK, TILE = 256, 256 * 8
+local dtypes = reduction.dtypes
+local argerror, check_array, check_options = reduction.argerror, reduction.check_array,
+                                             reduction.check_options
+
+local function typename(v)
+  local mt = getmetatable(v)
+  if type(mt) == "table" and type(mt.__name) == "string" then return mt.__name end
+  return type(v)
+end
+
+-- The module source for scanning input of dtype in_dtype as dtype with scan_expr.
+function M.source(dtype, in_dtype, scan_expr, neutral, exclusive, strided)
+  local convert
+  if in_dtype == "float16" then convert = "(gpu_t)gpu_half_to_float(x)"
+  elseif in_dtype == "bfloat16" then convert = "(gpu_t)gpu_bf16_to_float(x)"
+  else convert = "(gpu_t)(x)" end
+  return core.kernel_sources["common.cu"] .. "\n" .. reduction.fill(core.kernel_sources["scan.cu"], {
+    T = dtypes[dtype].ctype, IN_T = dtypes[in_dtype].ctype, SCAN_EXPR = scan_expr,
+    CONVERT = convert, NEUTRAL = neutral or "0", EXCLUSIVE = exclusive and "1" or "0",
+    STRIDED = strided and "1" or "0",
+  })
+end
+
+local module_options = {no_extern_c = true, name = "scan.cu"}
+
+local function ceil_div(a, b) return (a + b - 1) // b end
+
+local function run(f, grid, stream, ...)
+  local args = table.pack(...)
+  args.n = args.n + 1
+  args[args.n] = {block = BLOCK, grid = grid, stream = stream}
+  f(table.unpack(args, 1, args.n))
+end
+
+-- Scans n elements of input (first level: the user's array, maybe strided; else contiguous
+-- totals of dtype) into the contiguous array out.
+local function scan_level(spec, first, input, layout, n, out, stream)
+  local function get(name)
+    return kernel_cache.get(spec.key .. "|" .. name, function()
+      return M.source(spec.dtype, spec.in_dtype, spec.expr, spec.neutral, spec.exclusive,
+                      spec.strided), name, nil, module_options
+    end)
+  end
+  local suffix = first and "_first" or "_inner"
+  local tiles = ceil_div(n, TILE)
+  if tiles <= 1 then
+    run(get("gpu_scan_tiles" .. suffix), 1, stream, input, layout, n, out, out)
+    return
+  end
+  local totals = core.array_empty(tiles, spec.dtype)
+  run(get("gpu_scan_reduce" .. suffix), tiles, stream, input, layout, n, totals)
+  scan_level(spec, false, totals, spec.plain_layout, tiles, totals, stream)
+  run(get("gpu_scan_tiles" .. suffix), tiles, stream, input, layout, n, out, totals)
+end
+
+-- Scans input into out (contiguous, dtype spec.dtype, same size) on stream.
+local function scan(spec, input, out, stream)
+  local n = input.size
+  if n == 0 then return out end
+  local strided = not input.is_contiguous
+  local layout = reduction.pack_layout(reduction.collapse(input.shape, input.strides))
+  spec = setmetatable({strided = strided}, {__index = spec})
+  spec.key = ("scan|%s|%s|%s|%s|%s|%s"):format(spec.dtype, spec.in_dtype, spec.expr,
+                                               spec.neutral or "", spec.exclusive and "x" or "i",
+                                               strided and "s" or "c")
+  spec.plain_layout = reduction.pack_layout({1}, {0})
+  scan_level(spec, true, input, layout, n, out, stream)
+  return out
+end
+M.scan = scan
+
+local ScanKernel = {}
+ScanKernel.__index = ScanKernel
+ScanKernel.__name = "gpu.ScanKernel"
+
+local function new_kernel(fname, dtype, scan_expr, neutral, exclusive)
+  if type(dtype) ~= "string" then argerror(1, fname, "dtype name expected, got " .. typename(dtype), 2) end
+  local d = dtypes[dtype]
+  if d == nil then argerror(1, fname, ("unknown dtype '%s'"):format(dtype), 2) end
+  if d.kind == "f" and d.size == 2 then
+    argerror(1, fname, dtype .. " scans are not supported (scan in float32)", 2)
+  end
+  if type(scan_expr) ~= "string" then
+    argerror(2, fname, "scan_expr must be a string, got " .. typename(scan_expr), 2)
+  end
+  if type(neutral) == "number" then
+    neutral = math.type(neutral) == "integer" and ("%d"):format(neutral) or ("%.17g"):format(neutral)
+  elseif neutral ~= nil and type(neutral) ~= "string" then
+    argerror(3, fname, "neutral must be a C expression string or a number, got " .. typename(neutral), 2)
+  end
+  if exclusive and neutral == nil then argerror(3, fname, "an exclusive scan needs a neutral element", 2) end
+  return setmetatable({dtype = dtype, in_dtype = dtype, expr = scan_expr, neutral = neutral,
+                       exclusive = exclusive, name = "scan_kernel"}, ScanKernel)
+end
+
+-- gpu.InclusiveScanKernel(dtype, scan_expr[, neutral])
+function M.InclusiveScanKernel(dtype, scan_expr, neutral)
+  return new_kernel("InclusiveScanKernel", dtype, scan_expr, neutral, false)
+end
+
+-- gpu.ExclusiveScanKernel(dtype, scan_expr, neutral)
+function M.ExclusiveScanKernel(dtype, scan_expr, neutral)
+  return new_kernel("ExclusiveScanKernel", dtype, scan_expr, neutral, true)
+end
+
+local stream_options = {stream = true}
+
+-- k(input[, output][, {stream = s}]) -> output (input itself when scanning in place)
+function ScanKernel:__call(input, output, opts)
+  if opts == nil and type(output) == "table" and getmetatable(output) == nil then
+    output, opts = nil, output
+  end
+  opts = check_options(opts, output and 3 or 2, self.name, stream_options)
+  check_array(input, 1, self.name)
+  if input.dtype ~= self.dtype then
+    argerror(1, self.name, ("array of %s expected, got %s"):format(self.dtype, input.dtype))
+  end
+  if output == nil then
+    if not input.is_contiguous then
+      argerror(1, self.name, "an in-place scan needs a contiguous array (pass an output)")
+    end
+    output = input
+  else
+    check_array(output, 2, self.name)
+    if output.dtype ~= self.dtype then
+      argerror(2, self.name, ("array of %s expected, got %s"):format(self.dtype, output.dtype))
+    end
+    if output.size ~= input.size then
+      argerror(2, self.name, ("output has %d elements, input %d"):format(output.size, input.size))
+    end
+    if not output.is_contiguous then argerror(2, self.name, "output is not contiguous") end
+  end
+  return scan(self, input, output, opts.stream)
+end
+
+-- gpu.cumsum(a[, {stream = s}]) -> a new 1-d array of the running sums of a's elements (in
+-- row-major order), of NumPy's dtype: int64 for bool and signed integers, uint64 for
+-- unsigned ones, the float dtype for floats.
+function M.cumsum(a, opts)
+  check_array(a, 1, "cumsum")
+  opts = check_options(opts, 2, "cumsum", stream_options)
+  local d = dtypes[a.dtype]
+  if d.kind == "f" and d.size == 2 then
+    argerror(1, "cumsum", a.dtype .. " is not supported (convert to float32 first)")
+  end
+  local dtype = reduction.sum_dtype(a.dtype)
+  local out = core.array_empty(a.size, dtype)
+  return scan({dtype = dtype, in_dtype = a.dtype, expr = "a + b", exclusive = false}, a, out,
+              opts.stream)
+end
+
+function M.install(gpu)
+  gpu.InclusiveScanKernel = M.InclusiveScanKernel
+  gpu.ExclusiveScanKernel = M.ExclusiveScanKernel
+  gpu.cumsum = M.cumsum
+  local ga = gpu.gpuarray or {}
+  gpu.gpuarray = ga
+  ga.cumsum = M.cumsum
+  core.types.GPUArray.__methods.cumsum = M.cumsum
+  gpu.scan = M
+end
+
+return M

@@ -1,0 +1,337 @@
+-- Reductions: sum, prod, min, max, mean, any, all, dot; whole arrays and along an axis.
+local helpers = require "helpers"
+local R = require "reduction_helpers"
+local gpu = helpers.gpu
+local core = require "gpu.core"
+local reduction = require "gpu.reduction"
+
+local float_rtol = {float16 = 2 ^ -10, bfloat16 = 2 ^ -7, float32 = 2 ^ -20, float64 = 2 ^ -48}
+
+local function is_float(dtype) return float_rtol[dtype] ~= nil end
+
+-- Reference sum, abs-sum, product (wrapping like int64 for integers), min and max.
+local function reference(values, dtype)
+  local float = is_float(dtype)
+  local sum, abs, prod = float and 0.0 or 0, 0.0, float and 1.0 or 1
+  local min, max
+  for _, v in ipairs(values) do
+    if dtype == "bool" then v = v and 1 or 0 end
+    sum = sum + v
+    abs = abs + math.abs(v)
+    prod = prod * v
+    if min == nil or v < min then min = v end
+    if max == nil or v > max then max = v end
+  end
+  if dtype == "bool" then min, max = min == 1, max == 1 end
+  return {sum = sum, abs = abs, prod = prod, min = min, max = max}
+end
+
+local function check_sum(expected, abs, got, dtype, what)
+  if is_float(dtype) then
+    local tol = float_rtol[dtype] * (abs + math.abs(expected)) + 1e-300
+    assert(math.abs(got - expected) <= tol, ("%s: expected %.17g, got %.17g (tolerance %.3g)")
+      :format(what, expected, got, tol))
+  else
+    assert.are.equal(expected, got, what)
+    assert.are.equal("integer", math.type(got), what)
+  end
+end
+
+describe("reductions", function()
+  describe("result dtypes", function()
+    it("follow NumPy for sum, prod and mean", function()
+      local sum = {bool = "int64", int8 = "int64", uint8 = "uint64", int16 = "int64",
+                   uint16 = "uint64", int32 = "int64", uint32 = "uint64", int64 = "int64",
+                   uint64 = "uint64", float16 = "float16", bfloat16 = "bfloat16",
+                   float32 = "float32", float64 = "float64"}
+      for dtype, want in pairs(sum) do
+        assert.are.equal(want, reduction.sum_dtype(dtype), dtype)
+        assert.are.equal(want, reduction.ops.prod(dtype).out, dtype)
+        assert.are.equal(is_float(dtype) and dtype or "float64", reduction.mean_dtype(dtype), dtype)
+        assert.are.equal(dtype, reduction.ops.min(dtype).out, dtype)
+        assert.are.equal(dtype, reduction.ops.max(dtype).out, dtype)
+        assert.are.equal("bool", reduction.ops.any(dtype).out, dtype)
+      end
+    end)
+
+    it("promote like NumPy for dot", function()
+      local cases = {
+        {"int32", "uint32", "int64"}, {"uint64", "int8", "float64"}, {"int16", "float16", "float32"},
+        {"int8", "float16", "float16"}, {"bool", "uint16", "uint16"}, {"int64", "float32", "float64"},
+        {"float32", "float64", "float64"}, {"uint8", "int8", "int16"}, {"uint16", "int32", "int32"},
+        {"int8", "int64", "int64"}, {"bool", "bool", "bool"}, {"float16", "bfloat16", "float32"},
+        {"uint8", "uint32", "uint32"}, {"int16", "float32", "float32"},
+      }
+      for _, c in ipairs(cases) do
+        assert.are.equal(c[3], reduction.promote(c[1], c[2]), c[1] .. " with " .. c[2])
+        assert.are.equal(c[3], reduction.promote(c[2], c[1]), c[2] .. " with " .. c[1])
+        assert.are.equal(c[3], reduction.ops.dot(c[1], c[2]).out)
+      end
+    end)
+  end)
+
+  describe("kernels compile with NVRTC", function()
+    it("for every operation and dtype (PTX), and to sm_90 cubins for a sample", function()
+      for _, dtype in ipairs(R.all_dtypes) do
+        for _, op in ipairs{"sum", "prod", "min", "max", "mean", "any", "all"} do
+          local ok, err = pcall(gpu.compile, reduction.builtin_source(op, dtype),
+                                {arch = "compute_90", target = "ptx", no_extern_c = true})
+          assert(ok, ("%s of %s: %s"):format(op, dtype, tostring(err)))
+        end
+        local image = gpu.compile(reduction.builtin_source("sum", dtype), {arch = "sm_90", no_extern_c = true})
+        assert.is_true(#image > 0)
+      end
+      for _, pair in ipairs{{"float32", "float32"}, {"float64", "float64"}, {"int32", "int32"},
+                            {"float32", "float64"}, {"bool", "bool"}, {"int8", "uint64"},
+                            {"float16", "float16"}, {"bfloat16", "float32"}} do
+        local image = gpu.compile(reduction.builtin_source("dot", pair[1], pair[2]),
+                                  {arch = "sm_90", no_extern_c = true})
+        assert.is_true(#image > 0, pair[1] .. " . " .. pair[2])
+      end
+      for _, op in ipairs{"min", "max", "mean", "any", "prod"} do
+        local image = gpu.compile(reduction.builtin_source(op, "float32"), {arch = "sm_90", no_extern_c = true})
+        assert.is_true(#image > 0)
+      end
+    end)
+  end)
+
+  describe("argument checks", function()
+    it("reject what is not an array", function()
+      helpers.assert_error("bad argument #1 to 'sum' (GPUArray expected, got number)", gpu.gpuarray.sum, 5)
+      helpers.assert_error("bad argument #1 to 'max' (GPUArray expected, got table)", gpu.gpuarray.max, {})
+      helpers.assert_error("bad argument #1 to 'dot' (GPUArray expected, got nil)", gpu.gpuarray.dot, nil, 1)
+      helpers.assert_error("bad argument #1 to 'cumsum' (GPUArray expected, got string)", gpu.cumsum, "x")
+    end)
+  end)
+
+  helpers.gpu_it("sum, min, max and mean of every dtype at block-boundary sizes", function()
+    for _, dtype in ipairs(R.all_dtypes) do
+      for _, n in ipairs(R.sizes) do
+        local a, values = R.generate(n, dtype, function() return R.random_value(dtype) end)
+        local ref = reference(values, dtype)
+        local what = ("%s[%d]"):format(dtype, n)
+        check_sum(ref.sum, ref.abs, a:sum(), dtype, "sum of " .. what)
+        assert.are.equal(ref.min, a:min(), "min of " .. what)
+        assert.are.equal(ref.max, a:max(), "max of " .. what)
+        local mean = a:mean()
+        assert.are.equal("float", math.type(mean))
+        local tol = (float_rtol[dtype] or 2 ^ -40) * (ref.abs / n + math.abs(ref.sum / n)) + 1e-300
+        assert(math.abs(mean - ref.sum / n) <= tol, ("mean of %s: expected %.17g, got %.17g")
+          :format(what, ref.sum / n, mean))
+        if n <= 33 then
+          local prod = a:prod()
+          if is_float(dtype) then
+            helpers.assert_close(ref.prod, prod, 64 * float_rtol[dtype], "prod of " .. what)
+          else
+            assert.are.equal(ref.prod, prod, "prod of " .. what)
+          end
+        end
+        a:free()
+      end
+    end
+  end)
+
+  helpers.gpu_it("leave 0-d results of NumPy's dtype on the device", function()
+    local a, values = R.generate(1000, "int32", function() return math.random(-1000, 1000) end)
+    local ref = reference(values, "int32")
+    local s = gpu.gpuarray.sum(a)
+    assert.are.equal(0, s.ndim)
+    assert.are.equal("int64", s.dtype)
+    assert.are.equal(ref.sum, R.value(s))
+    assert.are.equal("float64", gpu.gpuarray.mean(a).dtype)
+    assert.are.equal("int32", gpu.gpuarray.min(a).dtype)
+    assert.are.equal(ref.max, R.value(gpu.gpuarray.max(a)))
+    local stream <close> = gpu.Stream()
+    local m = gpu.gpuarray.max(a, {stream = stream})
+    stream:synchronize()
+    assert.are.equal(ref.max, R.value(m))
+    assert.are.equal(ref.sum, a:sum({stream = stream}))
+  end)
+
+  helpers.gpu_it("sum large float32 and int32 arrays (2^24 + 3 elements)", function()
+    local n = 2 ^ 24 + 3
+    local a, values = R.generate(n, "float32", function() return math.random() * 2 - 1 end)
+    local ref = reference(values, "float32")
+    check_sum(ref.sum, ref.abs, a:sum(), "float32", "sum of float32[2^24+3]")
+    assert.are.equal(ref.max, a:max())
+    a:free()
+    local b, ints = R.generate(n, "int32", function(i) return (i * 7919) % 2001 - 1000 end)
+    ref = reference(ints, "int32")
+    assert.are.equal(ref.sum, b:sum())
+    assert.are.equal(ref.min, b:min())
+  end)
+
+  helpers.gpu_it("propagate NaN through min and max, as NumPy does", function()
+    for _, dtype in ipairs{"float32", "float64", "float16"} do
+      local values = helpers.random_floats(300)
+      for i = 1, 300 do values[i] = math.floor(values[i] * 64) / 64 end
+      values[math.random(1, 300)] = 0 / 0
+      local a = R.to_gpu(values, dtype)
+      local mn, mx = a:min(), a:max()
+      assert.is_true(mn ~= mn, dtype)
+      assert.is_true(mx ~= mx, dtype)
+      local s = a:sum()
+      assert.is_true(s ~= s, dtype)
+    end
+  end)
+
+  helpers.gpu_it("reduce strided and transposed views", function()
+    for _, dtype in ipairs{"float64", "int16", "uint8", "float32", "bool"} do
+      local n = 3001
+      local a, values = R.generate(n, dtype, function() return R.random_value(dtype) end)
+      for _, step in ipairs{2, 3, 7} do
+        local picked = {}
+        for i = 1, n, step do picked[#picked + 1] = values[i] end
+        local ref = reference(picked, dtype)
+        local v = R.every(a, step)
+        assert.is_false(v.is_contiguous)
+        check_sum(ref.sum, ref.abs, v:sum(), dtype, ("sum of %s every %d"):format(dtype, step))
+        assert.are.equal(ref.min, v:min())
+        assert.are.equal(ref.max, v:max())
+      end
+    end
+    -- a transposed matrix holds the same elements
+    local rows, cols = 37, 129
+    local m, values = R.generate(rows * cols, "int32", function() return math.random(-1e6, 1e6) end)
+    local t = R.transposed(R.reshaped(m, {rows, cols}))
+    local ref = reference(values, "int32")
+    assert.are.equal(ref.sum, t:sum())
+    assert.are.equal(ref.min, t:min())
+    -- misaligned (offset by one element) contiguous views take the scalar path
+    local f, fv = R.generate(1000, "float32", function() return math.random() end)
+    local shifted = core.array_view(f, 4, "float32", {999})
+    local tail = {}
+    for i = 2, 1000 do tail[#tail + 1] = fv[i] end
+    local tref = reference(tail, "float32")
+    check_sum(tref.sum, tref.abs, shifted:sum(), "float32", "sum of a shifted view")
+  end)
+
+  helpers.gpu_it("reduce along one axis (1-based, negatives from the end)", function()
+    local shape = {3, 33, 40}
+    local n = 3 * 33 * 40
+    for _, dtype in ipairs{"int32", "float64", "uint8"} do
+      local flat, values = R.generate(n, dtype, function() return R.random_value(dtype) end)
+      local a = R.reshaped(flat, shape)
+      local function at(i, j, k) return values[((i - 1) * 33 + (j - 1)) * 40 + k] end
+      for _, axis in ipairs{1, 2, 3, -1, -3} do
+        local ax = axis < 0 and 4 + axis or axis
+        for _, op in ipairs{"sum", "max", "mean"} do
+          local out = gpu.gpuarray[op](a, {axis = axis})
+          local kept = {}
+          for d = 1, 3 do if d ~= ax then kept[#kept + 1] = shape[d] end end
+          assert.are.same(kept, out.shape)
+          local h = R.get(out)
+          local idx = 0
+          for p = 1, kept[1] do
+            for q = 1, kept[2] do
+              idx = idx + 1
+              local acc, count = nil, shape[ax]
+              for r = 1, count do
+                local ijk = {}
+                local free = {p, q}
+                local f = 1
+                for d = 1, 3 do
+                  if d == ax then ijk[d] = r else ijk[d] = free[f]; f = f + 1 end
+                end
+                local v = at(ijk[1], ijk[2], ijk[3])
+                if op == "max" then acc = (acc == nil or v > acc) and v or acc
+                else acc = (acc or 0) + v end
+              end
+              if op == "mean" then acc = acc / count end
+              local got = h[idx]
+              if is_float(dtype) or op == "mean" then
+                helpers.assert_close(acc, got, 1e-12, ("%s axis %d of %s"):format(op, axis, dtype))
+              else
+                assert.are.equal(acc, got, ("%s axis %d of %s"):format(op, axis, dtype))
+              end
+            end
+          end
+        end
+      end
+    end
+    -- a 1-d array reduced along its axis gives a 0-d array; the method form gives an array too
+    local v, vals = R.generate(100, "int64", function() return math.random(-100, 100) end)
+    local s = v:sum({axis = 1})
+    assert.are.equal(0, s.ndim)
+    assert.are.equal(reference(vals, "int64").sum, R.value(s))
+    -- along the axis of a transposed view
+    local m, mv = R.generate(6 * 50, "float32", function() return math.random() end)
+    local t = R.transposed(R.reshaped(m, {6, 50}))   -- 50 x 6
+    local rowsums = R.get(t:sum({axis = 2}))          -- sums over the original rows' columns
+    for col = 1, 50 do
+      local acc = 0
+      for row = 1, 6 do acc = acc + mv[(row - 1) * 50 + col] end
+      helpers.assert_close(acc, rowsums[col], 1e-6)
+    end
+  end)
+
+  helpers.gpu_it("dot products, any and all", function()
+    for _, pair in ipairs{{"float32", "float32"}, {"int32", "int32"}, {"float32", "float64"},
+                          {"int8", "int16"}, {"float64", "float64"}} do
+      for _, n in ipairs{1, 7, 33, 1025, 100001} do
+        local a, av = R.generate(n, pair[1], function() return R.random_value(pair[1]) % 100 end)
+        local b, bv = R.generate(n, pair[2], function() return R.random_value(pair[2]) % 100 end)
+        local ref, abs = 0, 0
+        for i = 1, n do
+          ref = ref + av[i] * bv[i]
+          abs = abs + math.abs(av[i] * bv[i])
+        end
+        local out = reduction.promote(pair[1], pair[2])
+        local d = gpu.gpuarray.dot(a, b)
+        assert.are.equal(out, d.dtype)
+        if is_float(out) then
+          check_sum(ref, abs, a:dot(b), out, ("dot %s.%s[%d]"):format(pair[1], pair[2], n))
+        else
+          -- integers wrap at the result's width, as in NumPy
+          local bits = tonumber(out:match("%d+"))
+          local wrapped = ref & ((1 << bits) - 1)
+          if wrapped >= 1 << (bits - 1) then wrapped = wrapped - (1 << bits) end
+          assert.are.equal(wrapped, a:dot(b))
+          assert.are.equal(wrapped, R.value(d))
+        end
+      end
+    end
+    local flags = R.to_gpu({false, false, true, false}, "bool")
+    assert.is_true(flags:any())
+    assert.is_false(flags:all())
+    assert.is_true(R.to_gpu({1.5, -2, 1e-300}, "float64"):all())
+    assert.is_false(R.to_gpu({0.0, -0.0}, "float32"):any())
+    local big = R.generate(100001, "int32", function(i) return i == 77777 and 0 or i end)
+    assert.is_false(big:all())
+    assert.is_true(big:any())
+  end)
+
+  helpers.gpu_it("reject bad input with clear messages", function()
+    local a = R.to_gpu({1, 2, 3}, "float32")
+    helpers.assert_error("bad argument #2 to 'sum' (unknown option 'axes')", a.sum, a, {axes = 1})
+    helpers.assert_error("bad argument #2 to 'sum' (axis 2 is out of range for a 1-d array)",
+                         gpu.gpuarray.sum, a, {axis = 2})
+    helpers.assert_error("bad argument #2 to 'max' (axis -2 is out of range for a 1-d array)",
+                         a.max, a, {axis = -2})
+    helpers.assert_error("bad argument #2 to 'mean' (axis 0 is out of range for a 1-d array)",
+                         a.mean, a, {axis = 0})
+    helpers.assert_error("bad argument #2 to 'sum' (option 'axis' must be an integer, got float)",
+                         a.sum, a, {axis = 1.5})
+    helpers.assert_error("bad argument #2 to 'sum' (option 'stream' must be a gpu.Stream, got number)",
+                         a.sum, a, {stream = 1})
+    helpers.assert_error("bad argument #2 to 'sum' (options table expected, got string)", a.sum, a, "x")
+    local b = R.to_gpu({1, 2}, "float32")
+    helpers.assert_error("bad argument #2 to 'dot' (arrays differ in size (3 and 2))", gpu.gpuarray.dot, a, b)
+    helpers.assert_error("bad argument #3 to 'dot' (unknown option 'axis')", gpu.gpuarray.dot, a, a, {axis = 1})
+    local empty = core.array_empty(0, "int32")
+    assert.are.equal(0, empty:sum())
+    helpers.assert_error("bad argument #1 to 'min' (zero-size array to reduction operation "
+                         .. "minimum which has no identity)", empty.min, empty)
+    local e2 = core.array_empty({4, 0}, "float32")
+    helpers.assert_error("bad argument #1 to 'max' (zero-size array to reduction operation "
+                         .. "maximum which has no identity)", gpu.gpuarray.max, e2, {axis = 2})
+    assert.are.same({0}, gpu.gpuarray.sum(e2, {axis = 1}).shape)
+    a:free()
+    a:free()
+    helpers.assert_error("bad argument #1 to 'sum' (array has been freed)", gpu.gpuarray.sum, a)
+    helpers.assert_error("bad argument #1 to 'dot' (array has been freed)", gpu.gpuarray.dot, a, b)
+    local sum = b.sum
+    b:free()
+    helpers.assert_error("bad argument #1 to 'sum' (array has been freed)", sum, b)
+  end)
+end)

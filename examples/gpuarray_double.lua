@@ -27,4 +27,4 @@ print(a_doubled)
 for i = 1, #a do
   assert(a_doubled[i] == 2 * a[i], ("element %d: %g, expected %g"):format(i, a_doubled[i], 2 * a[i]))
 end
-print(("%s: all %d elements of 2 * a_gpu match the CPU."):format(gpu.get_device():name(), #a))
+print(("OK: %s: all %d elements of 2 * a_gpu match the CPU."):format(gpu.get_device():name(), #a))

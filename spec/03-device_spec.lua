@@ -36,8 +36,8 @@ describe("devices", function()
                          :format(n, n, plural), function() gpu.Device(n) end)
     helpers.assert_error(("bad argument #1 to 'Device' (device ordinal -1 out of range (%d device%s))")
                          :format(n, plural), function() gpu.Device(-1) end)
-    helpers.assert_error("bad argument #1 to 'Device' (number expected, got string)",
-                         function() gpu.Device("0") end)
+    helpers.assert_error("bad argument #1 to 'Device' (number expected, got table)",
+                         function() gpu.Device({}) end)
     helpers.assert_error("bad argument #1 to 'Device' (number has no integer representation)",
                          function() gpu.Device(0.5) end)
     helpers.assert_error(("bad argument #1 to 'set_device' (device ordinal %d out of range (%d device%s))")

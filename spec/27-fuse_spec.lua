@@ -135,7 +135,7 @@ describe("gpu.fuse on the device", function()
     local before = kernel_cache.compiles
     axpby(y, x)
     assert.are.equal(before, kernel_cache.compiles)
-    axpby(gpu.to_gpu(helpers.random_integers(10, -5, 5), "int32"), y)   -- a new signature
+    axpby(gpu.to_gpu(helpers.random_integers(n, -5, 5), "int32"), y)   -- a new signature
     assert.are.equal(before + 1, kernel_cache.compiles)
   end)
 

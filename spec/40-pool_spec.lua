@@ -8,6 +8,7 @@ describe("the memory pool", function()
     local used0, held0 = gpu.mem_pool_info()
     local n = 64 << 20
     local b = gpu.mem_alloc(n)
+    gpu.synchronize()                      -- allocations are stream-ordered too
     local used1, held1 = gpu.mem_pool_info()
     assert.is_true(used1 >= used0 + n)
     assert.is_true(held1 >= used1)

@@ -69,7 +69,8 @@ function R.apply(op, types, values, target)
   if (op == "floordiv" or op == "mod" or op == "pow" or op == "shl" or op == "shr" or op == "fmod")
      and k == "b" then t, k = "int8", "i" end
   local a = R.convert(values[1], t)
-  local b = values[2] ~= nil and R.convert(values[2], t) or nil
+  local b                      -- not `x and convert() or nil`: false is a bool value
+  if values[2] ~= nil then b = R.convert(values[2], t) end
   if op == "eq" then return a == b elseif op == "ne" then return a ~= b
   elseif op == "lt" then return lt(t, a, b) elseif op == "le" then return a == b or lt(t, a, b)
   elseif op == "gt" then return lt(t, b, a) elseif op == "ge" then return a == b or lt(t, b, a) end

@@ -174,7 +174,7 @@ static int array_index (lua_State *L) {
   const char *key;
   lua_pushvalue(L, 2);
   if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
-  if ((key = lua_tostring(L, 2)) == NULL || lua_type(L, 2) != LUA_TSTRING) {
+  if (lua_type(L, 2) != LUA_TSTRING) {  /* test first: lua_tostring would turn 5 into "5" */
     /* a[i]: the Lua layer's element access */
     lua_getfield(L, lua_upvalueindex(1), "__element");
     if (lua_isnil(L, -1)) return 0;
@@ -183,6 +183,7 @@ static int array_index (lua_State *L) {
     lua_call(L, 2, 1);
     return 1;
   }
+  key = lua_tostring(L, 2);
   if (strcmp(key, "dtype") == 0) lua_pushstring(L, gpu_dtypes[a->dtype].name);
   else if (strcmp(key, "shape") == 0) push_dims(L, a->ndim, a->shape);
   else if (strcmp(key, "strides") == 0) push_dims(L, a->ndim, a->strides);

@@ -107,8 +107,8 @@ static int module_index (lua_State *L) {
   CUresult r = CUDA_SUCCESS;
   lua_pushvalue(L, 2);
   if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
+  if (lua_type(L, 2) != LUA_TSTRING) return 0;   /* before lua_tostring, which converts */
   name = lua_tostring(L, 2);
-  if (lua_type(L, 2) != LUA_TSTRING) return 0;
   if (!push_function(L, 1, name, &r)) return missing_function(L, r, name);
   return 1;
 }

@@ -47,6 +47,7 @@ local function int_pow(t, a, b)
 end
 
 local function lt(t, a, b)
+  if type(a) == "boolean" then return not a and b end   -- false < true, as in NumPy
   if t == "uint64" then return math.ult(a, b) end
   return a < b
 end

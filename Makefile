@@ -60,3 +60,35 @@ demo: all
 
 clean:
 	rm -rf build gpu
+
+# ---------------------------------------------------------------- reliability (docs/testing.md)
+#   make fuzz        random calls of the whole API against an ASan+UBSan build (FUZZ_SECONDS,
+#                    FUZZ_SEED, FUZZ_GPU=1 on the GPU machine)
+#   make leakcheck   the CPU suite under valgrind; fails on a definite leak from the module
+#   make threads     N OS threads, each with its own lua_State, on one GPU (THREADS, SECONDS)
+#   make sanitize    the GPU suite under compute-sanitizer memcheck
+.PHONY: asan fuzz leakcheck threads sanitize
+
+ASAN_DIR = build/asan
+ASAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+ASAN_OBJECTS = $(SOURCES:src/%.c=$(ASAN_DIR)/%.o)
+ASAN_RUNTIME = $(shell $(CC) -print-file-name=libasan.so)
+FUZZ_SECONDS ?= 30
+FUZZ_ENV = LD_PRELOAD=$(ASAN_RUNTIME) \
+  ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=0:allocator_may_return_null=1:max_allocation_size_mb=2048:protect_shadow_gap=0 \
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  LUA_CPATH="$(CURDIR)/$(ASAN_DIR)/?.so;$(LUA_CPATH)"
+
+asan: $(ASAN_DIR)/gpu/core.so
+
+$(ASAN_DIR)/gpu/core.so: $(ASAN_OBJECTS)
+	@mkdir -p $(ASAN_DIR)/gpu
+	$(CC) -shared $(ASAN_FLAGS) -o $@ $(ASAN_OBJECTS) $(LDFLAGS) $(LDLIBS)
+
+$(ASAN_DIR)/%.o: src/%.c src/gpu.h build/device_attributes.h build/kernels.h
+	@mkdir -p $(ASAN_DIR)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -O1 $(ASAN_FLAGS) -c -o $@ $<
+
+# Sanitizer reports end the run with a non-zero status (halt_on_error); so does a bad error.
+fuzz: asan
+	$(FUZZ_ENV) timeout --signal=KILL $$(( $(FUZZ_SECONDS) + 120 )) $(LUA) tests/fuzz.lua $(FUZZ_SECONDS)

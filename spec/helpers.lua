@@ -101,6 +101,6 @@ function helpers.temp_dir()
   return path
 end
 
-math.randomseed(os.time(), os.clock() * 1e6)
+math.randomseed(os.time(), math.floor(os.clock() * 1e6))
 
 return helpers

@@ -92,3 +92,15 @@ $(ASAN_DIR)/%.o: src/%.c src/gpu.h build/device_attributes.h build/kernels.h
 # Sanitizer reports end the run with a non-zero status (halt_on_error); so does a bad error.
 fuzz: asan
 	$(FUZZ_ENV) timeout --signal=KILL $$(( $(FUZZ_SECONDS) + 120 )) $(LUA) tests/fuzz.lua $(FUZZ_SECONDS)
+
+# The CPU suite, then a short CPU fuzz (error paths), under valgrind; child Lua processes of
+# the specs are traced too.  Any definite leak or memory error fails.
+LEAK_FUZZ_SECONDS ?= 20
+VALGRIND = valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite \
+  --show-leak-kinds=definite --error-exitcode=99 --num-callers=40 \
+  --suppressions=tests/leakcheck.supp --trace-children=yes \
+  --trace-children-skip='*/env,*/sh,*/bash,*/mkdir,*/rm,*/timeout'
+
+leakcheck: all
+	$(VALGRIND) $(BUSTED)
+	FUZZ_COMPILES=3 $(VALGRIND) $(LUA) tests/fuzz.lua $(LEAK_FUZZ_SECONDS)

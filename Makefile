@@ -104,3 +104,21 @@ VALGRIND = valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite \
 leakcheck: all
 	$(VALGRIND) $(BUSTED)
 	FUZZ_COMPILES=3 $(VALGRIND) $(LUA) tests/fuzz.lua $(LEAK_FUZZ_SECONDS)
+
+# tests/threads links Lua itself: LUA_LIB names the library (the GPU machine's prefix from
+# shared/device/make-prefix has liblua5.4.so under its lib/x86_64-linux-gnu).
+THREADS ?= 8
+SECONDS ?= 60
+LUA_LIB ?= -llua5.4
+LUA_LIBDIR ?= $(firstword $(wildcard $(LUA_INCDIR)/../../lib/$(shell $(CC) -dumpmachine)))
+THREADS_CACHE = build/threads-cache
+
+build/threads: tests/threads.c | build
+	$(CC) $(CPPFLAGS) -std=c11 $(WARNINGS) $(CFLAGS) -o $@ $< $(LUA_LIBDIR:%=-L%) $(LUA_LIB) -lpthread -lm -ldl
+
+# A fresh compile cache, so threads race to fill it; then a state closed at process exit.
+threads: all build/threads
+	rm -rf $(THREADS_CACHE)
+	GPU_CACHE_DIR=$(CURDIR)/$(THREADS_CACHE) build/threads -n $(THREADS) -t $(SECONDS)
+	build/threads --at-exit before tests/exit_worker.lua
+	build/threads --at-exit after tests/exit_worker.lua

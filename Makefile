@@ -122,3 +122,10 @@ threads: all build/threads
 	GPU_CACHE_DIR=$(CURDIR)/$(THREADS_CACHE) build/threads -n $(THREADS) -t $(SECONDS)
 	build/threads --at-exit before tests/exit_worker.lua
 	build/threads --at-exit after tests/exit_worker.lua
+
+# The GPU suite under compute-sanitizer's memcheck (the #faults specs provoke errors on
+# purpose and are left out).  Only the device's memory is checked; see docs/testing.md.
+COMPUTE_SANITIZER ?= $(firstword $(wildcard $(CUDA_HOME)/bin/compute-sanitizer) compute-sanitizer)
+sanitize: all
+	$(COMPUTE_SANITIZER) --tool memcheck --error-exitcode 1 --target-processes all \
+	  $(BUSTED) --run=gpu --exclude-tags=faults

@@ -11,9 +11,10 @@ if gpu.available() then
   mod.k(buf, {block = {4}, grid = {1}, stream = s})
   e:record(s)
   local graph = gpu.capture(function(st) gpu.memset_d32_async(buf, 7, 4, st) end)
-  local capturing = gpu.Stream()
-  capturing:begin_capture()                   -- left in capture mode
   keep[#keep + 1] = {mod, mod.k, (mod:get_global("g")), buf, buf:offset(16), s, e, graph,
-                     capturing, gpu.host.pagelocked_zeros(16, "int32"), gpu.Stream()}
+                     gpu.host.pagelocked_zeros(16, "int32"), gpu.Stream()}
+  local capturing = gpu.Stream()              -- left in capture mode; last, as nothing else
+  capturing:begin_capture()                   -- may run during a capture
+  keep[#keep + 1] = capturing
 end
 print("exit worker: objects left alive")

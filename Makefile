@@ -156,3 +156,70 @@ embed-check-headers:
 	$(CC) -I$(LUA_INCDIR) $(MULTIARCH_INCDIR:%=-I%) -std=c99 -pedantic -Wall -Wextra -Werror -fsyntax-only -x c src/lua_gpu.h
 	$(CC) -std=c99 -pedantic -Wall -Wextra -Werror -fsyntax-only -x c src/dlpack.h
 .PHONY: embed-check-headers
+
+# ---------------------------------------------------------------- reliability (docs/testing.md)
+#   make fuzz        random calls of the whole API against an ASan+UBSan build (FUZZ_SECONDS,
+#                    FUZZ_SEED, FUZZ_GPU=1 on the GPU machine)
+#   make leakcheck   the CPU suite under valgrind; fails on a definite leak from the module
+#   make threads     N OS threads, each with its own lua_State, on one GPU (THREADS, SECONDS)
+#   make sanitize    the GPU suite under compute-sanitizer memcheck
+.PHONY: asan fuzz leakcheck threads sanitize
+
+ASAN_DIR = build/asan
+ASAN_FLAGS = -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+ASAN_OBJECTS = $(SOURCES:src/%.c=$(ASAN_DIR)/%.o)
+ASAN_RUNTIME = $(shell $(CC) -print-file-name=libasan.so)
+FUZZ_SECONDS ?= 30
+FUZZ_ENV = LD_PRELOAD=$(ASAN_RUNTIME) \
+  ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:abort_on_error=0:allocator_may_return_null=1:max_allocation_size_mb=2048:protect_shadow_gap=0 \
+  UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+  LUA_CPATH="$(CURDIR)/$(ASAN_DIR)/?.so;$(LUA_CPATH)"
+
+asan: $(ASAN_DIR)/gpu/core.so
+
+$(ASAN_DIR)/gpu/core.so: $(ASAN_OBJECTS)
+	@mkdir -p $(ASAN_DIR)/gpu
+	$(CC) -shared $(ASAN_FLAGS) -o $@ $(ASAN_OBJECTS) $(LDFLAGS) $(LDLIBS)
+
+$(ASAN_DIR)/%.o: src/%.c src/gpu.h build/device_attributes.h build/kernels.h
+	@mkdir -p $(ASAN_DIR)
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -O1 $(ASAN_FLAGS) -c -o $@ $<
+
+# Sanitizer reports end the run with a non-zero status (halt_on_error); so does a bad error.
+fuzz: asan
+	$(FUZZ_ENV) timeout --signal=KILL $$(( $(FUZZ_SECONDS) + 120 )) $(LUA) tests/fuzz.lua $(FUZZ_SECONDS)
+
+# The CPU suite, then a short CPU fuzz (error paths), under valgrind; child Lua processes of
+# the specs are traced too.  Any definite leak or memory error fails.
+LEAK_FUZZ_SECONDS ?= 20
+VALGRIND = valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite \
+  --show-leak-kinds=definite --error-exitcode=99 --num-callers=40 \
+  --suppressions=tests/leakcheck.supp --trace-children=yes \
+  --trace-children-skip='*/env,*/sh,*/bash,*/mkdir,*/rm,*/timeout'
+
+leakcheck: all
+	$(VALGRIND) $(BUSTED)
+	FUZZ_COMPILES=3 $(VALGRIND) $(LUA) tests/fuzz.lua $(LEAK_FUZZ_SECONDS)
+
+# tests/threads links Lua itself, through LUA_LIB (see the embedding section).
+THREADS ?= 8
+SECONDS ?= 60
+LUA_LIBDIR ?= $(firstword $(wildcard $(LUA_INCDIR)/../../lib/$(shell $(CC) -dumpmachine)))
+THREADS_CACHE = build/threads-cache
+
+build/threads: tests/threads.c | build
+	$(CC) $(CPPFLAGS) -std=c11 $(WARNINGS) $(CFLAGS) -o $@ $< $(LUA_LIBDIR:%=-L%) $(LUA_LIB) -lpthread -lm -ldl
+
+# A fresh compile cache, so threads race to fill it; then a state closed at process exit.
+threads: all build/threads
+	rm -rf $(THREADS_CACHE)
+	GPU_CACHE_DIR=$(CURDIR)/$(THREADS_CACHE) build/threads -n $(THREADS) -t $(SECONDS)
+	build/threads --at-exit before tests/exit_worker.lua
+	build/threads --at-exit after tests/exit_worker.lua
+
+# The GPU suite under compute-sanitizer's memcheck (the #faults specs provoke errors on
+# purpose and are left out).  Only the device's memory is checked; see docs/testing.md.
+COMPUTE_SANITIZER ?= $(firstword $(wildcard $(CUDA_HOME)/bin/compute-sanitizer) compute-sanitizer)
+sanitize: all
+	$(COMPUTE_SANITIZER) --tool memcheck --error-exitcode 1 --target-processes all \
+	  $(BUSTED) --run=gpu --exclude-tags=faults

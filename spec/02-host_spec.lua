@@ -107,7 +107,7 @@ describe("gpu.host constructors", function()
                          function() host.empty(3, "float") end)
     helpers.assert_error("bad argument #1 to 'ones' (shape is too large)",
                          function() host.ones({2^31, 2^31, 2}) end)
-    helpers.assert_error("host array of 2305843009213693952 float64 elements is too large",
+    helpers.assert_error("bad argument #1 to 'empty' (shape is too large)",
                          function() host.empty(2^61, "float64") end)
     assert.are.equal(3, #host.empty(3))
   end)

@@ -123,7 +123,8 @@ static int gpu_array_view (lua_State *L) {
   if (from != NULL) {
     gpu_checkarray(L, 1);
     b = from->buffer;
-    offset += (lua_Integer)from->offset;
+    if (__builtin_add_overflow(offset, (lua_Integer)from->offset, &offset))
+      return luaL_error(L, "view reaches outside its buffer (%I bytes)", (lua_Integer)b->size);
     lua_getiuservalue(L, 1, 1);
     lua_replace(L, 1);                 /* the view pins the buffer, not the array */
   } else {
@@ -142,11 +143,15 @@ static int gpu_array_view (lua_State *L) {
   /* the byte range the view can touch: [offset + lo, offset + hi + itemsize) */
   lo = hi = 0;
   for (i = 0; i < ndim; i++) {
+    int64_t reach;
     if (shape[i] == 0) { lo = 0; hi = -(int64_t)itemsize; break; }
-    if (strides[i] > 0) hi += strides[i] * (shape[i] - 1);
-    else lo += strides[i] * (shape[i] - 1);
+    /* huge strides must not wrap around into a range that looks inside the buffer */
+    if (__builtin_mul_overflow(strides[i], shape[i] - 1, &reach) ||
+        __builtin_add_overflow(strides[i] > 0 ? hi : lo, reach, strides[i] > 0 ? &hi : &lo))
+      return luaL_error(L, "view reaches outside its buffer (%I bytes)", (lua_Integer)b->size);
   }
-  if (offset < 0 || offset + lo < 0 || (uint64_t)(offset + hi + (int64_t)itemsize) > b->size)
+  if (offset < 0 || offset > (lua_Integer)b->size || offset + lo < 0 ||
+      hi > (int64_t)b->size || (uint64_t)(offset + hi + (int64_t)itemsize) > b->size)
     return luaL_error(L, "view reaches outside its buffer (%I bytes)", (lua_Integer)b->size);
   new_header(L, 1, b, (size_t)offset, dtype, ndim, shape, strides);
   return 1;

@@ -72,10 +72,20 @@ void gpu_pin (lua_State *L, int ud, int idx, int n) {
   lua_setiuservalue(L, ud, n);
 }
 
+/* Runs last among the module's finalizers at lua_close (see gpu_contexts_release). */
+static int state_close (lua_State *L) {
+  gpu_contexts_release(L);
+  return 0;
+}
+
 static void open_state (lua_State *L) {
   gpu_State *s = (gpu_State *)lua_newuserdatauv(L, sizeof(gpu_State), 0);
   memset(s, 0, sizeof *s);
   s->device = -1;
+  lua_createtable(L, 0, 1);
+  lua_pushcfunction(L, state_close);
+  lua_setfield(L, -2, "__gc");
+  lua_setmetatable(L, -2);              /* marked now, before any object: finalized last */
   lua_setfield(L, LUA_REGISTRYINDEX, GPU_STATE_KEY);
 }
 

@@ -62,15 +62,32 @@ static int current_ordinal (lua_State *L, const gpu_Driver *d) {
 
 /* ---------------------------------------------------------------- contexts */
 
-static int context_release (lua_State *L) {
-  gpu_Context *c = (gpu_Context *)luaL_checkudata(L, 1, GPU_CONTEXT);
+static void context_release (gpu_Context *c) {
   const gpu_Driver *d = gpu_driver_load(NULL, NULL);
   /* a pool with allocations still pending is released by the driver once they are freed */
   if (c->pool != NULL && d != NULL && gpu_context_try_enter(c)) d->cuMemPoolDestroy(c->pool);
   c->pool = NULL;
   if (c->ctx != NULL && c->owned && d != NULL) d->cuDevicePrimaryCtxRelease(c->device);
   c->ctx = NULL;
-  return 0;
+}
+
+/*
+** Called by the state's finalizer (core.c), which lua_close runs after every other finalizer
+** of the module: Lua finalizes in reverse order of marking, and the state is marked when the
+** module is opened, before any object exists.  A Context's own __gc could run before the
+** objects that use it (they are often marked before the Context they create lazily), and
+** would then destroy the pool and context under live buffers.
+*/
+void gpu_contexts_release (lua_State *L) {
+  if (lua_getfield(L, LUA_REGISTRYINDEX, "gpu.contexts") == LUA_TTABLE) {
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+      gpu_Context *c = (gpu_Context *)luaL_testudata(L, -1, GPU_CONTEXT);
+      if (c != NULL) context_release(c);
+      lua_pop(L, 1);
+    }
+  }
+  lua_pop(L, 1);
 }
 
 /*
@@ -419,7 +436,7 @@ void gpu_device_open (lua_State *L) {
     {"attributes", device_attributes}, {"pci_bus_id", device_pci_bus_id},
     {"ordinal", device_ordinal}, {NULL, NULL},
   };
-  static const luaL_Reg context_meta[] = {{"__gc", context_release}, {NULL, NULL}};
+  static const luaL_Reg context_meta[] = {{NULL, NULL}};   /* released with the state */
   luaL_setfuncs(L, functions, 0);
   gpu_newtype(L, GPU_DEVICE, device_meta, device_methods);
   gpu_newtype(L, GPU_CONTEXT, context_meta, NULL);

@@ -241,11 +241,14 @@ int gpu_checkshape (lua_State *L, int arg, int64_t *shape, int64_t *size) {
     return luaL_argerror(L, arg, lua_pushfstring(L, "shape must be a number or a table of "
                                                  "whole numbers, got %s", luaL_typename(L, arg)));
   }
+  /* at most 2^58 elements, so that bytes (itemsize <= 16) and byte offsets never overflow */
   for (i = 0; i < ndim; i++) {
-    if (shape[i] != 0 && total > ((int64_t)1 << 62) / shape[i])
+    if (shape[i] != 0 && total > ((int64_t)1 << 58) / shape[i])
       return luaL_argerror(L, arg, "shape is too large");
     total *= shape[i];
   }
+  for (i = 0; i < ndim; i++)
+    if (shape[i] == 0) total = 0;
   *size = total;
   return ndim;
 }

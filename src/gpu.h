@@ -208,6 +208,8 @@ GPU_INTERNAL void gpu_context_enter(lua_State *L, gpu_Context *c);
 /* Same, for finalizers: returns 0 instead of raising. */
 GPU_INTERNAL int gpu_context_try_enter(gpu_Context *c);
 GPU_INTERNAL void gpu_device_open(lua_State *L);
+/* Releases every Context of the state (pools, primary contexts); the state's finalizer. */
+GPU_INTERNAL void gpu_contexts_release(lua_State *L);
 
 /* ---------------------------------------------------------------- memory.c */
 

@@ -384,8 +384,8 @@ static int host_reshape (lua_State *L) {
     } else if (shape[i] < 0) {
       return luaL_argerror(L, 2, lua_pushfstring(L, "negative dimension %I in shape",
                                                  (lua_Integer)shape[i]));
-    } else {
-      known *= shape[i];
+    } else if (__builtin_mul_overflow(known, shape[i], &known) || known > h->size) {
+      known = h->size + 1;              /* too many elements, and no wrapping around to fit */
     }
   }
   if (unknown >= 0 && known > 0 && h->size % known == 0) shape[unknown] = h->size / known;

@@ -251,6 +251,9 @@ gpu.signature = signature
 -- refuses to launch once one has been freed.
 function gpu.capture(fn, stream)
   if type(fn) ~= "function" then argerror(1, "capture", "function expected, got " .. type(fn)) end
+  if stream ~= nil and getmetatable(stream) ~= core.types.Stream then
+    argerror(2, "capture", "gpu.Stream expected, got " .. type(stream))
+  end
   stream = stream or core.Stream()
   stream:begin_capture()
   local ok, err = pcall(fn, stream)

@@ -75,6 +75,9 @@ local function split_params(list)
 end
 
 function M.parse(source)
+  if type(source) ~= "string" then
+    error("bad argument #1 to 'parse' (source string expected, got " .. type(source) .. ")", 2)
+  end
   local text = strip(source)
   local kernels = {}
   local pos = 1

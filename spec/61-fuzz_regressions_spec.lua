@@ -1,0 +1,43 @@
+-- Regressions found by tests/fuzz.lua (make fuzz): each was a memory error or an unchecked
+-- argument before its fix.
+
+local helpers = require "helpers"
+local gpu = helpers.gpu
+local assert_error = helpers.assert_error
+
+describe("fuzz regressions", function()
+  it("rejects shapes whose byte size would overflow", function()
+    -- 2^31 * 2^31 elements of 8 bytes used to wrap to a tiny allocation that ones() overran
+    assert_error("bad argument #1 to 'gpu.host.ones' (shape is too large)",
+                 gpu.host.ones, {2^31 // 1, 2^31 // 1}, "float64")
+    -- zeros and empty are one C function, so Lua may name either in the message
+    local err = helpers.error_of(gpu.host.zeros, {2^30 // 1, 2^30 // 1, 16}, "uint8")
+    assert.is_truthy(err:find("bad argument #1 to 'gpu.host.", 1, true))
+    assert.is_truthy(err:find("(shape is too large)", 1, true))
+  end)
+
+  it("keeps a zero dimension's size zero however large the others are", function()
+    local h = gpu.host.zeros({0, 2^40 // 1}, "float32")
+    assert.are.equal(0, #h)
+    assert.are.equal(0, h.nbytes)
+  end)
+
+  it("rejects a reshape whose size only matches after wrapping around", function()
+    local h = gpu.host.zeros(110, "uint8")
+    -- 110 * 325927771488000000 * 1024 wraps around int64 and used to give a view of 2^60 bytes
+    assert_error("bad argument #2 to '?' (cannot reshape an array of size 110 into that shape)",
+                 h.reshape, h, {110, 325927771488000000, 1024})
+    assert_error("bad argument #2 to '?' (cannot reshape an array of size 110 into that shape)",
+                 h.reshape, h, 2^32 // 1, 2^32 // 1, 110)
+    local v = h:reshape(2, -1, 11)
+    assert.are.same({2, 5, 11}, v.shape)
+    assert.are.equal(110, #v:bytes())
+  end)
+
+  it("checks capture's stream and signature.parse's source", function()
+    assert_error("bad argument #2 to 'capture' (gpu.Stream expected, got number)",
+                 gpu.capture, function() end, 3)
+    assert_error("bad argument #1 to 'parse' (source string expected, got nil)",
+                 gpu.signature.parse)
+  end)
+end)

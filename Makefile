@@ -201,14 +201,15 @@ leakcheck: all
 	$(VALGRIND) $(BUSTED)
 	FUZZ_COMPILES=3 $(VALGRIND) $(LUA) tests/fuzz.lua $(LEAK_FUZZ_SECONDS)
 
-# tests/threads links Lua itself, through LUA_LIB (see the embedding section).
+# tests/threads links Lua itself, through LUA_LIB (see the embedding section), and exports
+# its symbols (-Wl,-E) for the gpu/core.so it loads.
 THREADS ?= 8
 SECONDS ?= 60
 LUA_LIBDIR ?= $(firstword $(wildcard $(LUA_INCDIR)/../../lib/$(shell $(CC) -dumpmachine)))
 THREADS_CACHE = build/threads-cache
 
 build/threads: tests/threads.c | build
-	$(CC) $(CPPFLAGS) -std=c11 $(WARNINGS) $(CFLAGS) -o $@ $< $(LUA_LIBDIR:%=-L%) $(LUA_LIB) -lpthread -lm -ldl
+	$(CC) $(CPPFLAGS) -std=c11 $(WARNINGS) $(CFLAGS) -Wl,-E -o $@ $< $(LUA_LIBDIR:%=-L%) $(LUA_LIB) -lpthread -lm -ldl
 
 # A fresh compile cache, so threads race to fill it; then a state closed at process exit.
 threads: all build/threads

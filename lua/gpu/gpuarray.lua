@@ -145,6 +145,14 @@ local function program_of(op, types, values, target)
                     operands = operands}
 end
 
+-- program_of's results: op -> target -> (type -> array-ness ->) per operand -> {program = p}
+local programs_by_type = {}
+local function remember_node(node, key)
+  local t = {}
+  node[key] = t
+  return t
+end
+
 -- apply(op, fname, values, opts[, target]) -> result array: the elementwise operation op of
 -- gpu.operators over values (arrays and Lua numbers), into opts.out if given.
 local function apply(op, fname, values, opts, target)
@@ -154,8 +162,21 @@ local function apply(op, fname, values, opts, target)
     any_array = any_array or is_array(v)
   end
   if not any_array then argerror(1, fname, "at least one operand must be a GPUArray", 2) end
-  local p, why, bad = program_of(op, types, values, target)
-  if p == nil then argerror(bad or 1, fname, why, 2) end
+  -- the program depends only on op, target, and each operand's type and array-ness
+  local node = programs_by_type[op]
+  if node == nil then node = {}; programs_by_type[op] = node end
+  node = node[target or false] or remember_node(node, target or false)
+  for k = 1, #types do
+    node = node[types[k]] or remember_node(node, types[k])
+    node = node[is_array(values[k])] or remember_node(node, is_array(values[k]))
+  end
+  local p = node.program
+  if p == nil then
+    local why, bad
+    p, why, bad = program_of(op, types, values, target)
+    if p == nil then argerror(bad or 1, fname, why, 2) end
+    node.program = p
+  end
   return ew.launch(p, opts.out, opts.stream, fname, table.unpack(values, 1, #p.operands))
 end
 M._apply = apply

@@ -48,7 +48,7 @@ static struct {
   int ok;
   int tried;                /* load_nvrtc ran: the library was dlopen'ed (or could not be) */
   char path[PATH_MAX];      /* the library that was loaded */
-  char why[PATH_MAX + 256];           /* why none could be, when ok is 0 */
+  char why[PATH_MAX + 256]; /* why none could be, when ok is 0 */
 } nv = { PTHREAD_ONCE_INIT };
 
 static const char *const nvrtc_names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};

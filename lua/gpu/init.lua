@@ -272,7 +272,8 @@ function gpu.SourceModule(source, opts)
   end
   local module = job.use_cache and modules[job.key]
   if not (module and module:is_loaded()) and job.tentative and job.use_cache then
-    -- not this device's cubin in the process or on disk: maybe NVRTC's PTX is loaded
+    -- the device's cubin is not loaded here: try the disk, then NVRTC's arch for the device
+    -- (PTX when NVRTC is older than the device), which may be loaded
     local image = load_cached(job)
     if image then
       module = core.module_from_buffer(image, signature.parse(source))

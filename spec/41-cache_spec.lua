@@ -10,12 +10,13 @@ local function compile_in_child(dir, source, extra_env)
     local gpu = require "gpu"
     local image = gpu.compile(%q, {arch = "sm_90"})
     local s = gpu.compile_stats
-    print(("nvrtc=%%d hits=%%d stores=%%d size=%%d hash=%%s"):format(s.nvrtc, s.disk_hits,
-      s.disk_stores, #image, require("gpu.core").cache_hash(image)))
+    print(("nvrtc=%%d hits=%%d stores=%%d size=%%d hash=%%s loaded=%%s"):format(s.nvrtc, s.disk_hits,
+      s.disk_stores, #image, require("gpu.core").cache_hash(image), tostring(gpu.nvrtc_loaded())))
   ]]):format(source), env)
   assert(ok, out)
   local stats = {}
   for k, v in out:gmatch("(%w+)=(%w+)") do stats[k] = tonumber(v) or v end
+  assert(stats.loaded, out)
   return stats
 end
 
@@ -145,6 +146,61 @@ describe("the disk cache", function()
       if not name:find("^out") then entries = entries + 1 end
     end
     assert.are.equal(4, entries)
+  end)
+
+  it("serves a hit without loading NVRTC", function()
+    local dir, source = helpers.temp_dir(), unique_source()
+    assert.are.equal("true", compile_in_child(dir, source).loaded)
+    local second = compile_in_child(dir, source)
+    assert.are.same({0, 1, "false"}, {second.nvrtc, second.hits, second.loaded})
+  end)
+
+  it("keys on the NVRTC library file: another one (or the same one changed) misses", function()
+    local dir, source = helpers.temp_dir(), unique_source()
+    compile_in_child(dir, source)
+    local copy = helpers.temp_dir() .. "/libnvrtc.so"
+    assert(os.execute(("cp %q %q && touch -d '2001-02-03 04:05:06' %q"):format(gpu.nvrtc_path(), copy, copy)))
+    local env = {GPU_NVRTC_LIBRARY = copy}
+    local other = compile_in_child(dir, source, env)
+    assert.are.same({1, 0, 1}, {other.nvrtc, other.hits, other.stores})
+    local again = compile_in_child(dir, source, env)
+    assert.are.same({0, 1, "false"}, {again.nvrtc, again.hits, again.loaded})
+    assert(os.execute(("touch -d '2002-02-03 04:05:06' %q"):format(copy)))
+    local touched = compile_in_child(dir, source, env)
+    assert.are.same({1, 0}, {touched.nvrtc, touched.hits})
+    -- the original library still finds its own entry
+    assert.are.same({0, 1}, {compile_in_child(dir, source).nvrtc, compile_in_child(dir, source).hits})
+    os.remove(copy)
+  end)
+
+  it("names the library it would load, and that is the one it loads", function()
+    local out, ok = helpers.run_lua([[
+      local core = require "gpu.core"
+      local before = core.nvrtc_identity()
+      assert(not core.nvrtc_loaded())
+      core.nvrtc_version()
+      assert(core.nvrtc_loaded())
+      print(before == core.nvrtc_identity(), before:find(core.nvrtc_path(), 1, true) == 1)
+    ]])
+    assert(ok, out)
+    assert.are.equal("true\ttrue\n", out)
+  end)
+
+  helpers.gpu_it("lets SourceModule in a new process load the device's cubin without NVRTC", function()
+    local dir, source = helpers.temp_dir(), unique_source()
+    local code = ([[
+      local gpu = require "gpu"
+      local m = gpu.SourceModule(%q)
+      assert(m:get_function("k"))
+      local s = gpu.compile_stats
+      print(s.nvrtc, s.disk_hits, gpu.nvrtc_loaded())
+    ]]):format(source)
+    local out, ok = helpers.run_lua(code, {GPU_CACHE_DIR = dir})
+    assert(ok, out)
+    assert.are.equal("1\t0\ttrue", out:match("^[^\n]*"))
+    out, ok = helpers.run_lua(code, {GPU_CACHE_DIR = dir})
+    assert(ok, out)
+    assert.are.equal("0\t1\tfalse", out:match("^[^\n]*"))
   end)
 
   it("keys on the options too", function()

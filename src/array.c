@@ -234,9 +234,34 @@ static int array_len (lua_State *L) {
   return 1;
 }
 
+/*
+** array_pair(x, y) -> size, dtype pair (an integer naming both dtypes) when x and y are live,
+** C-contiguous, non-empty GPUArrays of the same shape on one device; else nothing.  The
+** binary operators' fast path: such a pair needs no broadcasting and one plain kernel.
+*/
+static int gpu_array_pair (lua_State *L) {
+  const gpu_Array *x = gpu_testarray(L, 1), *y = gpu_testarray(L, 2);
+  if (x == NULL || y == NULL || !gpu_array_alive(x) || !gpu_array_alive(y) || !x->contiguous ||
+      !y->contiguous || x->ndim != y->ndim || x->size != y->size || x->size == 0 ||
+      x->buffer->ctx != y->buffer->ctx ||
+      memcmp(x->shape, y->shape, sizeof(int64_t) * (size_t)x->ndim) != 0)
+    return 0;
+  lua_pushinteger(L, (lua_Integer)x->size);
+  lua_pushinteger(L, (lua_Integer)x->dtype * GPU_NDTYPES + (lua_Integer)y->dtype);
+  return 2;
+}
+
+/* array_like(a, dtype) -> a new contiguous GPUArray of a's shape (like array_empty) */
+static int gpu_array_like (lua_State *L) {
+  const gpu_Array *a = gpu_checkarray(L, 1);
+  gpu_array_new(L, gpu_checkdtype(L, 2), a->ndim, a->shape);
+  return 1;
+}
+
 void gpu_array_open (lua_State *L) {
   static const luaL_Reg functions[] = {
-    {"array_empty", gpu_array_empty}, {"array_view", gpu_array_view}, {NULL, NULL},
+    {"array_empty", gpu_array_empty}, {"array_view", gpu_array_view},
+    {"array_pair", gpu_array_pair}, {"array_like", gpu_array_like}, {NULL, NULL},
   };
   static const luaL_Reg meta[] = {
     {"__index", array_index}, {"__newindex", array_newindex}, {"__len", array_len},

@@ -4,12 +4,21 @@
 ** No GPU is needed here: gpu.compile turns source into PTX or a cubin for any architecture
 ** NVRTC supports.  The library is found through GPU_NVRTC_LIBRARY, then the versioned
 ** sonames, then the same names under $CUDA_HOME/lib64 (default /usr/local/cuda).
+**
+** The compile cache keys on nvrtc_identity(): the library's real path, size and mtime.  It is
+** found by searching the directories the dynamic loader would (LD_LIBRARY_PATH, ld.so.conf,
+** the system directories), without loading NVRTC, so a disk-cache hit costs no dlopen; and
+** open_nvrtc loads exactly the file that search found, so the key names the compiler.
 */
 #include <dlfcn.h>
+#include <glob.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <nvrtc.h>
 
@@ -37,16 +46,101 @@ static struct {
   GPU_NVRTC_SYMBOLS(GPU_NVRTC_FIELD)
 #undef GPU_NVRTC_FIELD
   int ok;
-  char path[512];           /* the library that was loaded */
-  char why[1024];           /* why none could be, when ok is 0 */
+  int tried;                /* load_nvrtc ran: the library was dlopen'ed (or could not be) */
+  char path[PATH_MAX];      /* the library that was loaded */
+  char why[PATH_MAX + 256]; /* why none could be, when ok is 0 */
 } nv = { PTHREAD_ONCE_INIT };
 
-static void *open_nvrtc (void) {
-  static const char *const names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
+static const char *const nvrtc_names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
+#define NVRTC_NAME_COUNT (sizeof nvrtc_names / sizeof nvrtc_names[0])
+
+/* ---------------------------------------------------------------- finding the library */
+
+/* Sets found to the real path of dir/name if that is a file; returns whether it is. */
+static int try_dir (const char *dir, size_t dirlen, const char *name, char *found) {
+  char path[PATH_MAX];
+  struct stat st;
+  if (dirlen == 0 || (size_t)snprintf(path, sizeof path, "%.*s/%s", (int)dirlen, dir, name) >= sizeof path)
+    return 0;
+  return stat(path, &st) == 0 && S_ISREG(st.st_mode) && realpath(path, found) != NULL;
+}
+
+/* Searches the directories of an ld.so.conf file (and what it includes) for name. */
+static int try_conf (const char *conf, const char *name, char *found, int depth) {
+  char line[PATH_MAX];
+  int hit = 0;
+  FILE *f = depth < 4 ? fopen(conf, "r") : NULL;
+  if (f == NULL) return 0;
+  while (!hit && fgets(line, sizeof line, f) != NULL) {
+    char *p = line, *end;
+    end = strchr(p, '#');
+    if (end != NULL) *end = '\0';
+    while (*p == ' ' || *p == '\t') p++;
+    end = p + strlen(p);
+    while (end > p && (end[-1] == '\n' || end[-1] == ' ' || end[-1] == '\t' || end[-1] == '\r')) *--end = '\0';
+    if (strncmp(p, "include", 7) == 0 && (p[7] == ' ' || p[7] == '\t')) {
+      glob_t g;
+      size_t i;
+      for (p += 8; *p == ' ' || *p == '\t'; p++) {}
+      if (glob(p, 0, NULL, &g) == 0) {
+        for (i = 0; !hit && i < g.gl_pathc; i++) hit = try_conf(g.gl_pathv[i], name, found, depth + 1);
+      }
+      globfree(&g);
+    } else if (*p == '/') {
+      hit = try_dir(p, strlen(p), name, found);
+    }
+  }
+  fclose(f);
+  return hit;
+}
+
+/* Searches for name where dlopen would: LD_LIBRARY_PATH, ld.so.conf, the system dirs. */
+static int search_library (const char *name, char *found) {
+  static const char *const system_dirs[] = {"/lib64", "/usr/lib64", "/lib", "/usr/lib"};
+  const char *dirs = getenv("LD_LIBRARY_PATH");
+  size_t i;
+  if (strchr(name, '/') != NULL) return realpath(name, found) != NULL;
+  while (dirs != NULL && *dirs != '\0') {
+    size_t len = strcspn(dirs, ":;");
+    if (try_dir(dirs, len, name, found)) return 1;
+    dirs += len;
+    if (*dirs != '\0') dirs++;
+  }
+  if (try_conf("/etc/ld.so.conf", name, found, 0)) return 1;
+  for (i = 0; i < sizeof system_dirs / sizeof system_dirs[0]; i++)
+    if (try_dir(system_dirs[i], strlen(system_dirs[i]), name, found)) return 1;
+  return 0;
+}
+
+/* The file open_nvrtc would load, in its order; 0 when the search finds none (then open_nvrtc
+** still asks dlopen, which also knows ld.so.cache entries outside these directories). */
+static int find_nvrtc (char *found) {
   const char *env = getenv("GPU_NVRTC_LIBRARY");
   const char *home = getenv("CUDA_HOME");
+  size_t i;
+  if (env != NULL && *env != '\0') return search_library(env, found);
+  for (i = 0; i < NVRTC_NAME_COUNT; i++)
+    if (search_library(nvrtc_names[i], found)) return 1;
+  if (home == NULL || *home == '\0') home = "/usr/local/cuda";
+  for (i = 0; i < NVRTC_NAME_COUNT; i++) {
+    char path[PATH_MAX];
+    if ((size_t)snprintf(path, sizeof path, "%s/lib64", home) < sizeof path
+        && try_dir(path, strlen(path), nvrtc_names[i], found))
+      return 1;
+  }
+  return 0;
+}
+
+static void *open_nvrtc (void) {
+  const char *env = getenv("GPU_NVRTC_LIBRARY");
+  const char *home = getenv("CUDA_HOME");
+  char found[PATH_MAX];
   void *lib;
   size_t i;
+  if (find_nvrtc(found) && (lib = dlopen(found, RTLD_NOW | RTLD_LOCAL)) != NULL) {
+    snprintf(nv.path, sizeof nv.path, "%s", found);
+    return lib;
+  }
   if (env != NULL && *env != '\0') {
     lib = dlopen(env, RTLD_NOW | RTLD_LOCAL);
     if (lib == NULL)
@@ -55,10 +149,10 @@ static void *open_nvrtc (void) {
     return lib;
   }
   if (home == NULL || *home == '\0') home = "/usr/local/cuda";
-  for (i = 0; i < 2 * sizeof names / sizeof names[0]; i++) {
-    const char *name = names[i % 3];
-    if (i >= 3) {
-      snprintf(nv.path, sizeof nv.path, "%s/lib64/%s", home, names[i - 3]);
+  for (i = 0; i < 2 * NVRTC_NAME_COUNT; i++) {
+    const char *name = nvrtc_names[i % NVRTC_NAME_COUNT];
+    if (i >= NVRTC_NAME_COUNT) {
+      snprintf(nv.path, sizeof nv.path, "%s/lib64/%s", home, nvrtc_names[i - NVRTC_NAME_COUNT]);
       name = nv.path;
     }
     if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != NULL) {
@@ -73,6 +167,7 @@ static void *open_nvrtc (void) {
 
 static void load_nvrtc (void) {
   void *lib = open_nvrtc();
+  __atomic_store_n(&nv.tried, 1, __ATOMIC_RELEASE);
   if (lib == NULL) return;
 #define GPU_NVRTC_RESOLVE(name, ret, args)                                            \
   if ((*(void **)&nv.name = dlsym(lib, #name)) == NULL) {                             \
@@ -264,10 +359,42 @@ static int gpu_nvrtc_path (lua_State *L) {
   return 1;
 }
 
+/* nvrtc_loaded() -> whether this process has loaded (or tried to load) NVRTC */
+static int gpu_nvrtc_loaded (lua_State *L) {
+  lua_pushboolean(L, __atomic_load_n(&nv.tried, __ATOMIC_ACQUIRE));
+  return 1;
+}
+
+/*
+** nvrtc_identity() -> "path size mtime" of the NVRTC library compiling here (loaded, or the
+** one that would be), without loading it when the search finds the file; else NVRTC is
+** loaded and named by its path and version.  The compile cache keys on it.
+*/
+static int gpu_nvrtc_identity (lua_State *L) {
+  char found[PATH_MAX];
+  struct stat st;
+  int major, minor;
+  if (__atomic_load_n(&nv.tried, __ATOMIC_ACQUIRE) && nv.ok) {
+    if (realpath(nv.path, found) == NULL) snprintf(found, sizeof found, "%s", nv.path);
+  } else if (!find_nvrtc(found)) {
+    found[0] = '\0';
+  }
+  if (found[0] != '\0' && found[0] == '/' && stat(found, &st) == 0) {
+    lua_pushfstring(L, "%s %I %I.%d", found, (lua_Integer)st.st_size, (lua_Integer)st.st_mtim.tv_sec,
+                    (int)st.st_mtim.tv_nsec);
+    return 1;
+  }
+  check_loaded(L);
+  nvrtc_check(L, nv.nvrtcVersion(&major, &minor), "nvrtcVersion");
+  lua_pushfstring(L, "%s version %d.%d", nv.path, major, minor);
+  return 1;
+}
+
 void gpu_nvrtc_open (lua_State *L) {
   static const luaL_Reg functions[] = {
     {"compile", gpu_compile}, {"nvrtc_version", gpu_nvrtc_version},
     {"nvrtc_supported_archs", gpu_nvrtc_supported_archs}, {"nvrtc_path", gpu_nvrtc_path},
+    {"nvrtc_loaded", gpu_nvrtc_loaded}, {"nvrtc_identity", gpu_nvrtc_identity},
     {NULL, NULL},
   };
   luaL_setfuncs(L, functions, 0);

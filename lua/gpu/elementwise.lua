@@ -203,6 +203,7 @@ local function grid_for(n)
   return blocks
 end
 M.grid_for = grid_for
+M.BLOCK, M.MAX_GRID = BLOCK, MAX_GRID
 
 -- Merges dimensions that are contiguous for every operand and drops those of length 1.
 -- shape: the output's; strides: list of stride lists (output first).  Returns both, >= 1 dim.
@@ -254,6 +255,14 @@ local function check_array(v, n, fname, want_dtype)
   end
 end
 M.check_array = check_array
+
+-- The prepared Function of (p, layout) on the current device, compiled once.
+function M.kernel(p, layout)
+  return kernel_cache.get("ew\0" .. p.key .. "\0" .. layout, function()
+    return M.source(p, layout), kernel_name(p, layout), param_letters(p, layout),
+           {no_extern_c = true, name = kernel_name(p, layout) .. ".cu"}
+  end)
+end
 
 -- launch(p, out, stream, fname, values...) -> out (allocated when nil)
 function M.launch(p, out, stream, fname, ...)
@@ -337,10 +346,7 @@ function M.launch(p, out, stream, fname, ...)
       for d = 1, #s do call[#call + 1] = st[k][d] end
     end
   end
-  local f = kernel_cache.get("ew\0" .. p.key .. "\0" .. layout, function()
-    return M.source(p, layout), kernel_name(p, layout), param_letters(p, layout),
-           {no_extern_c = true, name = kernel_name(p, layout) .. ".cu"}
-  end)
+  local f = M.kernel(p, layout)
   f:prepared_async_call({grid_for(n)}, {BLOCK}, stream, table.unpack(call, 1, #call))
   return out
 end

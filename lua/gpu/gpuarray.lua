@@ -112,18 +112,14 @@ local function operand_type(v, n, fname)
   argerror(n, fname, "GPUArray or number expected, got " .. typename(v), 3)
 end
 
--- apply(op, fname, values, opts[, target]) -> result array: the elementwise operation op of
--- gpu.operators over values (arrays and Lua numbers), into opts.out if given.
-local function apply(op, fname, values, opts, target)
-  local types, names, any_array = {}, {}, false
-  for k, v in ipairs(values) do
-    types[k] = operand_type(v, k, fname)
-    names[k] = "v" .. k
-    any_array = any_array or is_array(v)
-  end
-  if not any_array then argerror(1, fname, "at least one operand must be a GPUArray", 2) end
+-- The program of the elementwise operation op of gpu.operators over operands of types
+-- (dtypes, or weak types for Lua numbers; values[k] is operand k, an array or a number):
+-- the program, or nil, a message and the operand to blame.
+local function program_of(op, types, values, target)
+  local names = {}
+  for k = 1, #types do names[k] = "v" .. k end
   local expr, result, bad = operators.try_expression(op, types, names, target)
-  if expr == nil then argerror(bad or 1, fname, result, 2) end
+  if expr == nil then return nil, result, bad end
   result = weak_default[result] or result
   -- a scalar's kernel type: what its weak type becomes beside the other operands
   local strong = {}
@@ -145,11 +141,80 @@ local function apply(op, fname, values, opts, target)
     end
   end
   if target then parts[#parts + 1] = "to_" .. target end
-  local p = ew.program{expr = expr, out = result, name = table.concat(parts, "_"),
-                       operands = operands}
-  return ew.launch(p, opts.out, opts.stream, fname, table.unpack(values, 1, #operands))
+  return ew.program{expr = expr, out = result, name = table.concat(parts, "_"),
+                    operands = operands}
+end
+
+-- program_of's results: op -> target -> (type -> array-ness ->) per operand -> {program = p}
+local programs_by_type = {}
+local function remember_node(node, key)
+  local t = {}
+  node[key] = t
+  return t
+end
+
+-- apply(op, fname, values, opts[, target]) -> result array: the elementwise operation op of
+-- gpu.operators over values (arrays and Lua numbers), into opts.out if given.
+local function apply(op, fname, values, opts, target)
+  local types, any_array = {}, false
+  for k, v in ipairs(values) do
+    types[k] = operand_type(v, k, fname)
+    any_array = any_array or is_array(v)
+  end
+  if not any_array then argerror(1, fname, "at least one operand must be a GPUArray", 2) end
+  -- the program depends only on op, target, and each operand's type and array-ness
+  local node = programs_by_type[op]
+  if node == nil then node = {}; programs_by_type[op] = node end
+  node = node[target or false] or remember_node(node, target or false)
+  for k = 1, #types do
+    node = node[types[k]] or remember_node(node, types[k])
+    node = node[is_array(values[k])] or remember_node(node, is_array(values[k]))
+  end
+  local p = node.program
+  if p == nil then
+    local why, bad
+    p, why, bad = program_of(op, types, values, target)
+    if p == nil then argerror(bad or 1, fname, why, 2) end
+    node.program = p
+  end
+  return ew.launch(p, opts.out, opts.stream, fname, table.unpack(values, 1, #p.operands))
 end
 M._apply = apply
+
+-- x op y for arrays, new result, default stream.  The common case (two live C-contiguous
+-- arrays of one shape on one device) has a launcher per dtype pair and device: no
+-- promotion, broadcasting or key building per call, just the result and the launch, the
+-- same kernel the general path uses.  Everything else (and every error) is apply's.
+local array_pair, array_like, device_ordinal = core.array_pair, core.array_like, core.device_ordinal
+local BLOCK, MAX_GRID = ew.BLOCK, ew.MAX_GRID
+
+local function binary_operator(op)
+  local launchers = {}   -- device ordinal * 4096 + dtype pair -> {f, f.prepared_async_call, dtype} or false
+  return function(x, y)
+    local n, pair = array_pair(x, y)
+    if n then
+      local key = device_ordinal() * 4096 + pair
+      local e = launchers[key]
+      if e == nil then
+        local p = program_of(op, {x.dtype, y.dtype}, {x, y})
+        if p then
+          local f = ew.kernel(p, "c")
+          e = {f, f.prepared_async_call, p.out}
+        else
+          e = false        -- apply raises the error
+        end
+        launchers[key] = e
+      end
+      if e then
+        local out = array_like(x, e[3])
+        local blocks = (n + BLOCK - 1) // BLOCK
+        e[2](e[1], blocks < MAX_GRID and blocks or MAX_GRID, BLOCK, nil, out, x, y, n)
+        return out
+      end
+    end
+    return apply(op, op, {x, y}, {})
+  end
+end
 
 local copy_programs = {}
 local function copy_program(dtype)
@@ -551,12 +616,15 @@ local binary = {
   shl = "__shl", shr = "__shr",
 }
 for op, event in pairs(binary) do
-  GPUArray[event] = function(x, y) return apply(op, op, {x, y}, {}) end
+  local operator = binary_operator(op)
+  GPUArray[event] = operator
   -- gpuarray.add(x, y[, {out =, stream =}]) and a:add(y[, opts])
   M[op] = function(x, y, opts)
+    if opts == nil then return operator(x, y) end
     return apply(op, op, {x, y}, check_options(opts, 3, op, OUT_STREAM))
   end
   methods[op] = function(x, y, opts)
+    if opts == nil then return operator(x, y) end
     return apply(op, op, {x, y}, check_options(opts, 2, op, OUT_STREAM))
   end
   -- in place: a:iadd(y[, {stream =}]) -> a

@@ -56,16 +56,21 @@ gpu.host = require "gpu.host"
 
 -- Compiling ------------------------------------------------------------------------------
 
--- The architecture NVRTC should build for: the device's own, or the newest NVRTC knows
--- (then as PTX, which the driver compiles for the newer device when loading).
-local function default_arch()
+-- The device's own architecture as a number (90 for sm_90); level blames a caller.
+local function device_arch(level)
   local ok, why = core.available()
   if not ok then
     error("no device to choose an architecture for (" .. why .. "): pass opts.arch, "
-          .. "e.g. 'sm_90'", 4)
+          .. "e.g. 'sm_90'", level + 1)
   end
   local major, minor = core.get_device():compute_capability()
-  local want = major * 10 + minor
+  return major * 10 + minor
+end
+
+-- The architecture NVRTC should build for: the device's own, or the newest NVRTC knows
+-- (then as PTX, which the driver compiles for the newer device when loading).
+local function default_arch(level)
+  local want = device_arch(level + 1)
   local best = 0
   for _, a in ipairs(core.nvrtc_supported_archs()) do
     if a <= want and a > best then best = a end
@@ -120,8 +125,43 @@ local function cache_dir()
 end
 gpu._cache_dir = cache_dir
 
+-- The NVRTC library in the key, named without loading it (core.nvrtc_identity): once a state.
+local nvrtc_identity
+local function compiler_identity()
+  nvrtc_identity = nvrtc_identity or core.nvrtc_identity()
+  return nvrtc_identity
+end
+
+-- The cache key of a job for its arch and target.
+local function job_key(job)
+  local options = job.options
+  local parts = {"lua-gpu " .. gpu.VERSION, "nvrtc " .. compiler_identity(), job.arch, job.target,
+                 options.name or "kernel.cu"}
+  for _, o in ipairs(options.options or {}) do parts[#parts + 1] = "option " .. o end
+  for _, d in ipairs(options.include_dirs or {}) do parts[#parts + 1] = "include " .. d end
+  if options.headers then
+    local names = {}
+    for name in pairs(options.headers) do names[#names + 1] = name end
+    table.sort(names)
+    for _, name in ipairs(names) do
+      parts[#parts + 1] = "header " .. name .. "\0" .. options.headers[name]
+    end
+  end
+  parts[#parts + 1] = job.wrapped
+  return table.concat(parts, "\0")
+end
+
+-- Sets the job's arch and target (and key).
+local function set_arch(job, arch, target)
+  job.arch, job.target = arch, target
+  job.options.arch, job.options.target = arch, target
+  job.key = job_key(job)
+end
+
 -- What to hand NVRTC for (source, opts): a job {wrapped, arch, target, options, key}.
--- fname names the calling function in argument errors.
+-- fname names the calling function in argument errors.  Without opts.arch (and opts.target)
+-- the job is first for the device's own cubin, which the disk cache may hold, so a hit needs
+-- no NVRTC; job.tentative says that build_image must ask NVRTC for the arch on a miss.
 local function compile_job(source, opts, fname, default_target)
   local arch, target = opts.arch, opts.target
   -- checked here so that errors blame the caller's line, not the C call below
@@ -144,47 +184,59 @@ local function compile_job(source, opts, fname, default_target)
       end
     end
   end
+  local tentative = false
   if arch == nil then
-    local device_target
-    arch, device_target = default_arch()
-    target = target or device_target
+    if target == nil and opts.cache ~= false and cache_dir() then
+      arch, target, tentative = "sm_" .. device_arch(3), "cubin", true
+    else
+      local device_target
+      arch, device_target = default_arch(3)
+      target = target or device_target
+    end
   end
   target = target or default_target or (arch:match("^sm_") and "cubin" or "ptx")
   local wrapped = wrap_source(source, opts)
-  local options = {
-    target = target, arch = arch, name = opts.name, headers = opts.headers,
-    options = string_list(opts.options, 2, fname, "options"),
-    include_dirs = string_list(opts.include_dirs, 2, fname, "include_dirs"),
-  }
-  local parts = {"lua-gpu " .. gpu.VERSION, "nvrtc " .. core.nvrtc_version(), arch, target,
-                 options.name or "kernel.cu"}
-  for _, o in ipairs(options.options or {}) do parts[#parts + 1] = "option " .. o end
-  for _, d in ipairs(options.include_dirs or {}) do parts[#parts + 1] = "include " .. d end
-  if options.headers then
-    local names = {}
-    for name in pairs(options.headers) do names[#names + 1] = name end
-    table.sort(names)
-    for _, name in ipairs(names) do
-      parts[#parts + 1] = "header " .. name .. "\0" .. options.headers[name]
-    end
-  end
-  parts[#parts + 1] = wrapped
-  return {wrapped = wrapped, arch = arch, target = target, options = options,
-          key = table.concat(parts, "\0"), use_cache = opts.cache ~= false}
+  local job = {wrapped = wrapped, use_cache = opts.cache ~= false, tentative = tentative,
+    options = {
+      name = opts.name, headers = opts.headers,
+      options = string_list(opts.options, 2, fname, "options"),
+      include_dirs = string_list(opts.include_dirs, 2, fname, "include_dirs"),
+    }}
+  set_arch(job, arch, target)
+  return job
 end
 
 -- What the compile cache did in this state (specs and benchmarks read it).
 gpu.compile_stats = {nvrtc = 0, disk_hits = 0, disk_stores = 0, module_hits = 0}
 local stats = gpu.compile_stats
 
--- The image for a job: from the disk cache, or from NVRTC (then stored); also the log.
-local function build_image(job)
+-- The job's entry in the disk cache: image, or nil (and the directory and file name).
+local function load_cached(job)
   local dir = job.use_cache and cache_dir()
   local file = dir and ("%s-%s.%s"):format(core.cache_hash(job.key), job.arch, job.target)
   local image = file and core.cache_load(dir .. "/" .. file, job.key)
-  if image then
-    stats.disk_hits = stats.disk_hits + 1
-    return image, ""
+  if image then stats.disk_hits = stats.disk_hits + 1 end
+  return image, dir, file
+end
+
+-- For a tentative job that missed: NVRTC's arch for the device (the same, unless NVRTC is
+-- older than the device); returns whether the job changed.
+local function settle_arch(job)
+  if not job.tentative then return false end
+  job.tentative = false
+  local arch, target = default_arch(2)
+  if arch == job.arch and target == job.target then return false end
+  set_arch(job, arch, target)
+  return true
+end
+
+-- The image for a job: from the disk cache, or from NVRTC (then stored); also the log.
+local function build_image(job)
+  local image, dir, file = load_cached(job)
+  if image then return image, "" end
+  if settle_arch(job) then
+    image, dir, file = load_cached(job)
+    if image then return image, "" end
   end
   local log
   image, log = core.compile(job.wrapped, job.options)
@@ -219,6 +271,17 @@ function gpu.SourceModule(source, opts)
     loaded_modules[ordinal] = modules
   end
   local module = job.use_cache and modules[job.key]
+  if not (module and module:is_loaded()) and job.tentative and job.use_cache then
+    -- the device's cubin is not loaded here: try the disk, then NVRTC's arch for the device
+    -- (PTX when NVRTC is older than the device), which may be loaded
+    local image = load_cached(job)
+    if image then
+      module = core.module_from_buffer(image, signature.parse(source))
+      modules[job.key] = module
+      return module
+    end
+    if settle_arch(job) then module = modules[job.key] end
+  end
   if module and module:is_loaded() then
     stats.module_hits = stats.module_hits + 1
     return module

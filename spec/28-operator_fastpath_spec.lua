@@ -1,0 +1,85 @@
+-- The binary operators' fast path (gpuarray.lua binary_operator): two live C-contiguous
+-- arrays of one shape skip promotion and broadcasting.  It must give what the general path
+-- gives (reached with an options table: a:add(b, {})), and hand everything else to it.
+local helpers = require "helpers"
+local gpu = helpers.gpu
+local core = require "gpu.core"
+local kernel_cache = require "gpu.kernel_cache"
+
+local function bytes_of(a) return a:get():bytes() end
+
+describe("the operators' fast path", function()
+  it("takes only GPUArrays (core.array_pair answers nothing for other values)", function()
+    assert.are.equal(0, select("#", core.array_pair(1, 2)))
+    assert.are.equal(0, select("#", core.array_pair({}, "x")))
+    assert.are.equal(0, select("#", core.array_pair(nil, nil)))
+  end)
+
+  it("runs the real Lua path down to the launch (tools/op_overhead.lua, fakes for the device)", function()
+    local out, ok = helpers.run_lua(("arg = {'200'}\n") .. assert(io.open("tools/op_overhead.lua")):read("a"))
+    assert(ok, out)
+    assert.truthy(out:find("a + b (float32, 1000)", 1, true), out)
+  end)
+
+  local PAIRS = {{"float32", "float32"}, {"float32", "float64"}, {"int32", "int32"},
+                 {"int8", "uint8"}, {"int64", "float32"}, {"bool", "int16"}, {"uint32", "int32"}}
+  local OPS = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "band", "shl"}
+  local event = {add = "__add", sub = "__sub", mul = "__mul", div = "__div", floordiv = "__idiv",
+                 mod = "__mod", pow = "__pow", band = "__band", shl = "__shl"}
+
+  local function random_array(shape, dtype)
+    local n = 1
+    for _, d in ipairs(shape) do n = n * d end
+    local kind = gpu.dtype(dtype).kind
+    local values = kind == "f" and helpers.random_floats(n, 4)
+                   or kind == "b" and helpers.random_integers(n, 0, 1)
+                   or helpers.random_integers(n, 1, 7)
+    if kind == "b" then for i, v in ipairs(values) do values[i] = v == 1 end end
+    return gpu.to_gpu(values, dtype):reshape(shape)
+  end
+
+  helpers.gpu_it("gives the general path's bytes and dtype for every operator and dtype pair", function()
+    for _, shape in ipairs{{1000}, {7, 13}, {}} do
+      for _, pair in ipairs(PAIRS) do
+        local a, b = random_array(shape, pair[1]), random_array(shape, pair[2])
+        for _, op in ipairs(OPS) do
+          local ok_general, general = pcall(a[op], a, b, {})
+          local ok_fast, fast = pcall(getmetatable(a)[event[op]], a, b)
+          assert.are.equal(ok_general, ok_fast, op .. " " .. pair[1] .. " " .. pair[2])
+          if ok_general then
+            assert.are.equal(general.dtype, fast.dtype)
+            assert.are.same(general.shape, fast.shape)
+            assert.are.equal(bytes_of(general), bytes_of(fast), op .. " " .. pair[1] .. " " .. pair[2])
+            assert.are.equal(bytes_of(general), bytes_of(a[op](a, b)))     -- a:add(b), no opts
+          else
+            assert.are.equal(tostring(general):gsub("^[^:]*:%d+: ", ""), (tostring(fast):gsub("^[^:]*:%d+: ", "")))
+          end
+        end
+      end
+    end
+  end)
+
+  helpers.gpu_it("compiles nothing more on repeats, and leaves views and broadcasting to the general path", function()
+    local a, b = random_array({64, 32}, "float32"), random_array({64, 32}, "float32")
+    local _ = a + b
+    local compiles = kernel_cache.compiles
+    for _ = 1, 10 do _ = a + b end
+    assert.are.equal(compiles, kernel_cache.compiles)
+    local ha, hb = a:get(), b:get()
+    local t = a:transpose() + b:transpose()                  -- not C-contiguous
+    local ht = t:get()
+    for i = 1, 64 do
+      for j = 1, 32 do
+        local want = helpers.f32(ha[(i - 1) * 32 + j] + hb[(i - 1) * 32 + j])
+        assert.are.equal(want, ht[(j - 1) * 64 + i])
+      end
+    end
+    local row = random_array({32}, "float32")
+    local hr, s = row:get(), (a + row):get()                   -- broadcast
+    for k = 1, 64 * 32 do assert.are.equal(helpers.f32(ha[k] + hr[(k - 1) % 32 + 1]), s[k]) end
+    local c = random_array({64, 32}, "float32")
+    c:free()
+    helpers.assert_error("bad argument #2 to 'add' (array has been freed)", function() return a + c end)
+    helpers.assert_error("bad argument #2 to 'add' (array has been freed)", function() return a:add(c) end)
+  end)
+end)

@@ -164,7 +164,9 @@ __device__ __forceinline__ gpu_t gpu_load(const char *in, const gpu_layout &lay,
 #endif
 }
 
-// 16 bytes seen as elements.
+// 16 bytes seen as elements.  A thread's GPU_ITEMS elements fill whole chunks.
+static_assert(GPU_ITEMS * sizeof(gpu_in_t) % 16 == 0 && GPU_ITEMS * sizeof(gpu_t) % 16 == 0,
+              "GPU_ITEMS elements must fill 16-byte chunks");
 template <typename E>
 union gpu_chunk {
   uint4 raw;
@@ -195,7 +197,7 @@ __device__ __forceinline__ void gpu_scan(const char *in, const gpu_layout &lay, 
     const uint4 *chunks = (const uint4 *)((const gpu_in_t *)in + base);
     const int per_chunk = 16 / sizeof(gpu_in_t);
 #pragma unroll
-    for (int k = 0; k < (int)sizeof(gpu_in_t); k++) {   // GPU_ITEMS * sizeof / 16 chunks each
+    for (int k = 0; k < GPU_ITEMS / per_chunk; k++) {
       const int c = k * GPU_BLOCK + tid;
       gpu_chunk<gpu_in_t> u;
       u.raw = chunks[c];
@@ -286,7 +288,7 @@ __device__ __forceinline__ void gpu_scan(const char *in, const gpu_layout &lay, 
     uint4 *chunks = (uint4 *)(out + base);
     const int per_chunk = 16 / sizeof(gpu_t);
 #pragma unroll
-    for (int k = 0; k < (int)sizeof(gpu_t); k++) {
+    for (int k = 0; k < GPU_ITEMS / per_chunk; k++) {
       const int c = k * GPU_BLOCK + tid;
       gpu_chunk<gpu_t> u;
 #pragma unroll

@@ -22,6 +22,15 @@ describe("scans", function()
                                 {arch = "sm_90", no_extern_c = true}) > 0)
     assert.is_true(#gpu.compile(scan.source("int64", "int8", "a + b", nil, false, true),
                                 {arch = "sm_90", no_extern_c = true}) > 0)
+    -- 8-byte values (flag + value slots, fences) exclusive, and bool (packed, 1-byte shuffles)
+    assert.is_true(#gpu.compile(scan.source("float64", "float64", "a < b ? a : b", "1e308", true, false),
+                                {arch = "sm_90", no_extern_c = true}) > 0)
+    assert.is_true(#gpu.compile(scan.source("bool", "bool", "a != b", "false", true, false),
+                                {arch = "sm_90", no_extern_c = true}) > 0)
+    -- the 16-byte path exists only for contiguous input
+    assert.truthy(scan.source("float32", "float32", "a + b", nil, false, false):find("gpu_scan_vec", 1, true))
+    assert.are.equal(128 + 8 * 128, scan.state_bytes(128, "float32"))
+    assert.are.equal(128 + 4 * 32 + 2 * 8 * 32, scan.state_bytes(32, "int64"))
   end)
 
   -- The single-pass algorithm, on the CPU (spec/scan_sim.lua models kernels/scan.cu), with a

@@ -1,17 +1,39 @@
 // scan.cu: inclusive and exclusive scans, a template that lua/gpu/scan.lua fills in (its
-// dollar names).  Reduce-then-scan over tiles of GPU_TILE elements: gpu_scan_reduce_* leaves
-// each tile's total, the totals are scanned (recursively, the same way), and gpu_scan_tiles_*
-// scans each tile again starting from the scanned total of the tiles before it.  "first"
-// kernels read the user's input (any dtype, maybe strided); "inner" ones the contiguous totals.
-// The operator need not be commutative, and no neutral element is needed for inclusive scans:
-// a "has" flag marks where a running value starts.
+// dollar names).  One pass with decoupled look-back (Merrill & Garland, "Single-pass Parallel
+// Prefix Scan with Decoupled Look-back", 2016): the input is read once and the output written
+// once.
+//
+// Each block scans one tile of GPU_TILE elements.  Tiles are handed out by an atomic counter
+// rather than blockIdx.x, so a block only ever waits for tiles taken before its own, by blocks
+// that are already running: no deadlock whatever order the hardware schedules blocks in.  A
+// block scans its tile locally, publishes the tile's total (its "aggregate") at once, then
+// looks back over the tiles before it, combining aggregates until it meets a tile that has
+// published its inclusive prefix (everything up to and including that tile); it publishes its
+// own inclusive prefix and writes its tile.
+//
+// The operator need not be commutative (predecessors always combine on the left) and an
+// inclusive scan needs no neutral element: "has" flags mark where a running value starts.
+//
+// State (a zeroed scratch buffer, laid out by gpu_state below and sized by scan.lua's
+// state_bytes): the tile counter, then per tile either one 64-bit status word packing flag and
+// value (values of 4 bytes or fewer: one access reads both, no fence needed) or a flag word
+// plus separate aggregate and inclusive value slots (8-byte values), written value, fence,
+// flag and read flag, fence, value.
 
 #define GPU_BLOCK 256
-#define GPU_ITEMS 8
+#define GPU_ITEMS 16
 #define GPU_TILE (GPU_BLOCK * GPU_ITEMS)
+#define GPU_WARPS (GPU_BLOCK / 32)
 #define GPU_PAD(j) ((j) + (j) / 32)
 #define GPU_EXCLUSIVE $EXCLUSIVE
 #define GPU_STRIDED $STRIDED
+#define GPU_PACKED $PACKED
+#define GPU_FULL_MASK 0xffffffffu
+
+// Tile status flags.  0 is what the memset leaves: not published yet.
+#define GPU_NOT_READY 0
+#define GPU_AGGREGATE 1
+#define GPU_PREFIX 2
 
 typedef $T gpu_t;
 typedef $IN_T gpu_in_t;
@@ -19,9 +41,122 @@ typedef $IN_T gpu_in_t;
 __device__ __forceinline__ gpu_t gpu_scan_op(gpu_t a, gpu_t b) { return $SCAN_EXPR; }
 __device__ __forceinline__ gpu_t gpu_convert(gpu_in_t x) { return $CONVERT; }
 
-template <bool FIRST>
+// Warp shuffles of any gpu_t, as 32-bit words.
+#define GPU_WORDS ((sizeof(gpu_t) + 3) / 4)
+union gpu_words {
+  gpu_t v;
+  unsigned w[GPU_WORDS];
+};
+
+__device__ __forceinline__ gpu_t gpu_shfl_up(gpu_t v, int delta) {
+  gpu_words u;
+#pragma unroll
+  for (int i = 0; i < (int)GPU_WORDS; i++) u.w[i] = 0;
+  u.v = v;
+#pragma unroll
+  for (int i = 0; i < (int)GPU_WORDS; i++) u.w[i] = __shfl_up_sync(GPU_FULL_MASK, u.w[i], delta);
+  return u.v;
+}
+
+__device__ __forceinline__ gpu_t gpu_shfl(gpu_t v, int lane) {
+  gpu_words u;
+#pragma unroll
+  for (int i = 0; i < (int)GPU_WORDS; i++) u.w[i] = 0;
+  u.v = v;
+#pragma unroll
+  for (int i = 0; i < (int)GPU_WORDS; i++) u.w[i] = __shfl_sync(GPU_FULL_MASK, u.w[i], lane);
+  return u.v;
+}
+
+// Where the pieces of the state live, for a grid of `tiles` tiles.  scan.lua's state_bytes
+// must agree.
+struct gpu_state {
+  unsigned *counter;
+#if GPU_PACKED
+  volatile unsigned long long *status;   // flag << 32 | value bits
+#else
+  volatile int *flags;
+  volatile gpu_t *aggregates;
+  volatile gpu_t *prefixes;
+#endif
+};
+
+__device__ __forceinline__ long long gpu_round128(long long bytes) { return (bytes + 127) / 128 * 128; }
+
+__device__ __forceinline__ gpu_state gpu_state_at(char *base, long long tiles) {
+  gpu_state s;
+  s.counter = (unsigned *)base;
+#if GPU_PACKED
+  s.status = (volatile unsigned long long *)(base + 128);
+#else
+  char *values = base + 128 + gpu_round128(tiles * (long long)sizeof(int));
+  s.flags = (volatile int *)(base + 128);
+  s.aggregates = (volatile gpu_t *)values;
+  s.prefixes = (volatile gpu_t *)(values + gpu_round128(tiles * (long long)sizeof(gpu_t)));
+#endif
+  return s;
+}
+
+// Publishes tile's aggregate or inclusive prefix (flag says which) to later tiles.
+__device__ __forceinline__ void gpu_publish(const gpu_state &s, long long tile, int flag, gpu_t v) {
+#if GPU_PACKED
+  gpu_words u;
+  u.w[0] = 0;
+  u.v = v;
+  s.status[tile] = ((unsigned long long)flag << 32) | u.w[0];   // one 64-bit store
+#else
+  if (flag == GPU_PREFIX) s.prefixes[tile] = v;
+  else s.aggregates[tile] = v;
+  __threadfence();   // the value is visible before the flag that announces it
+  s.flags[tile] = flag;
+#endif
+}
+
+// Run by one whole warp of the block scanning `tile` (> 0): the combination of every tile
+// before it, in order.  Lane i looks at tile end - 32 + i of a window that slides down until
+// some tile in it has published its inclusive prefix.
+__device__ gpu_t gpu_look_back(const gpu_state &s, long long tile) {
+  const int lane = threadIdx.x & 31;
+  gpu_t prefix = gpu_t();
+  bool has = false;
+  for (long long end = tile;; end -= 32) {
+    const long long p = end - 32 + lane;
+    int flag;
+    gpu_t v = gpu_t();
+#if GPU_PACKED
+    unsigned long long word;
+    do {
+      // Tiles before 0 count as published prefixes; they are never combined, since tile 0
+      // (a higher lane) always publishes its prefix.
+      word = p < 0 ? (unsigned long long)GPU_PREFIX << 32 : s.status[p];
+      flag = (int)(word >> 32);
+    } while (__any_sync(GPU_FULL_MASK, flag == GPU_NOT_READY));
+    gpu_words u;
+    u.w[0] = (unsigned)word;
+    v = u.v;
+#else
+    do {
+      flag = p < 0 ? GPU_PREFIX : s.flags[p];
+    } while (__any_sync(GPU_FULL_MASK, flag == GPU_NOT_READY));
+    __threadfence();   // the flag was read before the value it announces
+    if (p >= 0) v = flag == GPU_PREFIX ? s.prefixes[p] : s.aggregates[p];
+#endif
+    // The highest lane holding a prefix ends the look-back; combine lanes start..31 in order.
+    const unsigned prefixes = __ballot_sync(GPU_FULL_MASK, flag == GPU_PREFIX);
+    const int start = prefixes ? 31 - __clz(prefixes) : 0;
+#pragma unroll
+    for (int off = 1; off < 32; off <<= 1) {
+      gpu_t lower = gpu_shfl_up(v, off);
+      if (lane - off >= start) v = gpu_scan_op(lower, v);
+    }
+    const gpu_t window = gpu_shfl(v, 31);
+    prefix = has ? gpu_scan_op(window, prefix) : window;   // earlier tiles on the left
+    has = true;
+    if (prefixes) return prefix;
+  }
+}
+
 __device__ __forceinline__ gpu_t gpu_load(const char *in, const gpu_layout &lay, long long i) {
-  if (!FIRST) return ((const gpu_t *)in)[i];
 #if GPU_STRIDED
   return gpu_convert(*(const gpu_in_t *)(in + gpu_offset(lay, i)));
 #else
@@ -29,121 +164,156 @@ __device__ __forceinline__ gpu_t gpu_load(const char *in, const gpu_layout &lay,
 #endif
 }
 
-struct gpu_scan_smem {
-  gpu_t tile[GPU_PAD(GPU_TILE)];
-  gpu_t sums[GPU_BLOCK];
-  bool has[GPU_BLOCK];
+// 16 bytes seen as elements.  A thread's GPU_ITEMS elements fill whole chunks.
+static_assert(GPU_ITEMS * sizeof(gpu_in_t) % 16 == 0 && GPU_ITEMS * sizeof(gpu_t) % 16 == 0,
+              "GPU_ITEMS elements must fill 16-byte chunks");
+template <typename E>
+union gpu_chunk {
+  uint4 raw;
+  E e[16 / sizeof(E)];
 };
 
-// Loads this block's tile and scans the threads' totals: afterwards sums[t] (valid where
-// has[t]) combines every item of threads 0..t.  Returns the number of items in the tile.
-template <bool FIRST>
-__device__ __forceinline__ int gpu_scan_tile(gpu_scan_smem &s, const char *in, const gpu_layout &lay,
-                                             long long n) {
-  const int tid = threadIdx.x;
-  const long long base = (long long)blockIdx.x * GPU_TILE;
+// The kernel.  VEC: input and output are contiguous and 16-byte aligned, so full tiles move
+// in 16-byte loads and stores.  state may be null when the grid is a single tile.
+template <bool VEC>
+__device__ __forceinline__ void gpu_scan(const char *in, const gpu_layout &lay, long long n,
+                                         gpu_t *out, char *state_base) {
+  __shared__ gpu_t tile_items[GPU_PAD(GPU_TILE)];
+  __shared__ gpu_t warp_totals[GPU_WARPS];
+  __shared__ gpu_t block_prefix;
+  __shared__ long long tile_index;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const gpu_state s = gpu_state_at(state_base, gridDim.x);
+
+  if (tid == 0) tile_index = gridDim.x == 1 ? 0 : (long long)atomicAdd(s.counter, 1u);
+  __syncthreads();
+  const long long tile = tile_index;
+  const long long base = tile * GPU_TILE;
   const int count = (int)(n - base < GPU_TILE ? n - base : GPU_TILE);
+
+  // Load, coalesced (thread tid takes every GPU_BLOCK-th element or 16-byte chunk), into
+  // shared memory; the padding keeps the strided accesses below free of bank conflicts.
+  if (VEC && count == GPU_TILE) {
+    const uint4 *chunks = (const uint4 *)((const gpu_in_t *)in + base);
+    const int per_chunk = 16 / sizeof(gpu_in_t);
 #pragma unroll
-  for (int k = 0; k < GPU_ITEMS; k++) {
-    int j = k * GPU_BLOCK + tid;
-    if (j < count) s.tile[GPU_PAD(j)] = gpu_load<FIRST>(in, lay, base + j);
-  }
-  __syncthreads();
-  gpu_t total = gpu_t();
-  bool has = false;
+    for (int k = 0; k < GPU_ITEMS / per_chunk; k++) {
+      const int c = k * GPU_BLOCK + tid;
+      gpu_chunk<gpu_in_t> u;
+      u.raw = chunks[c];
 #pragma unroll
-  for (int q = 0; q < GPU_ITEMS; q++) {
-    int j = tid * GPU_ITEMS + q;
-    if (j < count) {
-      gpu_t v = s.tile[GPU_PAD(j)];
-      total = has ? gpu_scan_op(total, v) : v;
-      has = true;
+      for (int e = 0; e < per_chunk; e++) tile_items[GPU_PAD(c * per_chunk + e)] = gpu_convert(u.e[e]);
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < GPU_ITEMS; k++) {
+      const int j = k * GPU_BLOCK + tid;
+      // Past the end: any value will do, as nothing after an element changes its scan, and
+      // the last tile's total is never used.
+      tile_items[GPU_PAD(j)] = j < count ? gpu_load(in, lay, base + j) : gpu_t();
     }
   }
-  s.sums[tid] = total;
-  s.has[tid] = has;
   __syncthreads();
-  for (int off = 1; off < GPU_BLOCK; off <<= 1) {
-    gpu_t v = s.sums[tid];
-    bool h = s.has[tid];
-    if (tid >= off && s.has[tid - off]) {
-      v = h ? gpu_scan_op(s.sums[tid - off], v) : s.sums[tid - off];
-      h = true;
-    }
-    __syncthreads();
-    s.sums[tid] = v;
-    s.has[tid] = h;
-    __syncthreads();
+
+  // This thread's GPU_ITEMS consecutive elements and their total.
+  gpu_t items[GPU_ITEMS];
+#pragma unroll
+  for (int q = 0; q < GPU_ITEMS; q++) items[q] = tile_items[GPU_PAD(tid * GPU_ITEMS + q)];
+  gpu_t total = items[0];
+#pragma unroll
+  for (int q = 1; q < GPU_ITEMS; q++) total = gpu_scan_op(total, items[q]);
+
+  // Inclusive scan of the threads' totals within the warp; lane 31 then holds the warp's.
+  gpu_t inclusive = total;
+#pragma unroll
+  for (int off = 1; off < 32; off <<= 1) {
+    gpu_t lower = gpu_shfl_up(inclusive, off);
+    if (lane >= off) inclusive = gpu_scan_op(lower, inclusive);
   }
-  return count;
-}
+  const gpu_t lane_prefix = gpu_shfl_up(inclusive, 1);   // valid for lane > 0
+  if (lane == 31) warp_totals[warp] = inclusive;
+  __syncthreads();
 
-template <bool FIRST>
-__device__ __forceinline__ void gpu_scan_reduce(const char *in, const gpu_layout &lay, long long n,
-                                                gpu_t *totals) {
-  __shared__ gpu_scan_smem s;
-  gpu_scan_tile<FIRST>(s, in, lay, n);
-  if (threadIdx.x == 0) totals[blockIdx.x] = s.sums[GPU_BLOCK - 1];
-}
+  // Warp 0 publishes the tile's aggregate, looks back and publishes the inclusive prefix.
+  if (warp == 0) {
+    gpu_t aggregate = warp_totals[0];
+#pragma unroll
+    for (int w = 1; w < GPU_WARPS; w++) aggregate = gpu_scan_op(aggregate, warp_totals[w]);
+    if (tile == 0) {
+      if (lane == 0 && gridDim.x > 1) gpu_publish(s, 0, GPU_PREFIX, aggregate);
+    } else {
+      if (lane == 0) gpu_publish(s, tile, GPU_AGGREGATE, aggregate);
+      const gpu_t prefix = gpu_look_back(s, tile);
+      if (lane == 0) {
+        gpu_publish(s, tile, GPU_PREFIX, gpu_scan_op(prefix, aggregate));
+        block_prefix = prefix;
+      }
+    }
+  }
+  __syncthreads();
 
-template <bool FIRST>
-__device__ __forceinline__ void gpu_scan_tiles(const char *in, const gpu_layout &lay, long long n,
-                                               gpu_t *out, const gpu_t *carries) {
-  __shared__ gpu_scan_smem s;
-  const int tid = threadIdx.x;
-  const int count = gpu_scan_tile<FIRST>(s, in, lay, n);
+  // Everything before this thread's first element: earlier tiles, warps, lanes, in order.
   gpu_t run = gpu_t();
   bool has = false;
-  if (tid > 0 && s.has[tid - 1]) {
-    run = s.sums[tid - 1];
+  if (tile > 0) {
+    run = block_prefix;
     has = true;
   }
-  if (blockIdx.x > 0) {
-    gpu_t carry = carries[blockIdx.x - 1];
-    run = has ? gpu_scan_op(carry, run) : carry;
+  for (int w = 0; w < warp; w++) {
+    run = has ? gpu_scan_op(run, warp_totals[w]) : warp_totals[w];
+    has = true;
+  }
+  if (lane > 0) {
+    run = has ? gpu_scan_op(run, lane_prefix) : lane_prefix;
     has = true;
   }
 #pragma unroll
   for (int q = 0; q < GPU_ITEMS; q++) {
-    int j = tid * GPU_ITEMS + q;
-    if (j < count) {
-      gpu_t v = s.tile[GPU_PAD(j)];
+    const gpu_t v = items[q];
 #if GPU_EXCLUSIVE
-      if (FIRST) s.tile[GPU_PAD(j)] = has ? run : (gpu_t)($NEUTRAL);
+    items[q] = has ? run : (gpu_t)($NEUTRAL);
+    run = has ? gpu_scan_op(run, v) : v;
+#else
+    run = has ? gpu_scan_op(run, v) : v;
+    items[q] = run;
 #endif
-      run = has ? gpu_scan_op(run, v) : v;
-      has = true;
-#if GPU_EXCLUSIVE
-      if (!FIRST)
-#endif
-      s.tile[GPU_PAD(j)] = run;
+    has = true;
+  }
+  // Each thread rewrites only the slots it read, so no barrier is needed before this.
+#pragma unroll
+  for (int q = 0; q < GPU_ITEMS; q++) tile_items[GPU_PAD(tid * GPU_ITEMS + q)] = items[q];
+  __syncthreads();
+
+  if (VEC && count == GPU_TILE) {
+    uint4 *chunks = (uint4 *)(out + base);
+    const int per_chunk = 16 / sizeof(gpu_t);
+#pragma unroll
+    for (int k = 0; k < GPU_ITEMS / per_chunk; k++) {
+      const int c = k * GPU_BLOCK + tid;
+      gpu_chunk<gpu_t> u;
+#pragma unroll
+      for (int e = 0; e < per_chunk; e++) u.e[e] = tile_items[GPU_PAD(c * per_chunk + e)];
+      chunks[c] = u.raw;
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < GPU_ITEMS; k++) {
+      const int j = k * GPU_BLOCK + tid;
+      if (j < count) out[base + j] = tile_items[GPU_PAD(j)];
     }
   }
-  __syncthreads();
-  const long long base = (long long)blockIdx.x * GPU_TILE;
-#pragma unroll
-  for (int k = 0; k < GPU_ITEMS; k++) {
-    int j = k * GPU_BLOCK + tid;
-    if (j < count) out[base + j] = s.tile[GPU_PAD(j)];
-  }
 }
 
+// Grid: one block of GPU_BLOCK threads per tile.  state: see the top; zeroed before each
+// launch, and may be null for a single tile.
 extern "C" __global__ void __launch_bounds__(GPU_BLOCK)
-gpu_scan_reduce_first(const char *in, gpu_layout lay, long long n, gpu_t *totals) {
-  gpu_scan_reduce<true>(in, lay, n, totals);
+gpu_scan_any(const char *in, gpu_layout lay, long long n, gpu_t *out, char *state) {
+  gpu_scan<false>(in, lay, n, out, state);
 }
 
+#if !GPU_STRIDED
 extern "C" __global__ void __launch_bounds__(GPU_BLOCK)
-gpu_scan_reduce_inner(const char *in, gpu_layout lay, long long n, gpu_t *totals) {
-  gpu_scan_reduce<false>(in, lay, n, totals);
+gpu_scan_vec(const char *in, gpu_layout lay, long long n, gpu_t *out, char *state) {
+  gpu_scan<true>(in, lay, n, out, state);
 }
-
-extern "C" __global__ void __launch_bounds__(GPU_BLOCK)
-gpu_scan_tiles_first(const char *in, gpu_layout lay, long long n, gpu_t *out, const gpu_t *carries) {
-  gpu_scan_tiles<true>(in, lay, n, out, carries);
-}
-
-extern "C" __global__ void __launch_bounds__(GPU_BLOCK)
-gpu_scan_tiles_inner(const char *in, gpu_layout lay, long long n, gpu_t *out, const gpu_t *carries) {
-  gpu_scan_tiles<false>(in, lay, n, out, carries);
-}
+#endif

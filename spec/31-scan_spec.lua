@@ -3,6 +3,8 @@ local helpers = require "helpers"
 local R = require "reduction_helpers"
 local gpu = helpers.gpu
 local scan = require "gpu.scan"
+local sim = require "scan_sim"
+local core = require "gpu.core"
 
 describe("scans", function()
   it("compile for every cumsum dtype, strided or not, and for exclusive custom operators", function()
@@ -20,6 +22,63 @@ describe("scans", function()
                                 {arch = "sm_90", no_extern_c = true}) > 0)
     assert.is_true(#gpu.compile(scan.source("int64", "int8", "a + b", nil, false, true),
                                 {arch = "sm_90", no_extern_c = true}) > 0)
+    -- 8-byte values (flag + value slots, fences) exclusive, and bool (packed, 1-byte shuffles)
+    assert.is_true(#gpu.compile(scan.source("float64", "float64", "a < b ? a : b", "1e308", true, false),
+                                {arch = "sm_90", no_extern_c = true}) > 0)
+    assert.is_true(#gpu.compile(scan.source("bool", "bool", "a != b", "false", true, false),
+                                {arch = "sm_90", no_extern_c = true}) > 0)
+    -- the 16-byte path exists only for contiguous input
+    assert.truthy(scan.source("float32", "float32", "a + b", nil, false, false):find("gpu_scan_vec", 1, true))
+    assert.are.equal(128 + 8 * 128, scan.state_bytes(128, "float32"))
+    assert.are.equal(128 + 4 * 32 + 2 * 8 * 32, scan.state_bytes(32, "int64"))
+  end)
+
+  -- The single-pass algorithm, on the CPU (spec/scan_sim.lua models kernels/scan.cu), with a
+  -- non-commutative operator: composing affine maps x -> a*x + b modulo a prime, so any tile,
+  -- warp or lane combined out of order, twice or not at all gives a wrong answer.
+  local P = 1000003
+  local function compose(f, g)
+    assert(type(f) == "table" and type(g) == "table", "combined a tile before tile 0")
+    return {f[1] * g[1] % P, (f[2] * g[1] + g[2]) % P}
+  end
+  local function check_sim(n, opts)
+    local values = {}
+    for i = 1, n do values[i] = {math.random(1, P - 1), math.random(0, P - 1)} end
+    opts.junk, opts.poison, opts.neutral = {7, 11}, false, {1, 0}
+    local got, tiles = sim.scan(values, compose, opts)
+    local run = opts.exclusive and {1, 0} or nil
+    for i = 1, n do
+      local expect
+      if opts.exclusive then expect, run = run, compose(run, values[i])
+      else run = run and compose(run, values[i]) or values[i]; expect = run end
+      local g = got[i]
+      if not g or g[1] ~= expect[1] or g[2] ~= expect[2] then
+        error(("n = %d, %d tiles: element %d wrong"):format(n, tiles, i))
+      end
+    end
+    assert.are.equal(n, #got)
+    return tiles
+  end
+
+  it("single-pass look-back (CPU model): the kernel's tile size, in and around one tile", function()
+    for _, n in ipairs{1, 2, 4095, 4096, 4097, 3 * 4096 + 5} do
+      check_sim(n, {})
+      check_sim(n, {exclusive = true, resident = 2})
+    end
+  end)
+
+  it("single-pass look-back (CPU model): small tiles, windows past 32 tiles, any interleaving", function()
+    local seen = {}
+    for _, cfg in ipairs{{32, 1}, {64, 2}, {96, 3}} do
+      local tile = cfg[1] * cfg[2]
+      for _, n in ipairs{tile - 1, tile, tile + 1, 31 * tile + 1, 32 * tile, 33 * tile + 3, 100 * tile + 7} do
+        for _, resident in ipairs{1, 3, 40, 200} do
+          seen[#seen + 1] = check_sim(n, {block = cfg[1], items = cfg[2], resident = resident,
+                                          exclusive = resident == 3})
+        end
+      end
+    end
+    assert.is_true(math.max(table.unpack(seen)) > 64)
   end)
 
   it("check their constructors' arguments", function()
@@ -34,7 +93,9 @@ describe("scans", function()
     helpers.assert_error("bad argument #1 to 'cumsum' (GPUArray expected, got table)", gpu.cumsum, {1, 2})
   end)
 
-  local sizes = {1, 2, 3, 5, 7, 31, 32, 33, 255, 256, 257, 2047, 2048, 2049, 100001, 2048 * 2048 + 1}
+  local TILE = 4096   -- kernels/scan.cu's GPU_TILE
+  local sizes = {1, 2, 3, 5, 7, 31, 32, 33, 255, 256, 257, TILE - 1, TILE, TILE + 1, 3 * TILE,
+                 33 * TILE + 17, 100001, 2048 * 2048 + 1}
 
   helpers.gpu_it("cumsum of every dtype matches running sums (NumPy's dtypes)", function()
     for _, dtype in ipairs(R.all_dtypes) do
@@ -65,8 +126,8 @@ describe("scans", function()
     end
   end)
 
-  helpers.gpu_it("scan 2^26 int32 elements and a strided view", function()
-    local n = 2 ^ 26
+  helpers.gpu_it("scan 2^26 + 3 int32 elements and a strided view", function()
+    local n = 2 ^ 26 + 3
     local a = R.generate(n, "int32", function(i) return (i * 7919) % 13 - 6 end)
     local h = R.get(gpu.cumsum(a))
     local run = 0
@@ -87,7 +148,7 @@ describe("scans", function()
   end)
 
   helpers.gpu_it("custom scans: inclusive max in place, exclusive sum into an output", function()
-    for _, n in ipairs{1, 33, 2049, 100001, 2048 * 2048 + 3} do
+    for _, n in ipairs{1, 33, TILE - 1, TILE, TILE + 1, 100001, 2048 * 2048 + 3} do
       local a, values = R.generate(n, "int32", function() return math.random(-1e6, 1e6) end)
       local kmax = gpu.InclusiveScanKernel("int32", "a > b ? a : b")
       assert.are.equal(a, kmax(a))
@@ -106,6 +167,111 @@ describe("scans", function()
       for i = 1, n do
         if ho[i] ~= run then error(("exclusive sum[%d] at %d: %d vs %d"):format(n, i, ho[i], run)) end
         run = run + bv[i]
+      end
+    end
+  end)
+
+  -- Every scan dtype with a custom operator, inclusive and exclusive, on both kernels (16-byte
+  -- loads for aligned arrays, element loads for a view 1 element in) and both state layouts
+  -- (packed status words up to 4 bytes, flag + value slots for 8).
+  local function wrap(v, bits, signed)
+    v = v % (1 << bits)
+    if signed and v >= 1 << (bits - 1) then v = v - (1 << bits) end
+    return v
+  end
+  local custom = {
+    bool = {"a != b", function(x, y) return x ~= y end, "false", false},
+    int8 = {"a ^ b", function(x, y) return x ~ y end, "0", 0},
+    uint8 = {"a + b", function(x, y) return (x + y) % 256 end, "0", 0},
+    int16 = {"a > b ? a : b", math.max, "-32768", -32768},
+    uint16 = {"a + b", function(x, y) return (x + y) % 65536 end, "0", 0},
+    int32 = {"a < b ? a : b", math.min, "2147483647", 2147483647},
+    uint32 = {"a ^ b", function(x, y) return x ~ y end, "0u", 0},
+    int64 = {"a + b", function(x, y) return x + y end, "0", 0},   -- values under 2^40: no overflow
+    uint64 = {"a > b ? a : b", function(x, y) return math.ult(x, y) and y or x end, "0", 0},
+    float32 = {"a > b ? a : b", math.max, "-1267650600228229401496703205376.0f", -2.0 ^ 100},
+    float64 = {"a < b ? a : b", math.min, "1e308", 1e308},
+  }
+  local function random_of(dtype)
+    if dtype == "bool" then return math.random() < 0.5 end
+    if dtype == "float32" or dtype == "float64" then return math.random() * 2e6 - 1e6 end
+    if dtype == "int64" then return math.random(-(1 << 40), 1 << 40) end
+    if dtype == "uint64" then return math.random(0, 1 << 62) end
+    local bits = tonumber(dtype:match("%d+"))
+    return wrap(math.random(0, (1 << bits) - 1), bits, dtype:sub(1, 1) == "i")
+  end
+
+  helpers.gpu_it("custom scans of every dtype, inclusive and exclusive, aligned or not", function()
+    for dtype, c in pairs(custom) do
+      local expr, op, neutral_c, neutral = table.unpack(c)
+      for _, n in ipairs{1, TILE - 1, TILE, TILE + 1, 40 * TILE + 9} do
+        for _, exclusive in ipairs{false, true} do
+          for _, skip in ipairs{0, 1} do
+            local a, values = R.generate(n + skip, dtype, function() return random_of(dtype) end)
+            local input = core.array_view(a, skip * a.itemsize, dtype, {n})
+            local out = core.array_empty(n + skip, dtype)
+            local view = core.array_view(out, skip * out.itemsize, dtype, {n})
+            local k = exclusive and gpu.ExclusiveScanKernel(dtype, expr, neutral_c)
+                                 or gpu.InclusiveScanKernel(dtype, expr)
+            k(input, view)
+            local h = R.get(out)
+            local run
+            if exclusive then run = neutral end
+            for i = 1, n do
+              local x, expect = values[i + skip], nil
+              if exclusive then expect, run = run, op(run, x)
+              else if i == 1 then run = x else run = op(run, x) end expect = run end
+              local got = h[i + skip]
+              if got ~= expect then
+                error(("%s %s n=%d skip=%d at %d: got %s, expected %s"):format(dtype, exclusive and
+                      "exclusive" or "inclusive", n, skip, i, tostring(got), tostring(expect)))
+              end
+            end
+            a:free()
+            out:free()
+          end
+        end
+      end
+    end
+  end)
+
+  helpers.gpu_it("keeps a non-commutative operator's order across lanes, warps and tiles", function()
+    local n = 200 * TILE + 5
+    local a, values = R.generate(n, "int64", function(i) return i * 3 - 7 end)
+    local first = R.get(gpu.InclusiveScanKernel("int64", "a")(a, core.array_empty(n, "int64")))
+    local last = R.get(gpu.InclusiveScanKernel("int64", "b")(a, core.array_empty(n, "int64")))
+    local b, fvalues = R.generate(n, "float32", function(i) return i end)
+    local firstf = R.get(gpu.InclusiveScanKernel("float32", "a")(b, core.array_empty(n, "float32")))
+    for i = 1, n do
+      if first[i] ~= values[1] or last[i] ~= values[i] or firstf[i] ~= fvalues[1] then
+        error(("at %d: %s %s %s"):format(i, first[i], last[i], firstf[i]))
+      end
+    end
+  end)
+
+  helpers.gpu_it("cumsum in place of an unaligned view and on a stream, repeatedly (state reset)", function()
+    local s = core.Stream()
+    for round = 1, 3 do
+      local n = 5 * TILE + round
+      local a, values = R.generate(n + 1, "float32", function() return math.random(-8, 8) end)
+      local view = core.array_view(a, 4, "float32", {n})
+      local k = gpu.InclusiveScanKernel("float32", "a + b")
+      k(view, {stream = s})
+      s:synchronize()
+      local h = R.get(a)
+      assert.are.equal(values[1], h[1])
+      local run = 0
+      for i = 1, n do
+        run = run + values[i + 1]
+        if h[i + 1] ~= run then error(("round %d at %d: %s vs %s"):format(round, i, h[i + 1], run)) end
+      end
+      local cumsum = gpu.cumsum(a, {stream = s})
+      s:synchronize()
+      local c = R.get(cumsum)
+      run = 0
+      for i = 1, n + 1 do
+        run = run + h[i]
+        if c[i] ~= run then error(("cumsum round %d at %d: %s vs %s"):format(round, i, c[i], run)) end
       end
     end
   end)

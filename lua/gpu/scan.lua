@@ -7,7 +7,7 @@ local reduction = require "gpu.reduction"
 
 local M = {}
 
-local BLOCK, TILE = 256, 256 * 8
+local BLOCK, TILE = 256, 256 * 16   -- kernels/scan.cu's GPU_BLOCK and GPU_TILE
 local dtypes = reduction.dtypes
 local argerror, check_array, check_options = reduction.argerror, reduction.check_array,
                                              reduction.check_options
@@ -18,6 +18,9 @@ local function typename(v)
   return type(v)
 end
 
+-- Values of 4 bytes or fewer share a 64-bit status word with their tile's flag.
+local function packed(dtype) return dtypes[dtype].size <= 4 end
+
 -- The module source for scanning input of dtype in_dtype as dtype with scan_expr.
 function M.source(dtype, in_dtype, scan_expr, neutral, exclusive, strided)
   local convert
@@ -27,54 +30,49 @@ function M.source(dtype, in_dtype, scan_expr, neutral, exclusive, strided)
   return core.kernel_sources["common.cu"] .. "\n" .. reduction.fill(core.kernel_sources["scan.cu"], {
     T = dtypes[dtype].ctype, IN_T = dtypes[in_dtype].ctype, SCAN_EXPR = scan_expr,
     CONVERT = convert, NEUTRAL = neutral or "0", EXCLUSIVE = exclusive and "1" or "0",
-    STRIDED = strided and "1" or "0",
+    STRIDED = strided and "1" or "0", PACKED = packed(dtype) and "1" or "0",
   })
 end
 
 local module_options = {no_extern_c = true, name = "scan.cu"}
 
 local function ceil_div(a, b) return (a + b - 1) // b end
+local function round128(bytes) return ceil_div(bytes, 128) * 128 end
 
-local function run(f, grid, stream, ...)
-  local args = table.pack(...)
-  args.n = args.n + 1
-  args[args.n] = {block = BLOCK, grid = grid, stream = stream}
-  f(table.unpack(args, 1, args.n))
+-- Bytes of look-back state for `tiles` tiles of dtype: gpu_state_at in kernels/scan.cu.
+local function state_bytes(tiles, dtype)
+  if packed(dtype) then return 128 + round128(8 * tiles) end
+  return 128 + round128(4 * tiles) + 2 * round128(dtypes[dtype].size * tiles)
 end
+M.state_bytes = state_bytes
 
--- Scans n elements of input (first level: the user's array, maybe strided; else contiguous
--- totals of dtype) into the contiguous array out.
-local function scan_level(spec, first, input, layout, n, out, stream)
-  local function get(name)
-    return kernel_cache.get(spec.key .. "|" .. name, function()
-      return M.source(spec.dtype, spec.in_dtype, spec.expr, spec.neutral, spec.exclusive,
-                      spec.strided), name, nil, module_options
-    end)
-  end
-  local suffix = first and "_first" or "_inner"
-  local tiles = ceil_div(n, TILE)
-  if tiles <= 1 then
-    run(get("gpu_scan_tiles" .. suffix), 1, stream, input, layout, n, out, out)
-    return
-  end
-  local totals = core.array_empty(tiles, spec.dtype)
-  run(get("gpu_scan_reduce" .. suffix), tiles, stream, input, layout, n, totals)
-  scan_level(spec, false, totals, spec.plain_layout, tiles, totals, stream)
-  run(get("gpu_scan_tiles" .. suffix), tiles, stream, input, layout, n, out, totals)
-end
+-- Tile count for n elements (kernels/scan.cu's tiles; the grid, one block each).
+function M.tiles(n) return ceil_div(n, TILE) end
 
 -- Scans input into out (contiguous, dtype spec.dtype, same size) on stream.
 local function scan(spec, input, out, stream)
   local n = input.size
   if n == 0 then return out end
   local strided = not input.is_contiguous
+  local key = ("scan|%s|%s|%s|%s|%s|%s"):format(spec.dtype, spec.in_dtype, spec.expr,
+                                                spec.neutral or "", spec.exclusive and "x" or "i",
+                                                strided and "s" or "c")
+  local vec = not strided and input.ptr % 16 == 0 and out.ptr % 16 == 0
+  local name = vec and "gpu_scan_vec" or "gpu_scan_any"
+  local f = kernel_cache.get(key .. "|" .. name, function()
+    return M.source(spec.dtype, spec.in_dtype, spec.expr, spec.neutral, spec.exclusive, strided),
+           name, nil, module_options
+  end)
+  local tiles = M.tiles(n)
+  if tiles > 0x7fffffff then argerror(1, spec.name, "too many elements to scan", 3) end
+  local state
+  if tiles > 1 then   -- one tile needs no look-back, so no state
+    local bytes = state_bytes(tiles, spec.dtype)
+    state = core.mem_alloc(bytes)
+    core.memset_d32_async(state, 0, bytes // 4, stream)
+  end
   local layout = reduction.pack_layout(reduction.collapse(input.shape, input.strides))
-  spec = setmetatable({strided = strided}, {__index = spec})
-  spec.key = ("scan|%s|%s|%s|%s|%s|%s"):format(spec.dtype, spec.in_dtype, spec.expr,
-                                               spec.neutral or "", spec.exclusive and "x" or "i",
-                                               strided and "s" or "c")
-  spec.plain_layout = reduction.pack_layout({1}, {0})
-  scan_level(spec, true, input, layout, n, out, stream)
+  f(input, layout, n, out, state, {block = BLOCK, grid = tiles, stream = stream})
   return out
 end
 M.scan = scan
@@ -155,8 +153,8 @@ function M.cumsum(a, opts)
   end
   local dtype = reduction.sum_dtype(a.dtype)
   local out = core.array_empty(a.size, dtype)
-  return scan({dtype = dtype, in_dtype = a.dtype, expr = "a + b", exclusive = false}, a, out,
-              opts.stream)
+  return scan({dtype = dtype, in_dtype = a.dtype, expr = "a + b", exclusive = false,
+               name = "cumsum"}, a, out, opts.stream)
 end
 
 function M.install(gpu)

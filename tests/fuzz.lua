@@ -94,8 +94,12 @@ end
 local pool = {}           -- values the API returned (objects, live and freed)
 local POOL_MAX = 256
 
+-- Light userdata are raw C pointers (a DLPack tensor from cap:pointer()): like a pointer in
+-- C, one that was handed over or freed is the caller's to stop using, and the module cannot
+-- tell a live one from a dangling one.  So they are not fed back into other calls.
 local function remember(v)
   local t = type(v)
+  if t == "userdata" and debug.getmetatable(v) == nil then return end  -- light userdata
   if t == "userdata" or t == "table" or t == "function" or (t == "string" and #v < 4096) then
     if #pool < POOL_MAX then pool[#pool + 1] = v else pool[random(POOL_MAX)] = v end
   end
@@ -325,10 +329,23 @@ local function check_call(line, ok, ...)
 end
 
 local profile = os.getenv("FUZZ_PROFILE") and {}
+-- A call that runs away (a loop over a huge count taken from its arguments) is a bug like a
+-- crash: the hook fails the run once one call has executed this many Lua instructions.
+local HANG_INSTRUCTIONS = 2e8
 local function call(name, fn, a, n)
   local line = note(name, a, n)
   local t0 = profile and os.clock()
+  local steps = 0
+  debug.sethook(function()
+    steps = steps + 1e6
+    if steps >= HANG_INSTRUCTIONS then
+      debug.sethook()
+      fail(("call still running after %.0e Lua instructions: %s\n%s")
+           :format(HANG_INSTRUCTIONS, line, debug.traceback("", 2)))
+    end
+  end, "", 1e6)
   check_call(line, pcall(fn, table.unpack(a, 1, n)))
+  debug.sethook()
   if profile then profile[name] = (profile[name] or 0) + os.clock() - t0 end
 end
 

@@ -43,7 +43,22 @@ local function f32(x) return (string.unpack("f", string.pack("f", x))) end
 
 -- The first count values the kernels give for (seed, dtype, normal), as Lua numbers.
 function M.reference(count, dtype, normal, seed, base)
+  -- a CPU reference for the specs: small counts only
+  if math.type(count) ~= "integer" or count < 0 or count > 1 << 24 then
+    error(("bad argument #1 to 'reference' (count must be a whole number in [0, 2^24], got %s)")
+          :format(tostring(count)), 2)
+  end
+  if dtype ~= "float32" and dtype ~= "float64" then
+    error(("bad argument #2 to 'reference' ('float32' or 'float64' expected, got %s)")
+          :format(tostring(dtype)), 2)
+  end
+  if math.type(seed) ~= "integer" then
+    error(("bad argument #4 to 'reference' (integer seed expected, got %s)"):format(type(seed)), 2)
+  end
   base = base or 0
+  if math.type(base) ~= "integer" then
+    error(("bad argument #5 to 'reference' (integer counter expected, got %s)"):format(type(base)), 2)
+  end
   local out = {}
   local j = 0
   while #out < count do

@@ -138,10 +138,18 @@ describe("array operators", function()
         if valid(op, pair[1], pair[2]) then check_binary(op, pair[1], pair[2], "contiguous") end
       end
     end)
-    helpers.gpu_it(op .. " on strided views and broadcast shapes", function()
-      for _, t in ipairs{"int32", "uint8", "float32", "float64"} do
-        check_binary(op, t, t, "strided")
-        check_binary(op, t, t, "broadcast")
+    helpers.gpu_it(op .. " on strided views and broadcast shapes, every dtype", function()
+      for _, t in ipairs(ALL) do
+        if valid(op, t, t) then
+          check_binary(op, t, t, "strided")
+          check_binary(op, t, t, "broadcast")
+        end
+      end
+      for _, pair in ipairs(MIXED) do
+        if valid(op, pair[1], pair[2]) then
+          check_binary(op, pair[1], pair[2], "strided")
+          check_binary(op, pair[1], pair[2], "broadcast")
+        end
       end
       check_binary(op, "int8", "float64", "broadcast")
     end)
@@ -149,7 +157,11 @@ describe("array operators", function()
   for _, op in ipairs(BITWISE) do
     helpers.gpu_it(op .. " on integer and bool arrays", function()
       for _, t in ipairs(ALL) do
-        if valid(op, t, t) then check_binary(op, t, t, "contiguous") end
+        if valid(op, t, t) then
+          for _, layout in ipairs{"contiguous", "strided", "broadcast"} do
+            check_binary(op, t, t, layout)
+          end
+        end
       end
       check_binary(op, "int16", "uint8", "strided")
       check_binary(op, "int64", "int64", "broadcast")

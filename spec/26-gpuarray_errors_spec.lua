@@ -4,6 +4,15 @@ local gpu = helpers.gpu
 local E = helpers.assert_error
 
 describe("gpuarray bad input", function()
+  it("checks arange's numbers and the self of element access and printing", function()
+    E("bad argument #1 to 'arange' (number expected, got no value)", gpu.arange)
+    E("bad argument #2 to 'arange' (number expected, got no value)", gpu.arange, 1, nil, 2)
+    E("bad argument #1 to 'arange' (number expected, got table)", gpu.arange, {})
+    local GPUArray = require("gpu.core").types.GPUArray
+    E("bad argument #1 to 'tostring' (GPUArray expected, got number)", GPUArray.__tostring, 5)
+    E("calling 'index' on bad self (GPUArray expected, got string)", GPUArray.__methods.__element, "x", 1)
+  end)
+
   helpers.gpu_it("names mismatched shapes, dtypes and sizes", function()
     local a, b = gpu.zeros(3, "float32"), gpu.zeros(4, "float32")
     E("bad argument #2 to 'add' (operands could not be broadcast together with shapes (3,) (4,))",

@@ -271,8 +271,14 @@ function M.arange(...)
   local start, stop, step
   if args.n == 1 then start, stop, step = 0, args[1], 1
   else start, stop, step = args[1], args[2], args[3] or 1 end
-  for i, v in ipairs{start, stop, step} do
-    if type(v) ~= "number" then argerror(i, "arange", "number expected, got " .. type(v)) end
+  local one = args.n <= 1                       -- arange(stop): stop is argument #1
+  local values = {start, stop, step}
+  for i = 1, 3 do
+    local value = values[i]
+    if type(value) ~= "number" then
+      argerror(one and 1 or i, "arange", "number expected, got " ..
+               (value == nil and "no value" or type(value)))
+    end
   end
   if step == 0 then argerror(3, "arange", "step must not be 0") end
   local all_int = math.type(start) == "integer" and math.type(stop) == "integer" and
@@ -562,6 +568,7 @@ end
 
 -- Byte offset (from the array's start) of flat element i (1-based, row-major).
 local function element_offset(a, i, fname)
+  if not is_array(a) then check_array(a, 0, fname) end
   local k = math.tointeger(i)
   if k == nil then
     error(("GPUArray index must be a whole number, got %s"):format(typename(i)), 3)
@@ -596,6 +603,7 @@ end
 -- Printing and Lua metamethods --------------------------------------------------------------
 
 function GPUArray.__tostring(a)
+  if not is_array(a) then check_array(a, 1, "tostring") end
   if a.freed then return "gpu.GPUArray(freed)" end
   local h = a:get()
   return format.array_string(a.shape, promote.kind(a.dtype), function(i) return h[i] end)

@@ -197,8 +197,9 @@ VALGRIND = valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite \
   --suppressions=tests/leakcheck.supp --trace-children=yes \
   --trace-children-skip='*/env,*/sh,*/bash,*/mkdir,*/rm,*/timeout'
 
+# Specs tagged #slow exercise pure Lua models (no C code) and would take minutes under valgrind.
 leakcheck: all
-	$(VALGRIND) $(BUSTED)
+	$(VALGRIND) $(BUSTED) --exclude-tags=slow
 	FUZZ_COMPILES=3 $(VALGRIND) $(LUA) tests/fuzz.lua $(LEAK_FUZZ_SECONDS)
 
 # tests/threads links Lua itself, through LUA_LIB (see the embedding section), and exports

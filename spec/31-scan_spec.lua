@@ -60,14 +60,14 @@ describe("scans", function()
     return tiles
   end
 
-  it("single-pass look-back (CPU model): the kernel's tile size, in and around one tile", function()
+  it("single-pass look-back (CPU model): the kernel's tile size, in and around one tile #slow", function()
     for _, n in ipairs{1, 2, 4095, 4096, 4097, 3 * 4096 + 5} do
       check_sim(n, {})
       check_sim(n, {exclusive = true, resident = 2})
     end
   end)
 
-  it("single-pass look-back (CPU model): small tiles, windows past 32 tiles, any interleaving", function()
+  it("single-pass look-back (CPU model): small tiles, windows past 32 tiles, any interleaving #slow", function()
     local seen = {}
     for _, cfg in ipairs{{32, 1}, {64, 2}, {96, 3}} do
       local tile = cfg[1] * cfg[2]

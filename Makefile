@@ -197,9 +197,11 @@ VALGRIND = valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite \
   --suppressions=tests/leakcheck.supp --trace-children=yes \
   --trace-children-skip='*/env,*/sh,*/bash,*/mkdir,*/rm,*/timeout'
 
-# Specs tagged #slow exercise pure Lua models (no C code) and would take minutes under valgrind.
+# Left out under valgrind, where they would take many minutes: #slow specs (pure Lua models of
+# kernels) and #nvrtc specs (uncached compiles, ~20 s each there; the compile path is still
+# covered by 05-compile's first specs and by the fuzz run's compiles).
 leakcheck: all
-	$(VALGRIND) $(BUSTED) --exclude-tags=slow
+	$(VALGRIND) $(BUSTED) --exclude-tags=slow,nvrtc
 	FUZZ_COMPILES=3 $(VALGRIND) $(LUA) tests/fuzz.lua $(LEAK_FUZZ_SECONDS)
 
 # tests/threads links Lua itself, through LUA_LIB (see the embedding section), and exports

@@ -23,7 +23,7 @@ describe("gpu.compile", function()
     assert.are.equal("\127ELF", gpu.compile(add, {arch = "sm_80", target = "cubin", cache = false}):sub(1, 4))
   end)
 
-  it("wraps the source in extern \"C\" unless no_extern_c", function()
+  it("wraps the source in extern \"C\" unless no_extern_c #nvrtc", function()
     local ptx = gpu.compile("__global__ void k(int *a) { a[0] = 1; }",
                             {arch = "compute_90", no_extern_c = true, cache = false})
     assert.is_truthy(ptx:find(".entry _Z1kPi(", 1, true))
@@ -47,13 +47,13 @@ describe("gpu.compile", function()
     assert.are.equal("\127ELF", gpu.compile(add, {arch = "sm_90"}):sub(1, 4))
   end)
 
-  it("returns warnings as the log", function()
+  it("returns warnings as the log #nvrtc", function()
     local _, log = gpu.compile("__global__ void k(int *a) { int unused = 3; a[0] = 1; }",
                                {arch = "sm_90", cache = false})
     assert.is_truthy(log:find('variable "unused" was declared but never referenced', 1, true))
   end)
 
-  it("passes options, include_dirs and in-memory headers to NVRTC", function()
+  it("passes options, include_dirs and in-memory headers to NVRTC #nvrtc", function()
     local src = "__global__ void k(int *a) { a[0] = VALUE; }"
     local ptx = gpu.compile(src, {arch = "compute_90", options = {"-DVALUE=123457"}, cache = false})
     assert.is_truthy(ptx:find("123457", 1, true))
@@ -72,7 +72,7 @@ describe("gpu.compile", function()
     assert.is_truthy(ptx:find("1357911", 1, true))
   end)
 
-  it("reports a bad NVRTC option as a gpu.Error with the log", function()
+  it("reports a bad NVRTC option as a gpu.Error with the log #nvrtc", function()
     local err = helpers.assert_gpu_error("NVRTC_ERROR_INVALID_OPTION", "nvrtcCompileProgram",
       function() gpu.compile(add, {arch = "sm_90", options = {"--no-such-flag"}}) end)
     assert.is_truthy(err.log:find("--no-such-flag", 1, true))

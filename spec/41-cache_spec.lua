@@ -33,7 +33,7 @@ local function unique_source()
 end
 
 describe("the disk cache", function()
-  it("lets a new process load what another compiled, without NVRTC", function()
+  it("lets a new process load what another compiled, without NVRTC #nvrtc", function()
     local dir, source = helpers.temp_dir(), unique_source()
     local first = compile_in_child(dir, source)
     assert.are.same({1, 0, 1}, {first.nvrtc, first.hits, first.stores})
@@ -43,7 +43,7 @@ describe("the disk cache", function()
     assert.are.equal(1, #files_in(dir))
   end)
 
-  it("recompiles a truncated or corrupted entry instead of trusting it", function()
+  it("recompiles a truncated or corrupted entry instead of trusting it #nvrtc", function()
     local dir, source = helpers.temp_dir(), unique_source()
     local good = compile_in_child(dir, source)
     local path = dir .. "/" .. files_in(dir)[1]
@@ -63,7 +63,7 @@ describe("the disk cache", function()
     end
   end)
 
-  it("never loads an entry made for another architecture or version", function()
+  it("never loads an entry made for another architecture or version #nvrtc", function()
     local dir, source = helpers.temp_dir(), unique_source()
     compile_in_child(dir, source)
     local name = files_in(dir)[1]
@@ -87,7 +87,7 @@ describe("the disk cache", function()
     assert.are.equal("1\t0", out2:match("^[^\n]*"))
   end)
 
-  it("degrades to no cache, without an error, when the directory is unwritable", function()
+  it("degrades to no cache, without an error, when the directory is unwritable #nvrtc", function()
     local dir = helpers.temp_dir()
     local stats = compile_in_child("/proc/lua-gpu-cannot-exist", unique_source())
     assert.are.same({1, 0, 0}, {stats.nvrtc, stats.hits, stats.stores})
@@ -98,7 +98,7 @@ describe("the disk cache", function()
     assert.are.same({1, 0}, {stats.nvrtc, stats.stores})
   end)
 
-  it("is off with GPU_CACHE_DISABLE=1", function()
+  it("is off with GPU_CACHE_DISABLE=1 #nvrtc", function()
     local dir, source = helpers.temp_dir(), unique_source()
     compile_in_child(dir, source, {GPU_CACHE_DISABLE = "1"})
     local stats = compile_in_child(dir, source, {GPU_CACHE_DISABLE = "1"})
@@ -106,7 +106,7 @@ describe("the disk cache", function()
     assert.are.same({}, files_in(dir))
   end)
 
-  it("survives processes filling it at once: nobody reads a torn entry", function()
+  it("survives processes filling it at once: nobody reads a torn entry #nvrtc", function()
     local dir = helpers.temp_dir()
     local sources = {}
     for i = 1, 4 do sources[i] = unique_source() end
@@ -148,14 +148,14 @@ describe("the disk cache", function()
     assert.are.equal(4, entries)
   end)
 
-  it("serves a hit without loading NVRTC", function()
+  it("serves a hit without loading NVRTC #nvrtc", function()
     local dir, source = helpers.temp_dir(), unique_source()
     assert.are.equal("true", compile_in_child(dir, source).loaded)
     local second = compile_in_child(dir, source)
     assert.are.same({0, 1, "false"}, {second.nvrtc, second.hits, second.loaded})
   end)
 
-  it("keys on the NVRTC library file: another one (or the same one changed) misses", function()
+  it("keys on the NVRTC library file: another one (or the same one changed) misses #nvrtc", function()
     local dir, source = helpers.temp_dir(), unique_source()
     compile_in_child(dir, source)
     local copy = helpers.temp_dir() .. "/libnvrtc.so"
@@ -173,7 +173,7 @@ describe("the disk cache", function()
     os.remove(copy)
   end)
 
-  it("names the library it would load, and that is the one it loads", function()
+  it("names the library it would load, and that is the one it loads #nvrtc", function()
     local out, ok = helpers.run_lua([[
       local core = require "gpu.core"
       local before = core.nvrtc_identity()
@@ -203,7 +203,7 @@ describe("the disk cache", function()
     assert.are.equal("0\t1\tfalse", out:match("^[^\n]*"))
   end)
 
-  it("keys on the options too", function()
+  it("keys on the options too #nvrtc", function()
     local dir, source = helpers.temp_dir(), unique_source()
     compile_in_child(dir, source)
     local out, ok = helpers.run_lua(([[

@@ -36,9 +36,7 @@ local letters = {
 }
 M.letters = letters
 
-local function argerror(n, fname, msg, level)
-  error(("bad argument #%d to '%s' (%s)"):format(n, fname, msg), (level or 1) + 2)
-end
+local argerror = require("gpu.args").argerror
 
 function M.is_array(v) return getmetatable(v) == GPUArray end
 

@@ -20,17 +20,12 @@ local HostArray = core.types.HostArray
 local methods = GPUArray.__methods
 local host = core.host
 
-local function argerror(n, fname, msg, level)
-  error(("bad argument #%d to '%s' (%s)"):format(n, fname, msg), (level or 1) + 2)
-end
+local argerror = require("gpu.args").argerror
 
 local function is_array(v) return getmetatable(v) == GPUArray end
 M.is_array = is_array
 
-local function typename(v)
-  if type(v) == "userdata" then return (getmetatable(v) or {}).__name or "userdata" end
-  return type(v)
-end
+local typename = require("gpu.args").typename
 
 -- The array at argument n of fname, alive.
 -- (n = 0: the method's self, reported as luaL_argerror does.)

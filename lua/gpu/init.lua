@@ -23,11 +23,8 @@ function Error.is(e, name)
 end
 gpu.Error = Error
 
--- Argument checks for the Lua layer, in the style of luaL_argerror.  level counts from the
--- function that calls argerror (1: blame its caller).
-local function argerror(n, fname, msg, level)
-  error(("bad argument #%d to '%s' (%s)"):format(n, fname, msg), (level or 1) + 2)
-end
+-- Argument checks for the Lua layer (gpu.args), in the style of luaL_argerror.
+local argerror = require("gpu.args").argerror
 gpu._argerror = argerror
 
 -- Checks an options table's keys against known (a set); returns the table or {}.

@@ -371,16 +371,9 @@ end
 
 -- Argument checking ------------------------------------------------------------------------
 
-local function typename(v)
-  local mt = getmetatable(v)
-  if type(mt) == "table" and type(mt.__name) == "string" then return mt.__name end
-  return type(v)
-end
+local typename = require("gpu.args").typename
 
--- level counts from the function that calls argerror: 1 blames its caller.
-function M.argerror(n, fname, msg, level)
-  error(("bad argument #%d to '%s' (%s)"):format(n, fname, msg), (level or 1) + 2)
-end
+M.argerror = require("gpu.args").argerror
 local argerror = M.argerror
 
 function M.check_array(a, n, fname)

@@ -12,11 +12,7 @@ local dtypes = reduction.dtypes
 local argerror, check_array, check_options = reduction.argerror, reduction.check_array,
                                              reduction.check_options
 
-local function typename(v)
-  local mt = getmetatable(v)
-  if type(mt) == "table" and type(mt.__name) == "string" then return mt.__name end
-  return type(v)
-end
+local typename = require("gpu.args").typename
 
 -- Values of 4 bytes or fewer share a 64-bit status word with their tile's flag.
 local function packed(dtype) return dtypes[dtype].size <= 4 end

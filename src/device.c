@@ -79,15 +79,19 @@ static void context_release (gpu_Context *c) {
 ** would then destroy the pool and context under live buffers.
 */
 void gpu_contexts_release (lua_State *L) {
-  if (lua_getfield(L, LUA_REGISTRYINDEX, "gpu.contexts") == LUA_TTABLE) {
-    lua_pushnil(L);
-    while (lua_next(L, -2)) {
-      gpu_Context *c = (gpu_Context *)luaL_testudata(L, -1, GPU_CONTEXT);
-      if (c != NULL) context_release(c);
-      lua_pop(L, 1);
+  static const char *const tables[] = {"gpu.contexts", "gpu.replaced_contexts"};
+  int i;
+  for (i = 0; i < 2; i++) {
+    if (lua_getfield(L, LUA_REGISTRYINDEX, tables[i]) == LUA_TTABLE) {
+      lua_pushnil(L);
+      while (lua_next(L, -2)) {
+        gpu_Context *c = (gpu_Context *)luaL_testudata(L, -1, GPU_CONTEXT);
+        if (c != NULL) context_release(c);
+        lua_pop(L, 1);
+      }
     }
+    lua_pop(L, 1);
   }
-  lua_pop(L, 1);
 }
 
 /*
@@ -188,6 +192,19 @@ gpu_Context *gpu_context_adopt (lua_State *L, CUcontext ctx) {
   }
   if (ordinal == count) luaL_error(L, "the host's CUDA context is on no device this process sees");
   lua_getfield(L, LUA_REGISTRYINDEX, "gpu.contexts");
+  if (lua_rawgeti(L, -1, ordinal) != LUA_TNIL) {
+    /* the context this one replaces may still have objects: release it with the state */
+    if (lua_getfield(L, LUA_REGISTRYINDEX, "gpu.replaced_contexts") != LUA_TTABLE) {
+      lua_pop(L, 1);
+      lua_newtable(L);
+      lua_pushvalue(L, -1);
+      lua_setfield(L, LUA_REGISTRYINDEX, "gpu.replaced_contexts");
+    }
+    lua_pushvalue(L, -2);
+    lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
   context_new(L, d, ordinal, ctx);
   lua_rawseti(L, -2, ordinal);          /* new work on this device goes to the host's context */
   lua_pop(L, 1);

@@ -254,6 +254,49 @@ local function check_array(v, n, fname, want_dtype)
 end
 M.check_array = check_array
 
+-- In-place overlap ----------------------------------------------------------------------------
+-- Each thread reads its operands' elements and then writes its output element, so an operand
+-- that shares bytes with `out` is safe only when it is read through out's own layout (element
+-- k of both at the same address).  Otherwise (a:iadd(a:transpose()), a reversed view, a
+-- broadcast row of out) a thread could read what another has already written; NumPy copies
+-- such an operand first, and so does launch.  The test is on byte ranges (any two arrays
+-- with .ptr .shape .strides .itemsize), conservative for interleaved views: a spare copy,
+-- never a wrong result.
+
+-- The first byte an array touches and one past its last; nil when it has no elements.
+local function byte_extent(a)
+  local lo, hi = a.ptr, a.ptr + a.itemsize
+  local shape, strides = a.shape, a.strides
+  for d = 1, #shape do
+    if shape[d] == 0 then return nil end
+    local reach = (shape[d] - 1) * strides[d]
+    if reach < 0 then lo = lo + reach else hi = hi + reach end
+  end
+  return lo, hi
+end
+M.byte_extent = byte_extent
+
+-- needs_copy(out, v) -> true when operand v (broadcast to out's shape) must be copied before
+-- an elementwise kernel writes out.
+function M.needs_copy(out, v)
+  local olo, ohi = byte_extent(out)
+  local vlo, vhi = byte_extent(v)
+  if olo == nil or vlo == nil or vhi <= olo or ohi <= vlo then return false end
+  if v.ptr ~= out.ptr or v.itemsize ~= out.itemsize then return true end
+  local oshape, ostrides = out.shape, out.strides
+  local vstrides = promote.broadcast_strides(v.shape, v.strides, oshape)
+  if vstrides == nil then return true end
+  for d = 1, #oshape do
+    if oshape[d] ~= 1 and vstrides[d] ~= ostrides[d] then return true end
+  end
+  return false
+end
+
+local function copy_program(dtype)
+  return M.program{expr = "x", out = dtype, name = "copy_" .. dtype,
+                   operands = {{name = "x", dtype = dtype}}}
+end
+
 -- The prepared Function of (p, layout) on the current device, compiled once.
 function M.kernel(p, layout)
   return kernel_cache.get("ew\0" .. p.key .. "\0" .. layout, function()
@@ -296,6 +339,7 @@ function M.launch(p, out, stream, fname, ...)
     end
   end
   local outn = nvalues + 1
+  local given_out = out ~= nil
   if out == nil then
     out = core.array_empty(shape or {}, p.out)
   else
@@ -316,6 +360,13 @@ function M.launch(p, out, stream, fname, ...)
   end
   local n = out.size
   if n == 0 then return out end
+  if given_out then
+    for k, op in ipairs(p.operands) do
+      if not op.scalar and M.needs_copy(out, args[k]) then
+        args[k] = M.launch(copy_program(op.dtype), nil, stream, fname, args[k])
+      end
+    end
+  end
   local oshape = out.shape
   local contiguous = out.is_contiguous
   for k, op in ipairs(p.operands) do

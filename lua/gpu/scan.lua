@@ -133,6 +133,11 @@ function ScanKernel:__call(input, output, opts)
       argerror(2, self.name, ("output has %d elements, input %d"):format(output.size, input.size))
     end
     if not output.is_contiguous then argerror(2, self.name, "output is not contiguous") end
+    -- tiles write their outputs while later tiles still read: an input that shares bytes
+    -- with the output through another layout (a reversed view of it) is copied first
+    if require("gpu.elementwise").needs_copy(output, input) then
+      input = input:copy(opts.stream and {stream = opts.stream} or nil)
+    end
   end
   return scan(self, input, output, opts.stream)
 end

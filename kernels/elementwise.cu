@@ -108,3 +108,23 @@ LG_MINMAX(long long)
 LG_MINMAX(unsigned long long)
 LG_MINMAX(float)
 LG_MINMAX(double)
+
+// astype from a float to an integer: truncation toward zero, NaN gives 0 and values beyond
+// the target's range its nearest limit (saturation, as the GPU's cvt does).  C leaves those
+// conversions undefined, so the compiler may not be trusted with them.
+#define LG_FLOAT_TO_INT(NAME, T, LO, HI)                                              \
+  __device__ __forceinline__ T NAME(float x) {                                         \
+    return x != x ? (T)0 : x <= (float)(LO) ? (T)(LO) : x >= (float)(HI) ? (T)(HI) : (T)x; \
+  }                                                                                    \
+  __device__ __forceinline__ T NAME(double x) {                                        \
+    return x != x ? (T)0 : x <= (double)(LO) ? (T)(LO) : x >= (double)(HI) ? (T)(HI) : (T)x; \
+  }
+
+LG_FLOAT_TO_INT(lg_to_int8, signed char, -128, 127)
+LG_FLOAT_TO_INT(lg_to_int16, short, -32768, 32767)
+LG_FLOAT_TO_INT(lg_to_int32, int, (-2147483647 - 1), 2147483647)
+LG_FLOAT_TO_INT(lg_to_int64, long long, (-9223372036854775807LL - 1), 9223372036854775807LL)
+LG_FLOAT_TO_INT(lg_to_uint8, unsigned char, 0, 255)
+LG_FLOAT_TO_INT(lg_to_uint16, unsigned short, 0, 65535)
+LG_FLOAT_TO_INT(lg_to_uint32, unsigned int, 0u, 4294967295u)
+LG_FLOAT_TO_INT(lg_to_uint64, unsigned long long, 0ull, 18446744073709551615ull)

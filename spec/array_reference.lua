@@ -21,12 +21,27 @@ function R.wrap(t, v)
   return v
 end
 
+-- astype of float v to integer dtype t: toward zero, NaN -> 0, saturating at the limits
+-- (uint64 as its 64 bits in a Lua integer).
+function R.float_to_int(t, v)
+  if v ~= v then return 0 end
+  local n, signed = bits[t], promote.kind(t) == "i"
+  local lo = signed and -2.0 ^ (n - 1) or 0.0
+  local hi = signed and 2.0 ^ (n - 1) or 2.0 ^ n      -- one past the largest value
+  if v <= lo then return math.tointeger(lo) end
+  if v >= hi then return signed and (1 << (n - 1)) - 1 or (n == 64 and -1 or (1 << n) - 1) end
+  v = v < 0 and math.ceil(v) or math.floor(v)
+  if t == "uint64" and v >= 2.0 ^ 63 then return math.tointeger(v - 2.0 ^ 63) | math.mininteger end
+  return math.tointeger(v)
+end
+
 -- Converts a value read from an array of dtype `from` (or a Lua number) to dtype t.
 function R.convert(v, t)
   if type(v) == "boolean" then v = v and 1 or 0 end
   local k = promote.kind(t)
   if k == "b" then return v ~= 0 end
   if k == "f" then v = v + 0.0; return t == "float32" and f32(v) or v end
+  if math.type(v) == "float" then return R.float_to_int(t, v) end
   return R.wrap(t, math.tointeger(v))
 end
 

@@ -94,6 +94,7 @@ function M.array_string(shape, kind, fetch)
     local v = fetch(1)
     return kind == "f" and float_texts({v})[1]:gsub("%s+$", "") or tostring(v)
   end
+  if size == 0 then return "[]" end          -- NumPy prints every empty array so: (2, 0) too
   local summarize = size > THRESHOLD
   local strides, stride = {}, 1
   for d = ndim, 1, -1 do strides[d] = stride; stride = stride * shape[d] end

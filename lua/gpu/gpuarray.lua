@@ -148,6 +148,8 @@ local function remember_node(node, key)
   return t
 end
 
+local comparisons = {eq = true, ne = true, lt = true, le = true, gt = true, ge = true}
+
 -- apply(op, fname, values, opts[, target]) -> result array: the elementwise operation op of
 -- gpu.operators over values (arrays and Lua numbers), into opts.out if given.
 local function apply(op, fname, values, opts, target)
@@ -157,6 +159,16 @@ local function apply(op, fname, values, opts, target)
     any_array = any_array or is_array(v)
   end
   if not any_array then argerror(1, fname, "at least one operand must be a GPUArray", 2) end
+  if comparisons[op] then
+    -- NumPy 2 compares a Lua integer the array's dtype cannot hold by its value
+    -- (uint8 array < 300 is all true), where arithmetic would refuse it: compare in int64
+    for k = 1, 2 do
+      local other = types[3 - k]
+      if types[k] == "weak-int" and promote.limits[other] and promote.scalar_problem(values[k], other) then
+        types[k] = "int64"
+      end
+    end
+  end
   -- the program depends only on op, target, and each operand's type and array-ness
   local node = programs_by_type[op]
   if node == nil then node = {}; programs_by_type[op] = node end
@@ -532,11 +544,12 @@ function methods.slice(a, first, last, step)
   check_array(a, 0, "slice")
   if a.ndim == 0 then argerror(0, "slice", "cannot slice a 0-d array") end
   local n = a.shape[1]
-  first = first == nil and 1 or math.tointeger(first)
-  if first == nil then argerror(1, "slice", "integer expected") end
   step = step == nil and 1 or math.tointeger(step)
   if step == nil then argerror(3, "slice", "integer step expected") end
   if step == 0 then argerror(3, "slice", "step must not be 0") end
+  -- omitted bounds are the ends in the step's direction (a:slice(nil, nil, -1) reverses)
+  first = first == nil and (step > 0 and 1 or n) or math.tointeger(first)
+  if first == nil then argerror(1, "slice", "integer expected") end
   if last == nil then last = step > 0 and n or 1 end
   last = math.tointeger(last)
   if last == nil then argerror(2, "slice", "integer expected") end

@@ -8,7 +8,9 @@
 -- of dtype (every operation casts its result, so nested expressions wrap like NumPy's
 -- fixed-width arithmetic).  Two weak operands give a weak result ("weak-int" is computed
 -- as long long, "weak-float" as double).  Helpers it calls (lg_floordiv, lg_mod, lg_pow,
--- lg_shl, lg_shr, lg_abs, lg_fmod, lg_max, lg_min) come from kernels/elementwise.cu.
+-- lg_shl, lg_shr, lg_abs, lg_fmod, lg_max, lg_min, lg_to_<int dtype>) come from
+-- kernels/elementwise.cu.  astype from a float to an integer truncates toward zero and
+-- saturates: NaN gives 0, values beyond the range the nearest limit (NumPy leaves it undefined).
 
 local core = require "gpu.core"
 local promote = require "gpu.promote"
@@ -110,6 +112,9 @@ function M.try_expression(op, types, exprs, target)
       return nil, ("astype to %s is not supported yet"):format(target)
     end
     if target == "bool" then return ("((bool)(%s))"):format(a), "bool" end
+    if promote.kind(ta) == "f" and is_int(target) then
+      return ("lg_to_%s(%s)"):format(target, a), target   -- saturating (elementwise.cu)
+    end
     return cast(a, ta, target), target
   end
 

@@ -42,7 +42,9 @@ build = {
     PREFIX = "$(PREFIX)",
     LIBDIR = "$(LIBDIR)",
     LUADIR = "$(LUADIR)",
-    -- src/lua_gpu.h (the embedding API), where present, goes to include/lua_gpu.h
+    -- src/lua_gpu.h (the embedding API) and src/dlpack.h go to include/lua_gpu.h and
+    -- include/lua_gpu_dlpack.h under PREFIX, which LuaRocks sets to the rock's own directory
+    -- (TREE/lib/luarocks/rocks-5.4/lua-gpu/scm-1/include/)
     INCDIR = "$(PREFIX)/include",
   },
 }

@@ -705,7 +705,7 @@ local function markdown(header, rows)
   local out = {}
   local dev = gpu.get_device()
   local dv = gpu.driver_version()
-  out[#out + 1] = "# lua-gpu benchmark results (issue 4)\n"
+  out[#out + 1] = "# lua-gpu benchmark results\n"
   out[#out + 1] = ("- device: %s (%d SMs)"):format(dev:name(), SMS or 0)
   out[#out + 1] = ("- driver: CUDA %d.%d (%d); NVRTC %s"):format(dv // 1000, dv % 1000 // 10, dv,
     tostring(gpu.nvrtc_version()))

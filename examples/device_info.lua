@@ -1,6 +1,6 @@
 -- What CUDA this process finds: NVRTC's version, the driver's, and each device's name,
 -- compute capability, memory and multiprocessors.
--- Twin of seeds/004 (CUDA Python 简介), section "3. cuda.pathfinder：CUDA组件定位" (finding the
+-- Twin of seeds/004 (CUDA Python 简介), section "3. cuda.pathfinder:CUDA组件定位" (finding the
 -- CUDA libraries): lua-gpu finds NVRTC and the driver itself at run time, and this is what
 -- it found.  Works without a GPU (NVRTC only).
 local gpu = require "gpu"

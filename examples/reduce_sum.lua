@@ -47,13 +47,7 @@ block_sum(d_partial, d_partial, blocks, {block = {threads}, grid = {1}})
 local kernel_result = gpu.from_device(d_partial, 1, "float32")[1]
 
 -- 2. the library's reduction, on a GPU array
-local a
-if gpu.to_gpu then
-  a = gpu.to_gpu(data)
-else  -- the core's array type, before gpu.gpuarray's constructors are installed
-  a = require("gpu.core").array_empty(n, "float32")
-  gpu.memcpy_htod(a.gpudata, data)
-end
+local a = gpu.to_gpu(data)
 local method_result = a:sum()
 
 -- 3. a custom reduction, the (a, b) -> a + b of the seed

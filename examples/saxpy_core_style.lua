@@ -1,8 +1,8 @@
 -- SAXPY (y = a*x + y) the high-level way: pick the device, allocate, compile with
 -- SourceModule, and launch with plain Lua numbers, whose types come from the kernel's
 -- own declaration.
--- Twin of seeds/004 (CUDA Python 简介), section "cuda.core：高级别Pythonic接口"
--- (示例：用cuda.core实现SAXPY): Device(0).use() is gpu.set_device(0), Program.compile is
+-- Twin of seeds/004 (CUDA Python 简介), section "cuda.core:高级别Pythonic接口"
+-- (示例:用cuda.core实现SAXPY): Device(0).use() is gpu.set_device(0), Program.compile is
 -- gpu.SourceModule, program.saxpy[launch_config](...) is mod.saxpy(..., {grid, block}).
 local gpu = require "gpu"
 

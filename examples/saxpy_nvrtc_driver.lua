@@ -1,8 +1,8 @@
 -- SAXPY (y = a*x + y) the low-level way: NVRTC compiles the source to PTX, the module is
 -- loaded from those bytes, and the kernel is launched on explicitly allocated buffers with
 -- typed scalar arguments (a module loaded from bytes has no source to read types from).
--- Twin of seeds/004 (CUDA Python 简介), sections "cuda.bindings" (1) "nvrtc模块：运行时编译PTX"
--- and (2) "driver模块：设备管理与核函数执行".  cuInit, cuCtxCreate and cuCtxDestroy have no
+-- Twin of seeds/004 (CUDA Python 简介), sections "cuda.bindings" (1) "nvrtc模块:运行时编译PTX"
+-- and (2) "driver模块:设备管理与核函数执行".  cuInit, cuCtxCreate and cuCtxDestroy have no
 -- counterpart: lua-gpu loads the driver and uses the device's primary context on first use.
 local gpu = require "gpu"
 

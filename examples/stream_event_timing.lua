@@ -1,7 +1,7 @@
 -- Streams and events: two halves of an array are squared on two streams (page-locked copies
 -- in, kernel, copies out, all asynchronous), events join the streams and time the whole.
--- Twin of seeds/004 (CUDA Python 简介), section "cuda.core" (Stream：流操作（异步执行）,
--- Event：事件计时（如记录核函数执行时间）), and seeds/000 (python_3_pycuda模块), section
+-- Twin of seeds/004 (CUDA Python 简介), section "cuda.core" (Stream:流操作(异步执行),
+-- Event:事件计时(如记录核函数执行时间)), and seeds/000 (python_3_pycuda模块), section
 -- "python3 pycuda库 详解" item 5 "流（Streams）和事件（Events）".  Neither seed has code for
 -- it; this is the PyCUDA way to do what they describe.
 local gpu = require "gpu"

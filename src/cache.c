@@ -117,6 +117,7 @@ static int gpu_cache_load (lua_State *L) {
 static int make_dirs (char *dir) {
   char *p;
   struct stat st;
+  if (*dir == '\0') return 0;          /* dir + 1 would be past the end */
   for (p = dir + 1; *p; p++) {
     if (*p != '/') continue;
     *p = '\0';

@@ -1,0 +1,48 @@
+-- Regressions from a review of the C core (src/): each was a memory error, a crash waiting for
+-- the right stack, or an error message that blamed the wrong argument.
+
+local helpers = require "helpers"
+local gpu = helpers.gpu
+local core = require "gpu.core"
+local assert_error = helpers.assert_error
+
+describe("C core review", function()
+  it("compile takes only strings for target, arch and name", function()
+    -- a number was converted on the stack, popped, and its string used after it could be freed
+    local src = "__global__ void k(int *a) { a[0] = 1; }"
+    assert_error("bad argument #2 to 'gpu.core.compile' (option 'name' must be a string, got number)",
+                 core.compile, src, {arch = "compute_90", name = 5})
+    assert_error("bad argument #2 to 'gpu.core.compile' (option 'arch' must be a string, got number)",
+                 core.compile, src, {arch = 90})
+    assert_error("bad argument #2 to 'gpu.core.compile' (option 'target' must be a string, got table)",
+                 core.compile, src, {arch = "sm_90", target = {}})
+  end)
+
+  it("from_table takes tables nested to the full 32 dimensions", function()
+    -- table_shape, infer_dtype and fill_from_table push one value per level without asking Lua
+    -- for stack space; 32 levels overran the 20 slots a C function is guaranteed
+    local value = math.random(1, 1000)
+    local t = value
+    for _ = 1, 32 do t = {t} end
+    local run = coroutine.wrap(function() return gpu.host.from_table(t) end)
+    local h = run()
+    assert.are.equal(32, h.ndim)
+    assert.are.equal("int64", h.dtype)
+    assert.are.equal(value, h[1])
+    assert.are.equal(value, gpu.host.from_table(t, "int32")[1])
+  end)
+
+  it("reshape and array_view name the argument of a bad shape or stride item", function()
+    local h = gpu.host.empty(6)
+    assert_error("bad argument #1 to 'reshape' (shape item 2 must be a whole number, got string)",
+                 function() return h:reshape({2, "x"}) end)
+    assert_error("bad argument #1 to 'reshape' (shape item 1 must be a whole number, got number)",
+                 function() return h:reshape({1.5, 4}) end)
+    assert.are.same({3, 2}, h:reshape({3, 2}).shape)
+  end)
+
+  it("cache_store refuses an empty directory name", function()
+    -- make_dirs started scanning one byte past the end of an empty string
+    assert.is_false(core.cache_store("", "entry", "key", "image"))
+  end)
+end)

@@ -41,6 +41,35 @@ describe("C core review", function()
     assert.are.same({3, 2}, h:reshape({3, 2}).shape)
   end)
 
+  helpers.gpu_it("launches with more In/InOut arguments than a C function's 20 free stack slots", function()
+    -- each handler leaves a temporary Buffer on the stack until the launch is done
+    local n, width = 40, 64
+    local params, terms = {}, {}
+    for i = 1, n do
+      params[i] = "int *a" .. i
+      terms[i] = "a" .. i .. "[threadIdx.x]"
+    end
+    local src = ("__global__ void sum(int *out, %s) { out[threadIdx.x] = %s; a1[threadIdx.x] = -1; }")
+                :format(table.concat(params, ", "), table.concat(terms, " + "))
+    local f = gpu.SourceModule(src).sum
+    local out, args, expect = gpu.host.zeros(width, "int32"), {}, {}
+    for j = 1, width do expect[j] = 0 end
+    local first
+    for i = 1, n do
+      local values = helpers.random_integers(width, -1000, 1000)
+      for j = 1, width do expect[j] = expect[j] + values[j] end
+      local h = gpu.host.from_table(values, "int32")
+      if i == 1 then first = h end
+      args[i] = i == 1 and gpu.InOut(h) or gpu.In(h)
+    end
+    args[n + 1] = {block = width}
+    f(gpu.Out(out), table.unpack(args))
+    for j = 1, width do
+      assert.are.equal(expect[j], out[j])
+      assert.are.equal(-1, first[j])
+    end
+  end)
+
   it("cache_store refuses an empty directory name", function()
     -- make_dirs started scanning one byte past the end of an empty string
     assert.is_false(core.cache_store("", "entry", "key", "image"))

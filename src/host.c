@@ -104,8 +104,11 @@ gpu_HostArray *gpu_hostarray_new (lua_State *L, gpu_DtypeId dtype, int ndim,
 
 static int host_free (lua_State *L) {
   gpu_HostArray *h = (gpu_HostArray *)luaL_checkudata(L, 1, GPU_HOSTARRAY);
-  if (h->root == h && h->pagelocked && h->data != NULL && gpu_context_try_enter(h->ctx))
+  CUcontext prev;
+  if (h->root == h && h->pagelocked && h->data != NULL && gpu_context_try_enter(h->ctx, &prev)) {
     gpu_driver_load(NULL, NULL)->cuMemFreeHost(h->data);
+    gpu_context_restore(h->ctx, prev);
+  }
   h->data = NULL;
   if (h->root != h) h->root = NULL;
   return 0;

@@ -570,6 +570,8 @@ static int launch (lua_State *L, gpu_Function *f, int first, int nargs, gpu_Laun
     kinds[i] = (unsigned char)classify(L, first + i, f->ctx->state);
     handlers += kinds[i] == GPU_ARG_HANDLER;
   }
+  /* stage_handlers leaves one temporary Buffer per handler on the stack, beyond LUA_MINSTACK */
+  luaL_checkstack(L, handlers + 8, "too many In/Out/InOut arguments");
   if (cfg->stream_obj != NULL && cfg->stream_obj->capturing) {
     if (handlers)
       return luaL_error(L, "In/Out/InOut arguments cannot be captured into a graph (they copy "
@@ -754,10 +756,11 @@ static int function_index (lua_State *L) {
 static int function_set_attribute (lua_State *L) {
   gpu_Function *f = check_function(L, 1);
   const char *key = luaL_checkstring(L, 2);
-  int value = (int)luaL_checkinteger(L, 3);
+  lua_Integer value = luaL_checkinteger(L, 3);
   int a = find_function_attribute(key);
   if (a < 0) return luaL_argerror(L, 2, lua_pushfstring(L, "unknown attribute '%s'", key));
-  gpu_check(L, gpu_driver(L)->cuFuncSetAttribute(f->fn, function_attributes[a].attribute, value),
+  luaL_argcheck(L, value >= INT32_MIN && value <= INT32_MAX, 3, "value out of range for an int");
+  gpu_check(L, gpu_driver(L)->cuFuncSetAttribute(f->fn, function_attributes[a].attribute, (int)value),
             "cuFuncSetAttribute");
   lua_settop(L, 1);
   return 1;

@@ -70,6 +70,24 @@ describe("C core review", function()
     end
   end)
 
+  helpers.gpu_it("names the argument of a freed In/Out host array and of a bad prepared shared size", function()
+    local f = gpu.SourceModule("__global__ void twice(int *a, int n) { if (threadIdx.x < n) a[threadIdx.x] *= 2; }",
+                               {cache = false}).twice
+    local h = gpu.host.from_table({1, 2, 3}, "int32")
+    local handler = gpu.InOut(h)
+    h:free()
+    assert_error("bad argument #1 to 'twice' (the host array of this In/Out/InOut has been freed)",
+                 function() f(handler, 3, {block = 3}) end)
+    f:prepare("Pi")
+    local values = helpers.random_integers(3, -1000, 1000)
+    local buf = gpu.to_device(gpu.host.from_table(values, "int32"))
+    assert_error("bad argument #5 to 'prepared_call' (shared must be a byte count (0 or more))",
+                 function() f:prepared_call(1, 3, buf, 3, {shared = "x"}) end)
+    f:prepared_call(1, 3, buf, 3, {shared = 0})
+    local back = gpu.from_device(buf, 3, "int32")
+    for i = 1, 3 do assert.are.equal(2 * values[i], back[i]) end
+  end)
+
   it("cache_store refuses an empty directory name", function()
     -- make_dirs started scanning one byte past the end of an empty string
     assert.is_false(core.cache_store("", "entry", "key", "image"))

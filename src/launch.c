@@ -433,6 +433,8 @@ static int stage_handlers (lua_State *L, const gpu_Function *f, int first, int n
     gpu_Buffer *tmp;
     if (kinds[i] != GPU_ARG_HANDLER) continue;
     lua_getiuservalue(L, first + i, 1);
+    if (lua_type(L, -1) != LUA_TSTRING && gpu_testhostarray(L, -1) == NULL)   /* freed since */
+      kernel_argerror(L, f, i + 1, "the host array of this In/Out/InOut has been freed");
     host = gpu_checkhostbytes(L, -1, &n, NULL);
     lua_pop(L, 1);
     tmp = gpu_buffer_new(L, n);
@@ -645,7 +647,7 @@ static int function_prepare (lua_State *L) {
 static int read_prepared (lua_State *L, gpu_Function *f, int grid, int block, int first,
                           gpu_LaunchConfig *cfg) {
   const char *bad = read_dims(L, grid, "grid", cfg->grid, f->ctx->max_grid);
-  int top = lua_gettop(L);
+  int top = lua_gettop(L), isint;
   lua_Integer shared;
   if (bad != NULL) luaL_argerror(L, grid, bad);   /* luaL_argerror numbers methods' args */
   if ((bad = read_dims(L, block, "block", cfg->block, f->ctx->max_block)) != NULL ||
@@ -655,7 +657,9 @@ static int read_prepared (lua_State *L, gpu_Function *f, int grid, int block, in
     static const char *const known[] = {"shared", NULL};
     gpu_checkoptions(L, top, known);
     lua_getfield(L, top, "shared");
-    shared = luaL_optinteger(L, -1, 0);
+    shared = lua_isnil(L, -1) ? 0 : lua_tointegerx(L, -1, &isint);
+    if (!lua_isnil(L, -1) && !isint)    /* luaL_optinteger(L, -1) would blame "argument #-1" */
+      shared = -1;
     if (shared < 0 || shared > UINT32_MAX)
       luaL_argerror(L, top, "shared must be a byte count (0 or more)");
     cfg->shared = (unsigned)shared;

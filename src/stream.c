@@ -128,11 +128,11 @@ void gpu_capture_note (lua_State *L, int stream_idx, int obj_idx) {
 static int stream_begin_capture (lua_State *L) {
   gpu_Stream *s = check_stream(L, 1);
   if (s->capturing) return luaL_error(L, "stream is already capturing");
+  lua_newtable(L);          /* first: once capturing, gpu_capture_note needs it */
+  lua_setiuservalue(L, 1, 2);
   gpu_check(L, gpu_driver(L)->cuStreamBeginCapture(s->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
             "cuStreamBeginCapture");
   s->capturing = 1;
-  lua_newtable(L);
-  lua_setiuservalue(L, 1, 2);
   return 0;
 }
 

@@ -88,6 +88,25 @@ describe("C core review", function()
     for i = 1, 3 do assert.are.equal(2 * values[i], back[i]) end
   end)
 
+  it("lua_gpu_push_array refuses a layout whose byte offsets overflow, before any device work", function()
+    -- the reach of each dimension was computed with wrapping signed arithmetic
+    local out, ok = require("embed_helpers").run_host([[
+      for _, case in ipairs {
+        {{2^40 // 1, 2^40 // 1}},                          -- compact strides overflow
+        {{2^32 // 1, 2}, {2^32 // 1, 8}},                  -- stride * (n - 1) overflows
+        {{2, 2}, {2^62 // 1, 2^62 // 1}},                  -- the sum of reaches overflows
+        {{2, 2}, {-2^62 // 1, -2^62 // 1}},                -- the same downwards
+      } do
+        local a, err = c_push_array(4096, "float64", case[1], case[2])
+        assert(a == nil and err == "array layout reaches beyond 64-bit byte offsets", tostring(err))
+      end
+      assert(release_calls() == 0)
+      print "refused"
+    ]])
+    assert.is_true(ok, out)
+    assert.is_truthy(out:find("refused\n"), out)
+  end)
+
   it("cache_store refuses an empty directory name", function()
     -- make_dirs started scanning one byte past the end of an empty string
     assert.is_false(core.cache_store("", "entry", "key", "image"))

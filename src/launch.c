@@ -107,6 +107,16 @@ static void set_layout (lua_State *L, int fidx, gpu_Function *f, const char *typ
   int i;
   unsigned char *block;
   if (types != NULL && ndriver >= 0 && (int)strlen(types) != ndriver) types = NULL;
+  if (ndriver < 0) {        /* a signature the driver cannot check must still fit argbuf */
+    for (i = 0; i < n; i++) {
+      int type = letter_type((unsigned char)types[i]);
+      size_t size = type_size(type < 0 ? GPU_PARAM_BYVALUE : type);
+      off = align_up(off, natural_alignment(size)) + size;
+      if (off > GPU_MAX_PARAM_BYTES)
+        luaL_error(L, "parameters of '%s' take more than %d bytes", f->name, GPU_MAX_PARAM_BYTES);
+    }
+    off = 0;
+  }
   block = (unsigned char *)lua_newuserdatauv(L, sizeof(gpu_Param) * (size_t)(n > 0 ? n : 1)
                                                  + GPU_MAX_PARAM_BYTES, 0);
   f->params = (gpu_Param *)block;

@@ -135,8 +135,12 @@ static int gpu_array_view (lua_State *L) {
     luaL_checktype(L, 5, LUA_TTABLE);
     luaL_argcheck(L, (int)lua_rawlen(L, 5) == ndim, 5, "strides and shape differ in length");
     for (i = 0; i < ndim; i++) {
+      int isint;
       lua_rawgeti(L, 5, i + 1);
-      strides[i] = (int64_t)luaL_checkinteger(L, -1);
+      strides[i] = (int64_t)lua_tointegerx(L, -1, &isint);
+      if (!isint)   /* luaL_checkinteger(L, -1) would blame "argument #-1" */
+        return luaL_argerror(L, 5, lua_pushfstring(L, "stride %d must be a whole number, got %s",
+                                                   i + 1, luaL_typename(L, -1)));
       lua_pop(L, 1);
     }
   }

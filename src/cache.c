@@ -94,16 +94,21 @@ static int gpu_cache_load (lua_State *L) {
   const char *key = luaL_checklstring(L, 2, &keylen);
   unsigned char header[HEADER_LEN], *body;
   uint64_t klen, ilen, sum;
-  struct stat st;
-  int fd = open(path, O_RDONLY | O_CLOEXEC), ok;
-  if (fd < 0 || fstat(fd, &st) != 0 || !read_all(fd, header, HEADER_LEN) ||
-      memcmp(header, magic, MAGIC_LEN) != 0)
+  struct stat st, opened;
+  int fd, ok;
+  /* the body's memory first: a memory error raised with the file open would leak it */
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < HEADER_LEN + keylen)
+    return miss(L, -1);
+  body = (unsigned char *)lua_newuserdatauv(L, (size_t)st.st_size - HEADER_LEN, 0);
+  fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0 || fstat(fd, &opened) != 0 || opened.st_ino != st.st_ino ||
+      opened.st_dev != st.st_dev || opened.st_size != st.st_size ||
+      !read_all(fd, header, HEADER_LEN) || memcmp(header, magic, MAGIC_LEN) != 0)
     return miss(L, fd);
   klen = get64(header + MAGIC_LEN);
   ilen = get64(header + MAGIC_LEN + 8);
   sum = get64(header + MAGIC_LEN + 16);
   if (klen != keylen || (uint64_t)st.st_size != HEADER_LEN + klen + ilen) return miss(L, fd);
-  body = (unsigned char *)lua_newuserdatauv(L, (size_t)(klen + ilen), 0);
   ok = read_all(fd, body, (size_t)(klen + ilen));
   close(fd);
   if (!ok || memcmp(body, key, keylen) != 0 ||
@@ -117,6 +122,7 @@ static int gpu_cache_load (lua_State *L) {
 static int make_dirs (char *dir) {
   char *p;
   struct stat st;
+  if (*dir == '\0') return 0;          /* dir + 1 would be past the end */
   for (p = dir + 1; *p; p++) {
     if (*p != '/') continue;
     *p = '\0';

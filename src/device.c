@@ -64,8 +64,9 @@ static int current_ordinal (lua_State *L, const gpu_Driver *d) {
 
 static void context_release (gpu_Context *c) {
   const gpu_Driver *d = gpu_driver_load(NULL, NULL);
+  CUcontext prev;           /* not restored: the state is closing, and prev may be released here */
   /* a pool with allocations still pending is released by the driver once they are freed */
-  if (c->pool != NULL && d != NULL && gpu_context_try_enter(c)) d->cuMemPoolDestroy(c->pool);
+  if (c->pool != NULL && d != NULL && gpu_context_try_enter(c, &prev)) d->cuMemPoolDestroy(c->pool);
   c->pool = NULL;
   if (c->ctx != NULL && c->owned && d != NULL) d->cuDevicePrimaryCtxRelease(c->device);
   c->ctx = NULL;
@@ -79,9 +80,9 @@ static void context_release (gpu_Context *c) {
 ** would then destroy the pool and context under live buffers.
 */
 void gpu_contexts_release (lua_State *L) {
-  static const char *const tables[] = {"gpu.contexts", "gpu.replaced_contexts"};
+  static const char *const tables[] = {"gpu.contexts", "gpu.replaced_contexts", "gpu.contexts_made"};
   int i;
-  for (i = 0; i < 2; i++) {
+  for (i = 0; i < 3; i++) {
     if (lua_getfield(L, LUA_REGISTRYINDEX, tables[i]) == LUA_TTABLE) {
       lua_pushnil(L);
       while (lua_next(L, -2)) {
@@ -133,6 +134,11 @@ static gpu_Context *context_new (lua_State *L, const gpu_Driver *d, int ordinal,
   };
   memset(c, 0, sizeof *c);
   luaL_setmetatable(L, GPU_CONTEXT);
+  /* listed before it retains anything: if a call below raises, the state still releases it */
+  lua_getfield(L, LUA_REGISTRYINDEX, "gpu.contexts_made");
+  lua_pushvalue(L, -2);
+  lua_rawseti(L, -2, (lua_Integer)lua_rawlen(L, -2) + 1);
+  lua_pop(L, 1);
   c->state = gpu_state(L);
   gpu_check(L, d->cuDeviceGet(&dev, ordinal), "cuDeviceGet");
   c->device = dev;
@@ -212,12 +218,19 @@ gpu_Context *gpu_context_adopt (lua_State *L, CUcontext ctx) {
   return gpu_context_push(L);
 }
 
-int gpu_context_try_enter (gpu_Context *c) {
+int gpu_context_try_enter (gpu_Context *c, CUcontext *prev) {
   const gpu_Driver *d = gpu_driver_load(NULL, NULL);
   CUcontext cur = NULL;
+  *prev = NULL;
   if (c == NULL || c->ctx == NULL || d == NULL) return 0;
   if (d->cuCtxGetCurrent(&cur) != CUDA_SUCCESS) return 0;
+  *prev = cur;
   return cur == c->ctx || d->cuCtxSetCurrent(c->ctx) == CUDA_SUCCESS;
+}
+
+void gpu_context_restore (const gpu_Context *c, CUcontext prev) {
+  const gpu_Driver *d = gpu_driver_load(NULL, NULL);
+  if (d != NULL && prev != NULL && prev != c->ctx) d->cuCtxSetCurrent(prev);
 }
 
 void gpu_context_enter (lua_State *L, gpu_Context *c) {
@@ -459,4 +472,6 @@ void gpu_device_open (lua_State *L) {
   gpu_newtype(L, GPU_CONTEXT, context_meta, NULL);
   lua_newtable(L);
   lua_setfield(L, LUA_REGISTRYINDEX, "gpu.contexts");
+  lua_newtable(L);          /* every Context made, the half-made ones (an error) included */
+  lua_setfield(L, LUA_REGISTRYINDEX, "gpu.contexts_made");
 }

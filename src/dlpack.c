@@ -212,14 +212,25 @@ static gpu_Buffer *import_tensor (lua_State *L, const DLManagedTensorVersioned *
   }
   itemsize = gpu_dtypes[dtype].itemsize;
   for (i = x->ndim - 1; i >= 0; i--) {  /* byte strides; none given: compact row-major */
-    if (x->strides != NULL) strides[i] = x->strides[i] * itemsize;
-    else strides[i] = i == x->ndim - 1 ? itemsize
-                    : strides[i + 1] * (x->shape[i + 1] > 0 ? x->shape[i + 1] : 1);
+    int wrapped = 0;
+    if (x->strides != NULL) wrapped = __builtin_mul_overflow(x->strides[i], itemsize, &strides[i]);
+    else if (i == x->ndim - 1) strides[i] = itemsize;
+    else wrapped = __builtin_mul_overflow(strides[i + 1], x->shape[i + 1] > 0 ? x->shape[i + 1] : 1,
+                                          &strides[i]);
+    if (wrapped) {
+      *why = "DLPack tensor's layout reaches beyond 64-bit byte offsets";
+      return NULL;
+    }
     empty |= x->shape[i] == 0;
   }
-  for (i = 0; i < x->ndim; i++) {
-    if (strides[i] > 0) hi += strides[i] * (x->shape[i] - 1);
-    else if (x->shape[i] > 0) lo += strides[i] * (x->shape[i] - 1);
+  for (i = 0; i < x->ndim && !empty; i++) {
+    int64_t reach;           /* wrapping here would make a huge layout look small */
+    if (__builtin_mul_overflow(strides[i], x->shape[i] - 1, &reach) ||
+        __builtin_add_overflow(strides[i] > 0 ? hi : lo, reach, strides[i] > 0 ? &hi : &lo) ||
+        hi > INT64_MAX + lo - itemsize) {
+      *why = "DLPack tensor's layout reaches beyond 64-bit byte offsets";
+      return NULL;
+    }
   }
   return gpu_push_foreign_array(L, (CUdeviceptr)(uintptr_t)x->data + x->byte_offset +
                                    (CUdeviceptr)lo,

@@ -177,13 +177,19 @@ static int push_array (lua_State *L) {
   itemsize = gpu_dtypes[dtype].itemsize;
   for (i = a->ndim - 1; i >= 0; i--) {
     if (a->shape[i] < 0) return luaL_error(L, "negative dimension %d", i + 1);
-    strides[i] = a->byte_strides ? a->byte_strides[i]
-               : (i == a->ndim - 1 ? itemsize : strides[i + 1] * (a->shape[i + 1] ? a->shape[i + 1] : 1));
+    if (a->byte_strides) strides[i] = a->byte_strides[i];
+    else if (i == a->ndim - 1) strides[i] = itemsize;
+    else if (__builtin_mul_overflow(strides[i + 1], a->shape[i + 1] ? a->shape[i + 1] : 1,
+                                    &strides[i]))
+      return luaL_error(L, "array layout reaches beyond 64-bit byte offsets");
     empty |= a->shape[i] == 0;
   }
-  for (i = 0; i < a->ndim; i++) {       /* the bytes the array can reach, around ptr */
-    if (strides[i] > 0) hi += strides[i] * (a->shape[i] - 1);
-    else if (a->shape[i] > 0) lo += strides[i] * (a->shape[i] - 1);
+  for (i = 0; i < a->ndim && !empty; i++) {   /* the bytes the array can reach, around ptr */
+    int64_t reach;           /* wrapping here would make a huge layout look small */
+    if (__builtin_mul_overflow(strides[i], a->shape[i] - 1, &reach) ||
+        __builtin_add_overflow(strides[i] > 0 ? hi : lo, reach, strides[i] > 0 ? &hi : &lo) ||
+        hi > INT64_MAX + lo - itemsize)
+      return luaL_error(L, "array layout reaches beyond 64-bit byte offsets");
   }
   b = gpu_push_foreign_array(L, (CUdeviceptr)(a->ptr + (uint64_t)lo),
                              empty ? 0 : (size_t)(hi - lo + itemsize), (size_t)-lo,

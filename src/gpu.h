@@ -205,8 +205,14 @@ GPU_INTERNAL gpu_Context *gpu_context_push(lua_State *L);
 GPU_INTERNAL gpu_Context *gpu_context_adopt(lua_State *L, CUcontext ctx);
 /* Makes c current on the calling thread; raises if c was released. */
 GPU_INTERNAL void gpu_context_enter(lua_State *L, gpu_Context *c);
-/* Same, for finalizers: returns 0 instead of raising. */
-GPU_INTERNAL int gpu_context_try_enter(gpu_Context *c);
+/*
+** Same, for finalizers: returns 0 instead of raising, and sets *prev to the context that was
+** current.  A finalizer runs inside whatever allocation triggered the collector, often between
+** another object's gpu_context_enter and its driver call: it must gpu_context_restore(c, prev)
+** when done, or that call runs in c's context (and a host finds its context switched).
+*/
+GPU_INTERNAL int gpu_context_try_enter(gpu_Context *c, CUcontext *prev);
+GPU_INTERNAL void gpu_context_restore(const gpu_Context *c, CUcontext prev);
 GPU_INTERNAL void gpu_device_open(lua_State *L);
 /* Releases every Context of the state (pools, primary contexts); the state's finalizer. */
 GPU_INTERNAL void gpu_contexts_release(lua_State *L);

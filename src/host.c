@@ -104,8 +104,11 @@ gpu_HostArray *gpu_hostarray_new (lua_State *L, gpu_DtypeId dtype, int ndim,
 
 static int host_free (lua_State *L) {
   gpu_HostArray *h = (gpu_HostArray *)luaL_checkudata(L, 1, GPU_HOSTARRAY);
-  if (h->root == h && h->pagelocked && h->data != NULL && gpu_context_try_enter(h->ctx))
+  CUcontext prev;
+  if (h->root == h && h->pagelocked && h->data != NULL && gpu_context_try_enter(h->ctx, &prev)) {
     gpu_driver_load(NULL, NULL)->cuMemFreeHost(h->data);
+    gpu_context_restore(h->ctx, prev);
+  }
   h->data = NULL;
   if (h->root != h) h->root = NULL;
   return 0;
@@ -183,6 +186,7 @@ static int host_from_bytes (lua_State *L) {
 static int table_shape (lua_State *L, int idx, int depth, int64_t *shape, int *ndim) {
   lua_Integer n = (lua_Integer)lua_rawlen(L, idx);
   if (depth >= GPU_MAXDIM) return luaL_error(L, "nested table is deeper than %d levels", GPU_MAXDIM);
+  luaL_checkstack(L, 2, "nested table too deep");   /* one slot per level, 32 levels */
   shape[depth] = n;
   *ndim = depth + 1;
   if (n > 0 && lua_rawgeti(L, idx, 1) == LUA_TTABLE) table_shape(L, lua_gettop(L), depth + 1, shape, ndim);
@@ -199,6 +203,7 @@ typedef struct Filler {
 static void fill_from_table (lua_State *L, int idx, int depth, Filler *f) {
   lua_Integer i, n = (lua_Integer)lua_rawlen(L, idx);
   size_t item = gpu_dtypes[f->h->dtype].itemsize;
+  luaL_checkstack(L, 3, "nested table too deep");
   if (n != f->h->shape[depth])
     luaL_argerror(L, f->arg, lua_pushfstring(L, "ragged nested table: a row at depth %d has %I "
                                              "items, expected %I", depth + 1, n,
@@ -225,6 +230,7 @@ static void fill_from_table (lua_State *L, int idx, int depth, Filler *f) {
 /* The dtype NumPy would pick for the leaves: bool if all are, int64 if all integers. */
 static gpu_DtypeId infer_dtype (lua_State *L, int idx, int depth, int ndim, int *seen) {
   lua_Integer i, n = (lua_Integer)lua_rawlen(L, idx);
+  luaL_checkstack(L, 2, "nested table too deep");
   for (i = 1; i <= n; i++) {
     int t = lua_rawgeti(L, idx, i);
     if (depth + 1 < ndim && t == LUA_TTABLE) infer_dtype(L, lua_gettop(L), depth + 1, ndim, seen);
@@ -368,8 +374,12 @@ static int host_reshape (lua_State *L) {
     ndim = (int)lua_rawlen(L, 2);
     luaL_argcheck(L, ndim <= GPU_MAXDIM, 2, "too many dimensions");
     for (i = 0; i < ndim; i++) {
+      int isint;
       lua_rawgeti(L, 2, i + 1);
-      shape[i] = (int64_t)luaL_checkinteger(L, -1);
+      shape[i] = (int64_t)lua_tointegerx(L, -1, &isint);
+      if (!isint)   /* luaL_checkinteger(L, -1) would blame "argument #-2" */
+        return luaL_argerror(L, 2, lua_pushfstring(L, "shape item %d must be a whole number, "
+                                                   "got %s", i + 1, luaL_typename(L, -1)));
       lua_pop(L, 1);
     }
   } else {

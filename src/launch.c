@@ -107,6 +107,16 @@ static void set_layout (lua_State *L, int fidx, gpu_Function *f, const char *typ
   int i;
   unsigned char *block;
   if (types != NULL && ndriver >= 0 && (int)strlen(types) != ndriver) types = NULL;
+  if (ndriver < 0) {        /* a signature the driver cannot check must still fit argbuf */
+    for (i = 0; i < n; i++) {
+      int type = letter_type((unsigned char)types[i]);
+      size_t size = type_size(type < 0 ? GPU_PARAM_BYVALUE : type);
+      off = align_up(off, natural_alignment(size)) + size;
+      if (off > GPU_MAX_PARAM_BYTES)
+        luaL_error(L, "parameters of '%s' take more than %d bytes", f->name, GPU_MAX_PARAM_BYTES);
+    }
+    off = 0;
+  }
   block = (unsigned char *)lua_newuserdatauv(L, sizeof(gpu_Param) * (size_t)(n > 0 ? n : 1)
                                                  + GPU_MAX_PARAM_BYTES, 0);
   f->params = (gpu_Param *)block;
@@ -433,6 +443,8 @@ static int stage_handlers (lua_State *L, const gpu_Function *f, int first, int n
     gpu_Buffer *tmp;
     if (kinds[i] != GPU_ARG_HANDLER) continue;
     lua_getiuservalue(L, first + i, 1);
+    if (lua_type(L, -1) != LUA_TSTRING && gpu_testhostarray(L, -1) == NULL)   /* freed since */
+      kernel_argerror(L, f, i + 1, "the host array of this In/Out/InOut has been freed");
     host = gpu_checkhostbytes(L, -1, &n, NULL);
     lua_pop(L, 1);
     tmp = gpu_buffer_new(L, n);
@@ -570,6 +582,8 @@ static int launch (lua_State *L, gpu_Function *f, int first, int nargs, gpu_Laun
     kinds[i] = (unsigned char)classify(L, first + i, f->ctx->state);
     handlers += kinds[i] == GPU_ARG_HANDLER;
   }
+  /* stage_handlers leaves one temporary Buffer per handler on the stack, beyond LUA_MINSTACK */
+  luaL_checkstack(L, handlers + 8, "too many In/Out/InOut arguments");
   if (cfg->stream_obj != NULL && cfg->stream_obj->capturing) {
     if (handlers)
       return luaL_error(L, "In/Out/InOut arguments cannot be captured into a graph (they copy "
@@ -643,7 +657,7 @@ static int function_prepare (lua_State *L) {
 static int read_prepared (lua_State *L, gpu_Function *f, int grid, int block, int first,
                           gpu_LaunchConfig *cfg) {
   const char *bad = read_dims(L, grid, "grid", cfg->grid, f->ctx->max_grid);
-  int top = lua_gettop(L);
+  int top = lua_gettop(L), isint;
   lua_Integer shared;
   if (bad != NULL) luaL_argerror(L, grid, bad);   /* luaL_argerror numbers methods' args */
   if ((bad = read_dims(L, block, "block", cfg->block, f->ctx->max_block)) != NULL ||
@@ -653,7 +667,9 @@ static int read_prepared (lua_State *L, gpu_Function *f, int grid, int block, in
     static const char *const known[] = {"shared", NULL};
     gpu_checkoptions(L, top, known);
     lua_getfield(L, top, "shared");
-    shared = luaL_optinteger(L, -1, 0);
+    shared = lua_isnil(L, -1) ? 0 : lua_tointegerx(L, -1, &isint);
+    if (!lua_isnil(L, -1) && !isint)    /* luaL_optinteger(L, -1) would blame "argument #-1" */
+      shared = -1;
     if (shared < 0 || shared > UINT32_MAX)
       luaL_argerror(L, top, "shared must be a byte count (0 or more)");
     cfg->shared = (unsigned)shared;
@@ -754,10 +770,11 @@ static int function_index (lua_State *L) {
 static int function_set_attribute (lua_State *L) {
   gpu_Function *f = check_function(L, 1);
   const char *key = luaL_checkstring(L, 2);
-  int value = (int)luaL_checkinteger(L, 3);
+  lua_Integer value = luaL_checkinteger(L, 3);
   int a = find_function_attribute(key);
   if (a < 0) return luaL_argerror(L, 2, lua_pushfstring(L, "unknown attribute '%s'", key));
-  gpu_check(L, gpu_driver(L)->cuFuncSetAttribute(f->fn, function_attributes[a].attribute, value),
+  luaL_argcheck(L, value >= INT32_MIN && value <= INT32_MAX, 3, "value out of range for an int");
+  gpu_check(L, gpu_driver(L)->cuFuncSetAttribute(f->fn, function_attributes[a].attribute, (int)value),
             "cuFuncSetAttribute");
   lua_settop(L, 1);
   return 1;

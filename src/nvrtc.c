@@ -240,6 +240,21 @@ static int push_string_list (lua_State *L, int opts, const char *key, const char
 }
 
 /*
+** opts[key] (opts at 2) as a string, or def when absent.  Only real strings: one converted
+** from a number would live only on the stack, and the pointer must outlive the pop.
+*/
+static const char *string_option (lua_State *L, const char *key, const char *def) {
+  const char *s = def;
+  int t = lua_getfield(L, 2, key);
+  if (t == LUA_TSTRING) s = lua_tostring(L, -1);      /* stays alive in opts */
+  else if (t != LUA_TNIL)
+    luaL_argerror(L, 2, lua_pushfstring(L, "option '%s' must be a string, got %s", key,
+                                        luaL_typename(L, -1)));
+  lua_pop(L, 1);
+  return s;
+}
+
+/*
 ** compile(source, opts) -> image, log
 ** opts: target = "cubin" | "ptx" (default "ptx"), arch ("sm_90", "compute_90"),
 ** options (list), include_dirs (list), name (file name in messages), headers {name = src}.
@@ -260,13 +275,9 @@ static int gpu_compile (lua_State *L) {
   (void)srclen;
   check_loaded(L);
   if (has_opts) {
-    lua_getfield(L, 2, "target");
-    target = luaL_optstring(L, -1, "ptx");
-    lua_getfield(L, 2, "arch");
-    arch = luaL_optstring(L, -1, NULL);
-    lua_getfield(L, 2, "name");
-    name = luaL_optstring(L, -1, "kernel.cu");
-    lua_pop(L, 3);          /* the strings stay alive in opts */
+    target = string_option(L, "target", "ptx");
+    arch = string_option(L, "arch", NULL);
+    name = string_option(L, "name", "kernel.cu");
   }
   if (strcmp(target, "ptx") != 0 && strcmp(target, "cubin") != 0)
     return luaL_argerror(L, 2, lua_pushfstring(L, "target must be 'ptx' or 'cubin', not '%s'", target));

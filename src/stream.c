@@ -49,13 +49,15 @@ static int gpu_Stream_new (lua_State *L) {
 static int stream_free (lua_State *L) {
   gpu_Stream *s = (gpu_Stream *)luaL_checkudata(L, 1, GPU_STREAM);
   const gpu_Driver *d = gpu_driver_load(NULL, NULL);
-  if (s->live && gpu_context_try_enter(s->ctx)) {
+  CUcontext prev;
+  if (s->live && gpu_context_try_enter(s->ctx, &prev)) {
     if (s->capturing) {             /* abandon the capture rather than leak its graph */
       CUgraph graph = NULL;
       if (d->cuStreamEndCapture(s->stream, &graph) == CUDA_SUCCESS && graph != NULL)
         d->cuGraphDestroy(graph);
     }
     d->cuStreamDestroy(s->stream);
+    gpu_context_restore(s->ctx, prev);
   }
   s->live = 0;
   s->capturing = 0;
@@ -126,11 +128,11 @@ void gpu_capture_note (lua_State *L, int stream_idx, int obj_idx) {
 static int stream_begin_capture (lua_State *L) {
   gpu_Stream *s = check_stream(L, 1);
   if (s->capturing) return luaL_error(L, "stream is already capturing");
+  lua_newtable(L);          /* first: once capturing, gpu_capture_note needs it */
+  lua_setiuservalue(L, 1, 2);
   gpu_check(L, gpu_driver(L)->cuStreamBeginCapture(s->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
             "cuStreamBeginCapture");
   s->capturing = 1;
-  lua_newtable(L);
-  lua_setiuservalue(L, 1, 2);
   return 0;
 }
 
@@ -205,9 +207,11 @@ static int graph_launch (lua_State *L) {
 static int graph_free (lua_State *L) {
   gpu_Graph *g = (gpu_Graph *)luaL_checkudata(L, 1, GPU_GRAPH);
   const gpu_Driver *d = gpu_driver_load(NULL, NULL);
-  if (g->exec != NULL && gpu_context_try_enter(g->ctx)) {
+  CUcontext prev;
+  if (g->exec != NULL && gpu_context_try_enter(g->ctx, &prev)) {
     d->cuGraphExecDestroy(g->exec);
     d->cuGraphDestroy(g->graph);
+    gpu_context_restore(g->ctx, prev);
   }
   g->exec = NULL;
   g->graph = NULL;
@@ -253,8 +257,11 @@ static int gpu_Event_new (lua_State *L) {
 
 static int event_free (lua_State *L) {
   gpu_Event *e = (gpu_Event *)luaL_checkudata(L, 1, GPU_EVENT);
-  if (e->live && gpu_context_try_enter(e->ctx))
+  CUcontext prev;
+  if (e->live && gpu_context_try_enter(e->ctx, &prev)) {
     gpu_driver_load(NULL, NULL)->cuEventDestroy(e->event);
+    gpu_context_restore(e->ctx, prev);
+  }
   e->live = 0;
   return 0;
 }

@@ -415,30 +415,15 @@ end
 local axis_options = {stream = true, axis = true}
 local stream_options = {stream = true}
 
--- gpuarray.<op>(a[, {axis = k, stream = s}]) -> GPUArray (0-d without axis)
-local function device_reduction(op)
-  return function(a, opts)
-    check_array(a, 1, op)
-    opts = check_options(opts, 2, op, axis_options)
-    if opts.axis ~= nil then
-      return reduce_axis(op, op, a, check_axis(opts.axis, a.ndim, 2, op), opts.stream)
-    end
-    if a.size == 0 and op_names[op] then
-      argerror(1, op, ("zero-size array to reduction operation %s which has no identity")
-                      :format(op_names[op]))
-    end
-    return (reduce_all(op, a, nil, opts.stream))
-  end
-end
-
 -- The value of a 0-d result in buf, once the stream is done.
 local function fetch(buf, dtype, stream)
   if stream then stream:synchronize() end
   return core.from_device(buf, 1, dtype)[1]
 end
 
--- a:<op>([{axis = k, stream = s}]) -> Lua value (an array with axis)
-local function host_reduction(op)
+-- The checks and the axis form both kinds of reduction share; finish(a, opts) does a whole-
+-- array reduction.  (The checks stay in the returned function, so errors blame its caller.)
+local function reduction(op, finish)
   return function(a, opts)
     check_array(a, 1, op)
     opts = check_options(opts, 2, op, axis_options)
@@ -449,9 +434,21 @@ local function host_reduction(op)
       argerror(1, op, ("zero-size array to reduction operation %s which has no identity")
                       :format(op_names[op]))
     end
+    return finish(a, opts)
+  end
+end
+
+-- gpuarray.<op>(a[, {axis = k, stream = s}]) -> GPUArray (0-d without axis)
+local function device_reduction(op)
+  return reduction(op, function(a, opts) return (reduce_all(op, a, nil, opts.stream)) end)
+end
+
+-- a:<op>([{axis = k, stream = s}]) -> Lua value (an array with axis)
+local function host_reduction(op)
+  return reduction(op, function(a, opts)
     local _, buf, dtype = reduce_all(op, a, nil, opts.stream)
     return fetch(buf, dtype, opts.stream)
-  end
+  end)
 end
 
 local function check_dot(a, b, opts)

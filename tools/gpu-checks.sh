@@ -1,0 +1,37 @@
+#!/bin/bash
+# The GPU machine's checks in one call (see docs/testing.md), each step's log under $OUT:
+#   STEPS="suite examples embed threads sanitize fuzz bench" bash tools/gpu-checks.sh
+# Needs the Lua prefix from ../shared/device/make-prefix (.devprefix).  STEP_TIMEOUT (s),
+# THREAD_SECONDS, FUZZ_SECONDS and TAILN (log lines shown per step) tune it.
+source .devprefix/env.sh
+OUT=${OUT:-build/gpu-checks}
+mkdir -p "$OUT"
+export GPU_CACHE_DIR=${GPU_CACHE_DIR:-/tmp/lua-gpu-cache}
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/device.txt"
+make -s clean >/dev/null 2>&1
+make -s LUA_INCDIR="$LUA_INCDIR" LUA="$LUA" 2>&1 | tail -5
+vars=(LUA_INCDIR="$LUA_INCDIR" LUA="$LUA" BUSTED="$BUSTED")
+
+step() {
+  local name=$1 t0 rc
+  shift
+  echo "== $name"
+  t0=$(date +%s)
+  timeout "${STEP_TIMEOUT:-300}" "$@" > "$OUT/$name.log" 2>&1
+  rc=$?
+  echo "rc=$rc $(( $(date +%s) - t0 ))s"
+  tail -"${TAILN:-5}" "$OUT/$name.log"
+}
+
+for s in ${STEPS:-suite examples embed threads}; do
+  case $s in
+    suite) step suite make -s test-gpu "${vars[@]}" ;;
+    examples) step examples make -s examples "${vars[@]}" ;;
+    embed) step embed make -s embed-run "${vars[@]}" ;;
+    threads) step threads make -s threads THREADS=8 SECONDS="${THREAD_SECONDS:-60}" "${vars[@]}" ;;
+    sanitize) step sanitize make -s sanitize "${vars[@]}" ;;
+    fuzz) step fuzz make -s fuzz FUZZ_GPU=1 FUZZ_SECONDS="${FUZZ_SECONDS:-60}" "${vars[@]}" ;;
+    bench) step bench make -s bench "${vars[@]}" ;;
+    *) echo "unknown step '$s'" >&2; exit 2 ;;
+  esac
+done

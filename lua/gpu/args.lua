@@ -16,4 +16,21 @@ function M.typename(v)
   return type(v)
 end
 
+-- check_options(opts, n, fname, known[, level]) -> opts, or {} for nil: argument n must be a
+-- table whose keys are all in the set known (a misspelt key is an error, not ignored).
+-- level as for argerror: 1 blames the caller of the function that calls check_options.
+function M.check_options(opts, n, fname, known, level)
+  level = (level or 1) + 1
+  if opts == nil then return {} end
+  if type(opts) ~= "table" then
+    M.argerror(n, fname, "options table expected, got " .. M.typename(opts), level)
+  end
+  for key in pairs(opts) do
+    if not known[key] then
+      M.argerror(n, fname, ("unknown option '%s'"):format(tostring(key)), level)
+    end
+  end
+  return opts
+end
+
 return M

@@ -12,29 +12,18 @@ local M = {}
 
 local OUT_STREAM = {out = true, stream = true}
 
-local function check_options(opts, n, fname)
-  if opts == nil then return {} end
-  if type(opts) ~= "table" or gpuarray.is_array(opts) then
-    error(("bad argument #%d to '%s' (options table expected, got %s)"):format(n, fname, type(opts)), 3)
-  end
-  for k in pairs(opts) do
-    if not OUT_STREAM[k] then
-      error(("bad argument #%d to '%s' (unknown option '%s')"):format(n, fname, tostring(k)), 3)
-    end
-  end
-  return opts
-end
+local check_options = require("gpu.args").check_options
 
 for name in pairs(operators.cumath_unary) do
   M[name] = function(a, opts)
     if fuse.is_traced(a) then return fuse.apply(name, a) end
-    return gpuarray._apply(name, name, {a}, check_options(opts, 2, name))
+    return gpuarray._apply(name, name, {a}, check_options(opts, 2, name, OUT_STREAM))
   end
 end
 
 function M.fmod(a, b, opts)
   if fuse.is_traced(a) or fuse.is_traced(b) then return fuse.apply("fmod", a, b) end
-  return gpuarray._apply("fmod", "fmod", {a, b}, check_options(opts, 3, "fmod"))
+  return gpuarray._apply("fmod", "fmod", {a, b}, check_options(opts, 3, "fmod", OUT_STREAM))
 end
 
 return M

@@ -64,17 +64,7 @@ local function check_shape(shape, n, fname)
   return out
 end
 
--- Option tables: known is a set of keys.
-local function check_options(opts, n, fname, known)
-  if opts == nil then return {} end
-  if type(opts) ~= "table" or is_array(opts) then
-    argerror(n, fname, "options table expected, got " .. typename(opts), 2)
-  end
-  for k in pairs(opts) do
-    if not known[k] then argerror(n, fname, ("unknown option '%s'"):format(tostring(k)), 2) end
-  end
-  return opts
-end
+local check_options = require("gpu.args").check_options
 
 local OUT_STREAM = {out = true, stream = true}
 local STREAM = {stream = true}

@@ -27,19 +27,7 @@ gpu.Error = Error
 local argerror = require("gpu.args").argerror
 gpu._argerror = argerror
 
--- Checks an options table's keys against known (a set); returns the table or {}.
-local function check_options(opts, n, fname, known)
-  if opts == nil then return {} end
-  if type(opts) ~= "table" then
-    argerror(n, fname, "options table expected, got " .. type(opts), 2)
-  end
-  for key in pairs(opts) do
-    if not known[key] then
-      argerror(n, fname, ("unknown option '%s'"):format(tostring(key)), 2)
-    end
-  end
-  return opts
-end
+local check_options = require("gpu.args").check_options
 gpu._check_options = check_options
 
 -- dtypes ---------------------------------------------------------------------------------

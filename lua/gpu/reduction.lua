@@ -385,14 +385,9 @@ function M.check_array(a, n, fname)
 end
 local check_array = M.check_array
 
+-- The shared option check, plus: a stream option must be a gpu.Stream.
 function M.check_options(opts, n, fname, known)
-  if opts == nil then return {} end
-  if type(opts) ~= "table" then
-    argerror(n, fname, "options table expected, got " .. typename(opts), 2)
-  end
-  for key in pairs(opts) do
-    if not known[key] then argerror(n, fname, ("unknown option '%s'"):format(tostring(key)), 3) end
-  end
+  opts = require("gpu.args").check_options(opts, n, fname, known, 2)
   if opts.stream ~= nil and getmetatable(opts.stream) ~= core.types.Stream then
     argerror(n, fname, "option 'stream' must be a gpu.Stream, got " .. typename(opts.stream), 2)
   end

@@ -265,13 +265,19 @@ describe("scans", function()
         run = run + values[i + 1]
         if h[i + 1] ~= run then error(("round %d at %d: %s vs %s"):format(round, i, h[i + 1], run)) end
       end
+      -- a scan of running sums passes 2^24, where float32 rounds: the order of additions
+      -- moves the result by a few units in the last place of the largest partial sum
       local cumsum = gpu.cumsum(a, {stream = s})
       s:synchronize()
       local c = R.get(cumsum)
       run = 0
+      local magnitude = 0
       for i = 1, n + 1 do
         run = run + h[i]
-        if c[i] ~= run then error(("cumsum round %d at %d: %s vs %s"):format(round, i, c[i], run)) end
+        magnitude = magnitude + math.abs(h[i])
+        if math.abs(c[i] - run) > magnitude * 2 ^ -20 then
+          error(("cumsum round %d at %d: %s vs %s"):format(round, i, c[i], run))
+        end
       end
     end
   end)

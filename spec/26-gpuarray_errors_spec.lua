@@ -24,6 +24,9 @@ describe("gpuarray bad input", function()
       function() return a & i end)
     E("bad argument #1 to 'bnot' (unary '~' needs integer or bool operands, got float32)",
       function() return ~a end)
+    local u = gpu.zeros(3, "uint64")
+    E("bad argument #2 to 'bor' ('|' needs a common integer type, and int32 and uint64 have none)",
+      function() return i | u end)
     E("bad argument #1 to 'set' (host data has 2 elements, the GPUArray 3)",
       function() a:set({1, 2}) end)
     E("bad argument #1 to 'set_async' (async copies need page-locked host memory (gpu.host.pagelocked_empty))",

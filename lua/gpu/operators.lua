@@ -165,6 +165,9 @@ function M.try_expression(op, types, exprs, target)
         return nil, ("%s needs integer or bool operands, got %s"):format(opname(op), types[i]), i
       end
     end
+    if k == "f" then   -- a signed integer and uint64: NumPy's common type is float64
+      return nil, ("%s needs a common integer type, and %s and %s have none"):format(opname(op), ta, tb), 2
+    end
     if bitwise[op] then return ("((%s)((%s) %s (%s)))"):format(ctype(t), ca, bitwise[op], cb), t end
     if k == "b" then t = "int8"; ca, cb = cast(a, ta, t), cast(b, tb, t) end
     return ("lg_%s(%s, %s)"):format(op, ca, cb), t

@@ -112,7 +112,7 @@ build/bench-raw: bench/raw.c | build
 	  -DBENCH_CUDA_LIB64='"$(CUDA_HOME)/lib64"' -o $@ $< -ldl -lm
 
 build/bench_clock.so: bench/clock.c | build
-	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -shared -o $@ $<
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -shared -o $@ $< -ldl
 
 bench: bench-build
 	$(LUA) bench/run.lua

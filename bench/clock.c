@@ -1,23 +1,78 @@
 /*
-** bench/clock.c: a monotonic wall clock for the Lua benchmarks (os.clock is CPU time).
-** require "bench_clock".now_us() -> microseconds since an arbitrary start, as a float.
+** bench/clock.c: what the Lua benchmarks need from C.
+**   require "bench_clock".now_us() -> microseconds since an arbitrary start, as a float
+**     (os.clock is CPU time).
+**   require "bench_clock".raw_launches(handle, reps, per, sync) -> {us, ...}
+**     The raw C launch baseline run in the Lua process: reps times, `per` back-to-back
+**     cuLaunchKernel calls of the CUfunction `handle` (a gpu.Function's f.handle, no
+**     arguments, grid and block 1) on the legacy stream, timed on the host and divided by
+**     per.  With sync, cuCtxSynchronize is inside each timing (launch + synchronize);
+**     without, after it, like build/bench-raw.  Sharing the process, the context and the
+**     CPU with the Lua figures, and alternating with them, the ratio is free of the
+**     process-to-process drift that a separate baseline program sees.
 */
+#include <dlfcn.h>
+#include <stdint.h>
 #include <time.h>
+
+#include <cuda.h>
 
 #include "lua.h"
 #include "lauxlib.h"
 
-static int now_us (lua_State *L) {
+static double wall_us (void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
-  lua_pushnumber(L, (lua_Number)t.tv_sec * 1e6 + (lua_Number)t.tv_nsec / 1e3);
+  return (double)t.tv_sec * 1e6 + (double)t.tv_nsec / 1e3;
+}
+
+static int now_us (lua_State *L) {
+  lua_pushnumber(L, (lua_Number)wall_us());
+  return 1;
+}
+
+typedef CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                 unsigned, unsigned, CUstream, void **, void **);
+typedef CUresult (*CtxSynchronize)(void);
+
+static int raw_launches (lua_State *L) {
+  CUfunction f = (CUfunction)(uintptr_t)luaL_checkinteger(L, 1);
+  lua_Integer reps = luaL_checkinteger(L, 2), per = luaL_checkinteger(L, 3), rep, i;
+  int sync = lua_toboolean(L, 4);
+  /* gpu.core has loaded the driver: RTLD_NOLOAD finds that copy, it loads no other */
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  LaunchKernel launch;
+  CtxSynchronize synchronize;
+  luaL_argcheck(L, f != NULL, 1, "a CUfunction handle expected");
+  luaL_argcheck(L, reps >= 1, 2, "at least one repeat");
+  luaL_argcheck(L, per >= 1, 3, "at least one launch per repeat");
+  if (lib == NULL) return luaL_error(L, "libcuda.so.1 is not loaded (require \"gpu\" first)");
+  *(void **)&launch = dlsym(lib, "cuLaunchKernel");
+  *(void **)&synchronize = dlsym(lib, "cuCtxSynchronize");
+  dlclose(lib);                       /* the module's own handle keeps the library loaded */
+  if (launch == NULL || synchronize == NULL) return luaL_error(L, "libcuda.so.1 lacks a symbol");
+  lua_createtable(L, (int)reps, 0);
+  for (rep = 1; rep <= reps; rep++) {
+    double t0 = wall_us(), t;
+    CUresult r = CUDA_SUCCESS;
+    for (i = 0; i < per && r == CUDA_SUCCESS; i++)
+      r = launch(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+    if (sync && r == CUDA_SUCCESS) r = synchronize();
+    t = (wall_us() - t0) / (double)per;
+    if (!sync && r == CUDA_SUCCESS) r = synchronize();
+    if (r != CUDA_SUCCESS) return luaL_error(L, "raw launch failed: CUDA error %d", (int)r);
+    lua_pushnumber(L, (lua_Number)t);
+    lua_rawseti(L, -2, rep);
+  }
   return 1;
 }
 
 __attribute__((visibility("default"))) int luaopen_bench_clock (lua_State *L);
 
 int luaopen_bench_clock (lua_State *L) {
-  static const luaL_Reg functions[] = {{"now_us", now_us}, {NULL, NULL}};
+  static const luaL_Reg functions[] = {
+    {"now_us", now_us}, {"raw_launches", raw_launches}, {NULL, NULL}
+  };
   luaL_newlib(L, functions);
   return 1;
 }

@@ -183,8 +183,8 @@ local function median(t)
   return n % 2 == 1 and t[(n + 1) // 2] or (t[n // 2] + t[n // 2 + 1]) / 2
 end
 
--- Median over reps of the host wall time of body(), divided by per.
-local function wall(reps, per, body, after)
+-- The host wall times of reps runs of body() after a warm-up, each divided by per.
+local function walls(reps, per, body, after)
   local t = {}
   body(); if after then after() end     -- warm-up
   for r = 1, reps do
@@ -193,8 +193,11 @@ local function wall(reps, per, body, after)
     t[r] = (now_us() - t0) / per
     if after then after() end
   end
-  return median(t)
+  return t
 end
+
+-- Their median.
+local function wall(reps, per, body, after) return median(walls(reps, per, body, after)) end
 
 local ev0, ev1
 -- Median device time (us) of body() between two events.
@@ -257,24 +260,49 @@ end
 
 local lua_bench = {}
 
+-- Launch figures alternate with the raw C launch loop of bench_clock run in this process on
+-- the same CUfunction (when bench_clock has it): ROUNDS rounds, each timing every variant, and
+-- a median over all of a variant's repeats.  Overrides bench-raw's launch figures.
 function lua_bench.launch()
   local f = K.empty_kernel
   local opts = {block = 1, grid = 1}
   local grid, block = {1, 1}, {1, 1, 1}
+  local raw_launches = have_clock and clock.raw_launches
   f:prepare("")
   for _ = 1, 1000 do f(opts) end
   gpu.synchronize()
-  local r = {}
-  r.launch_async_f = wall(200, 256, function() for _ = 1, 256 do f(opts) end end, gpu.synchronize)
-  r.launch_async_prepared = wall(200, 256, function()
-    for _ = 1, 256 do f:prepared_call(grid, block) end
-  end, gpu.synchronize)
-  r.launch_async_f_newopts = wall(200, 256, function()
-    for _ = 1, 256 do f({block = 1, grid = 1}) end
-  end, gpu.synchronize)
   local sync = gpu.synchronize
-  r.launch_sync_f = wall(2000, 1, function() f(opts); sync() end)
-  r.launch_sync_prepared = wall(2000, 1, function() f:prepared_call(grid, block); sync() end)
+  local samples = {}
+  local function add(id, t)
+    local all = samples[id] or {}
+    samples[id] = all
+    for _, v in ipairs(t) do all[#all + 1] = v end
+  end
+  local ROUNDS = 5
+  for _ = 1, ROUNDS do
+    if raw_launches then
+      add("raw.launch_async", raw_launches(f.handle, 40, 256, false))
+      add("raw.launch_sync", raw_launches(f.handle, 400, 1, true))
+    end
+    add("launch_async_f", walls(40, 256, function() for _ = 1, 256 do f(opts) end end, sync))
+    add("launch_async_prepared", walls(40, 256, function()
+      for _ = 1, 256 do f:prepared_call(grid, block) end
+    end, sync))
+    add("launch_async_f_newopts", walls(40, 256, function()
+      for _ = 1, 256 do f({block = 1, grid = 1}) end
+    end, sync))
+    add("launch_sync_f", walls(400, 1, function() f(opts); sync() end))
+    add("launch_sync_prepared", walls(400, 1, function() f:prepared_call(grid, block); sync() end))
+  end
+  local r = {raw = {}}
+  for id, t in pairs(samples) do
+    local raw_id = id:match("^raw%.(.*)")
+    if raw_id then r.raw[raw_id] = median(t) else r[id] = median(t) end
+  end
+  if raw_launches then
+    r.note = "launch rows: raw C timed in this process on the same CUfunction, alternating with " ..
+             "lua-gpu in 5 rounds"
+  end
   return r
 end
 
@@ -576,7 +604,21 @@ local function run_lua()
       io.stderr:write("bench: lua ", g.ids[1], " ...\n")
       local okr, r = pcall(g.run)
       if okr then
-        for id, v in pairs(r) do values.lua[id] = v end
+        for id, v in pairs(r) do
+          if id == "raw" then
+            for raw_id, x in pairs(v) do
+              if values.raw[raw_id] then
+                local was = ("%s in bench-raw's own process: %.2f us"):format(raw_id, values.raw[raw_id])
+                notes.raw = notes.raw and notes.raw .. "; " .. was or was
+              end
+              values.raw[raw_id] = x
+            end
+          elseif id == "note" then
+            notes.raw = notes.raw and notes.raw .. "; " .. v or v
+          else
+            values.lua[id] = v
+          end
+        end
       else
         for _, id in ipairs(g.ids) do
           if notes[id] == nil then notes[id] = failure_note(id, r) end

@@ -367,6 +367,8 @@ describe("Function attributes", function()
     helpers.assert_error("bad argument #1 to 'max_potential_block_size' (shared memory size must not be negative)",
                          function() f:max_potential_block_size(-1) end)
     assert.is_nil(f.no_such_attribute)
+    assert.is_true(math.type(f.handle) == "integer" and f.handle ~= 0)
+    assert.are.equal(f.handle, module().axpy.handle)      -- one CUfunction per kernel
   end)
 end)
 
@@ -390,6 +392,8 @@ describe("freeing a Module", function()
                          function() f:prepared_call(1, 4, out, out, out, 1, 4) end)
     helpers.assert_error("kernel 'axpy' belongs to a module that has been freed",
                          function() return f.num_regs end)
+    helpers.assert_error("kernel 'axpy' belongs to a module that has been freed",
+                         function() return f.handle end)
     assert.are.equal("gpu.Function(axpy, module freed)", tostring(f))
     helpers.assert_error("bad argument #1 to 'memcpy_htod' (buffer has been freed)",
                          function() gpu.memcpy_htod(buf, "0123") end)

@@ -742,7 +742,8 @@ static void push_signature (lua_State *L, const gpu_Function *f) {
   luaL_pushresult(&b);
 }
 
-/* f.num_regs and the other attributes, f.name, f.signature, f.nparams; methods first */
+/* f.num_regs and the other attributes, f.name, f.signature, f.nparams, f.handle (the
+** CUfunction, for hosts that launch it themselves); methods first */
 static int function_index (lua_State *L) {
   gpu_Function *f;
   const char *key;
@@ -753,6 +754,7 @@ static int function_index (lua_State *L) {
   f = check_function(L, 1);
   if (strcmp(key, "name") == 0) lua_pushstring(L, f->name);
   else if (strcmp(key, "signature") == 0) push_signature(L, f);
+  else if (strcmp(key, "handle") == 0) lua_pushinteger(L, (lua_Integer)(uintptr_t)f->fn);
   else if (strcmp(key, "nparams") == 0) {
     if (f->nparams < 0) lua_pushnil(L);
     else lua_pushinteger(L, f->nparams);

@@ -76,11 +76,16 @@ gpu_Buffer *gpu_buffer_new (lua_State *L, size_t nbytes) {
 void gpu_buffer_release (gpu_Buffer *b) {
   const gpu_Driver *d = gpu_driver_load(NULL, NULL);
   CUcontext prev;
-  if (b->owned && b->ptr != 0 && gpu_context_try_enter(b->ctx, &prev)) {
-    /* errors ignored: this is also the finalizer */
-    if (b->pooled) d->cuMemFreeAsync(b->ptr, NULL);
-    else d->cuMemFree(b->ptr);
-    gpu_context_restore(b->ctx, prev);
+  if (b->owned && b->ptr != 0) {
+    /* freed before the collector was stepped for them: those bytes need no collecting */
+    gpu_State *s = b->ctx->state;
+    s->gc_debt -= b->size < s->gc_debt ? b->size : s->gc_debt;
+    if (gpu_context_try_enter(b->ctx, &prev)) {
+      /* errors ignored: this is also the finalizer */
+      if (b->pooled) d->cuMemFreeAsync(b->ptr, NULL);
+      else d->cuMemFree(b->ptr);
+      gpu_context_restore(b->ctx, prev);
+    }
   }
   b->ptr = 0;
   if (b->root == b && b->release != NULL) {          /* memory the host owns: hand it back */

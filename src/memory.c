@@ -11,8 +11,12 @@
 
 #include "gpu.h"
 
-/* Step the collector every this many device bytes, so dropped buffers get collected. */
-#define GPU_GC_STEP_BYTES ((size_t)1 << 20)
+/*
+** Step the collector every this many device bytes not yet freed, so dropped buffers get
+** collected.  Above the size of an ordinary array: a loop that frees what it allocates pays
+** its debt back (gpu_buffer_release) and never steps the collector.
+*/
+#define GPU_GC_STEP_BYTES ((size_t)32 << 20)
 
 /* A view is alive while it and the allocation it looks into are. */
 static int buffer_alive (const gpu_Buffer *b) {

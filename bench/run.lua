@@ -300,8 +300,8 @@ function lua_bench.launch()
     if raw_id then r.raw[raw_id] = median(t) else r[id] = median(t) end
   end
   if raw_launches then
-    r.note = "launch rows: raw C timed in this process on the same CUfunction, alternating with " ..
-             "lua-gpu in 5 rounds"
+    r.note = ("launch rows: raw C timed in this process on the same CUfunction, alternating " ..
+              "with lua-gpu in %d rounds"):format(ROUNDS)
   end
   return r
 end

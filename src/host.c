@@ -182,16 +182,24 @@ static int host_from_bytes (lua_State *L) {
   return 1;
 }
 
-/* Walks a nested table to find its shape; checks it is rectangular on the way. */
-static int table_shape (lua_State *L, int idx, int depth, int64_t *shape, int *ndim) {
+/*
+** Walks a nested table (argument 1) down its first items to find its shape; fill_from_table
+** checks the rest is rectangular.  Rows may be shared, so a few small tables can claim more
+** elements than fit in memory, or a count that wraps around: *size keeps the gpu_checkshape cap.
+*/
+static void table_shape (lua_State *L, int idx, int depth, int64_t *shape, int *ndim,
+                         int64_t *size) {
   lua_Integer n = (lua_Integer)lua_rawlen(L, idx);
-  if (depth >= GPU_MAXDIM) return luaL_error(L, "nested table is deeper than %d levels", GPU_MAXDIM);
+  if (depth >= GPU_MAXDIM) luaL_error(L, "nested table is deeper than %d levels", GPU_MAXDIM);
   luaL_checkstack(L, 2, "nested table too deep");   /* one slot per level, 32 levels */
+  if (n != 0 && *size > ((int64_t)1 << 58) / n)
+    luaL_argerror(L, 1, "nested table holds too many elements");
+  *size *= n;
   shape[depth] = n;
   *ndim = depth + 1;
-  if (n > 0 && lua_rawgeti(L, idx, 1) == LUA_TTABLE) table_shape(L, lua_gettop(L), depth + 1, shape, ndim);
+  if (n > 0 && lua_rawgeti(L, idx, 1) == LUA_TTABLE)
+    table_shape(L, lua_gettop(L), depth + 1, shape, ndim, size);
   if (n > 0) lua_pop(L, 1);
-  return 0;
 }
 
 typedef struct Filler {
@@ -244,12 +252,12 @@ static gpu_DtypeId infer_dtype (lua_State *L, int idx, int depth, int ndim, int 
 
 /* from_table(t[, dtype]): a flat or nested (rectangular) table of values */
 static int host_from_table (lua_State *L) {
-  int64_t shape[GPU_MAXDIM];
+  int64_t shape[GPU_MAXDIM], size = 1;
   int ndim = 1, seen = 0;
   gpu_DtypeId dtype;
   Filler f;
   luaL_checktype(L, 1, LUA_TTABLE);
-  table_shape(L, 1, 0, shape, &ndim);
+  table_shape(L, 1, 0, shape, &ndim, &size);
   dtype = lua_isnoneornil(L, 2) ? infer_dtype(L, 1, 0, ndim, &seen) : gpu_checkdtype(L, 2);
   f.h = gpu_hostarray_new(L, dtype, ndim, shape, 0);
   f.next = 0;

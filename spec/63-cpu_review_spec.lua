@@ -1,0 +1,25 @@
+-- Regressions from a review of the C core's host-side paths (no device needed): each was a
+-- memory error, undefined behaviour, or an error message that did not name its argument.
+
+local helpers = require "helpers"
+local gpu = helpers.gpu
+local assert_error = helpers.assert_error
+
+describe("C core review (host side)", function()
+  it("from_table refuses nested tables that claim more elements than a shape may hold", function()
+    -- rows may be shared: 4 levels of 65536 make 2^64 elements, whose count wrapped to 0, so a
+    -- 0-byte array was allocated and filled far past its end
+    local t = {}
+    for i = 1, 65536 do t[i] = 1 end
+    for _ = 1, 3 do
+      local row = t
+      t = {}
+      for i = 1, 65536 do t[i] = row end
+    end
+    assert_error("bad argument #1 to 'gpu.host.from_table' (nested table holds too many elements)",
+                 gpu.host.from_table, t, "int8")
+    -- shared rows that fit are fine
+    local row = {1, 2, 3}
+    assert.are.same({{1, 2, 3}, {1, 2, 3}}, gpu.host.from_table({row, row}, "int32"):totable())
+  end)
+end)

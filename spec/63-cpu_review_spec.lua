@@ -22,4 +22,20 @@ describe("C core review (host side)", function()
     local row = {1, 2, 3}
     assert.are.same({{1, 2, 3}, {1, 2, 3}}, gpu.host.from_table({row, row}, "int32"):totable())
   end)
+
+  it("reshape refuses dimensions whose product overflows, even next to a zero", function()
+    -- the overflow guard clamped the product to size + 1, which a later 0 multiplied back to
+    -- 0: a size-0 array took shape {2^62, 2^62, 0}, and set_shape overflowed int64 (UB)
+    local h = gpu.host.zeros(0, "float32")
+    assert_error("bad argument #2 to '?' (cannot reshape an array of size 0 into that shape)",
+                 h.reshape, h, {2^62 // 1, 2^62 // 1, 0})
+    assert_error("bad argument #2 to '?' (cannot reshape an array of size 0 into that shape)",
+                 h.reshape, h, 2^40 // 1, 0, 2^40 // 1)
+    -- a zero still makes any sensible shape fit, as in NumPy
+    assert.are.same({5, 0}, h:reshape(5, 0).shape)
+    assert.are.same({0, 3, 7}, h:reshape({0, 3, 7}).shape)
+    assert.are.same({0}, h:reshape(-1).shape)
+    assert_error("bad argument #2 to '?' (cannot reshape an array of size 0 into that shape)",
+                 h.reshape, h, 0, -1)
+  end)
 end)

@@ -376,8 +376,8 @@ static int host_fill (lua_State *L) {
 /* h:reshape(shape) or h:reshape(d1, d2, ...), one dimension may be -1: a view. */
 static int host_reshape (lua_State *L) {
   gpu_HostArray *h = gpu_checkhostarray(L, 1), *v;
-  int64_t shape[GPU_MAXDIM], known = 1;
-  int ndim, i, unknown = -1;
+  int64_t shape[GPU_MAXDIM], known = 1;       /* product of the non-zero dimensions but -1 */
+  int ndim, i, unknown = -1, zero = 0;
   if (lua_type(L, 2) == LUA_TTABLE) {
     ndim = (int)lua_rawlen(L, 2);
     luaL_argcheck(L, ndim <= GPU_MAXDIM, 2, "too many dimensions");
@@ -402,10 +402,14 @@ static int host_reshape (lua_State *L) {
     } else if (shape[i] < 0) {
       return luaL_argerror(L, 2, lua_pushfstring(L, "negative dimension %I in shape",
                                                  (lua_Integer)shape[i]));
-    } else if (__builtin_mul_overflow(known, shape[i], &known) || known > h->size) {
-      known = h->size + 1;              /* too many elements, and no wrapping around to fit */
+    } else if (shape[i] == 0) {
+      zero = 1;
+    } else if (known >= 0 && (__builtin_mul_overflow(known, shape[i], &known) ||
+                              known > ((int64_t)1 << 58))) {
+      known = -1;     /* past gpu_checkshape's cap: a later 0 must not make it fit (set_shape) */
     }
   }
+  if (zero && known >= 0) known = 0;
   if (unknown >= 0 && known > 0 && h->size % known == 0) shape[unknown] = h->size / known;
   else if (unknown >= 0) known = -1;
   if (unknown < 0 ? known != h->size : known < 0)

@@ -38,4 +38,15 @@ describe("C core review (host side)", function()
     assert_error("bad argument #2 to '?' (cannot reshape an array of size 0 into that shape)",
                  h.reshape, h, 0, -1)
   end)
+
+  it("from_table names its argument when a table nests deeper than 32 levels", function()
+    local t = 1
+    for _ = 1, 33 do t = {t} end
+    assert_error("bad argument #1 to 'gpu.host.from_table' (nested table is deeper than 32 levels)",
+                 gpu.host.from_table, t)
+    local loop = {}
+    loop[1] = loop            -- a table that contains itself is infinitely deep
+    assert_error("bad argument #1 to 'gpu.host.from_table' (nested table is deeper than 32 levels)",
+                 gpu.host.from_table, loop, "int32")
+  end)
 end)

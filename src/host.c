@@ -190,7 +190,8 @@ static int host_from_bytes (lua_State *L) {
 static void table_shape (lua_State *L, int idx, int depth, int64_t *shape, int *ndim,
                          int64_t *size) {
   lua_Integer n = (lua_Integer)lua_rawlen(L, idx);
-  if (depth >= GPU_MAXDIM) luaL_error(L, "nested table is deeper than %d levels", GPU_MAXDIM);
+  if (depth >= GPU_MAXDIM)
+    luaL_argerror(L, 1, lua_pushfstring(L, "nested table is deeper than %d levels", GPU_MAXDIM));
   luaL_checkstack(L, 2, "nested table too deep");   /* one slot per level, 32 levels */
   if (n != 0 && *size > ((int64_t)1 << 58) / n)
     luaL_argerror(L, 1, "nested table holds too many elements");

@@ -49,4 +49,17 @@ describe("C core review (host side)", function()
     assert_error("bad argument #1 to 'gpu.host.from_table' (nested table is deeper than 32 levels)",
                  gpu.host.from_table, loop, "int32")
   end)
+
+  it("rounds Lua numbers to float16 and bfloat16 once, as CUDA's __double2half does", function()
+    -- the double went through float first: 1 + 2^-11 + 2^-40 became the tie 1 + 2^-11 (float
+    -- has no bit for 2^-40), which rounded to even, 1, instead of up to 1 + 2^-10
+    assert.are.equal(1 + 2^-10, gpu.float16(1 + 2^-11 + 2^-40).value)
+    assert.are.equal(1 + 2^-7, gpu.bfloat16(1 + 2^-8 + 2^-40).value)
+    assert.are.equal(1 - 2^-11, gpu.float16(1 - 2^-12 - 2^-40).value)
+    local h = gpu.host.from_table({1 + 2^-11 + 2^-40, -(1 + 2^-11 + 2^-40), 1 + 2^-11}, "float16")
+    assert.are.same({1 + 2^-10, -(1 + 2^-10), 1}, h:totable())
+    -- subnormals: 2^-25 is half the smallest float16 subnormal, a tie that goes to 0
+    assert.are.equal(2^-24, gpu.float16(2^-25 + 2^-60).value)
+    assert.are.equal(0, gpu.float16(2^-25).value)
+  end)
 end)

@@ -58,27 +58,35 @@ static float half_to_float (uint16_t h) {
   return f;
 }
 
-/* Round to nearest even, overflow to infinity (what CUDA's __float2half does). */
-static uint16_t float_to_half (float f) {
-  uint32_t bits, sign, exponent, mantissa;
-  memcpy(&bits, &f, 4);
-  sign = (bits >> 16) & 0x8000;
-  exponent = (bits >> 23) & 0xff;
-  mantissa = bits & 0x7fffff;
-  if (exponent == 0xff) return (uint16_t)(sign | 0x7c00 | (mantissa ? 0x200 : 0));
-  if (exponent > 142) return (uint16_t)(sign | 0x7c00);                      /* >= 65520 */
-  if (exponent >= 113) {                                                     /* normal */
-    uint32_t h = ((exponent - 112) << 10) | (mantissa >> 13), rest = mantissa & 0x1fff;
-    if (rest > 0x1000 || (rest == 0x1000 && (h & 1))) h++;                   /* may carry to inf */
-    return (uint16_t)(sign | h);
-  }
-  if (exponent >= 102) {                                                     /* subnormal */
-    uint32_t m = mantissa | 0x800000, shift = 126 - exponent;
-    uint32_t h = m >> shift, rest = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-    if (rest > half || (rest == half && (h & 1))) h++;
-    return (uint16_t)(sign | h);
-  }
-  return (uint16_t)sign;
+/*
+** A double rounded to a 16-bit float of ebits exponent and mbits mantissa bits (float16: 5, 10;
+** bfloat16: 8, 7), to nearest even, overflowing to infinity: what CUDA's __double2half and
+** __double2bfloat16 do.  Straight from the double: going through float first rounds twice
+** (1 + 2^-11 + 2^-40 became the tie 1 + 2^-11, then 1 instead of 1 + 2^-10).
+*/
+static uint16_t double_to_16 (double n, int ebits, int mbits) {
+  const int bias = (1 << (ebits - 1)) - 1, emin = 1 - bias;
+  const uint32_t inf = ((1u << ebits) - 1) << mbits;
+  uint64_t bits, m, h, rest;
+  uint32_t sign;
+  int e, shift;
+  memcpy(&bits, &n, 8);
+  sign = (uint32_t)(bits >> 63) << 15;
+  e = (int)((bits >> 52) & 0x7ff);
+  m = bits & ((UINT64_C(1) << 52) - 1);
+  if (e == 0x7ff) return (uint16_t)(sign | inf | (m ? 1u << (mbits - 1) : 0));  /* inf, quiet nan */
+  if (e == 0) return (uint16_t)sign;            /* double subnormals round to zero in both */
+  e -= 1023;
+  if (e > bias) return (uint16_t)(sign | inf);
+  m |= UINT64_C(1) << 52;
+  shift = 52 - mbits + (e < emin ? emin - e : 0);     /* subnormal: fewer mantissa bits */
+  if (shift > 60) return (uint16_t)sign;        /* below half the smallest subnormal */
+  h = m >> shift;
+  rest = m & ((UINT64_C(1) << shift) - 1);
+  if (rest > UINT64_C(1) << (shift - 1) || (rest == UINT64_C(1) << (shift - 1) && (h & 1))) h++;
+  /* a normal's h holds the implicit bit, which adds 1 to the exponent field; a carry out of
+     the mantissa moves to the next exponent (or infinity), and a subnormal's to the least normal */
+  return (uint16_t)(sign | (e >= emin ? ((uint64_t)(e + bias - 1) << mbits) + h : h));
 }
 
 static float bfloat16_to_float (uint16_t b) {
@@ -86,14 +94,6 @@ static float bfloat16_to_float (uint16_t b) {
   float f;
   memcpy(&f, &bits, 4);
   return f;
-}
-
-static uint16_t float_to_bfloat16 (float f) {
-  uint32_t bits;
-  memcpy(&bits, &f, 4);
-  if ((bits & 0x7fffffff) > 0x7f800000) return (uint16_t)((bits >> 16) | 0x40);  /* quiet nan */
-  bits += 0x7fff + ((bits >> 16) & 1);
-  return (uint16_t)(bits >> 16);
 }
 
 /* ---------------------------------------------------------------- Lua <-> bytes */
@@ -135,13 +135,12 @@ const char *gpu_tovalue (lua_State *L, int idx, gpu_DtypeId dtype, void *out) {
       if (lua_type(L, idx) != LUA_TNUMBER) return "expected a number";
       n = lua_tonumber(L, idx);
       if (dtype == GPU_FLOAT64) memcpy(out, &n, 8);
-      else {
+      else if (dtype == GPU_FLOAT32) {
         float f = (float)n;
-        if (dtype == GPU_FLOAT32) memcpy(out, &f, 4);
-        else {
-          uint16_t h = dtype == GPU_FLOAT16 ? float_to_half(f) : float_to_bfloat16(f);
-          memcpy(out, &h, 2);
-        }
+        memcpy(out, &f, 4);
+      } else {
+        uint16_t h = dtype == GPU_FLOAT16 ? double_to_16(n, 5, 10) : double_to_16(n, 8, 7);
+        memcpy(out, &h, 2);
       }
       return NULL;
     }

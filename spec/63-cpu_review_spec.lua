@@ -62,4 +62,24 @@ describe("C core review (host side)", function()
     assert.are.equal(2^-24, gpu.float16(2^-25 + 2^-60).value)
     assert.are.equal(0, gpu.float16(2^-25).value)
   end)
+
+  it("compile refuses strings with a zero byte, which NVRTC would silently cut short", function()
+    local core = require "gpu.core"
+    local src = "__global__ void k(int *a) { a[0] = 1; }"
+    -- the code after the zero byte was dropped and the rest compiled as if it were all
+    assert_error("bad argument #1 to 'gpu.core.compile' (source contains a zero byte)",
+                 core.compile, src .. "\0 not C++ (", {arch = "compute_90"})
+    assert_error("bad argument #2 to 'gpu.core.compile' (option 'options' item 2 contains a zero byte)",
+                 core.compile, src, {arch = "compute_90", options = {"-lineinfo", "-DN=4\0junk"}})
+    assert_error("bad argument #2 to 'gpu.core.compile' (option 'include_dirs' item 1 contains a zero byte)",
+                 core.compile, src, {arch = "compute_90", include_dirs = {"/tmp\0/x"}})
+    assert_error("bad argument #2 to 'gpu.core.compile' (option 'arch' contains a zero byte)",
+                 core.compile, src, {arch = "compute_90\0junk"})
+    assert_error("bad argument #2 to 'gpu.core.compile' (header 'a.h' contains a zero byte)",
+                 core.compile, src, {arch = "compute_90", headers = {["a.h"] = "int x;\0junk"}})
+    local err = helpers.error_of(gpu.compile, src .. "\0", {arch = "compute_90"})
+    assert.is_truthy(err:find("bad argument #1 to 'compile' (source contains a zero byte)", 1, true), err)
+    assert.are.equal(".version", core.compile(src, {arch = "compute_90", options = {"-DN=4"},
+                                                    headers = {["a.h"] = "int x;"}}):match("%.version"))
+  end)
 end)

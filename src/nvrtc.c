@@ -216,6 +216,16 @@ static int program_gc (lua_State *L) {
   return 0;
 }
 
+/*
+** NVRTC takes C strings: a zero byte inside one (a source read as UTF-16, say) would silently
+** cut it short, so the strings handed over are checked for one.
+*/
+static int has_zero (lua_State *L, int idx) {
+  size_t len;
+  const char *s = lua_tolstring(L, idx, &len);
+  return strlen(s) != len;
+}
+
 /* Pushes the strings of the list option opts[key] (prefixed) and returns how many. */
 static int push_string_list (lua_State *L, int opts, const char *key, const char *prefix) {
   int n = 0, i;
@@ -230,6 +240,8 @@ static int push_string_list (lua_State *L, int opts, const char *key, const char
   for (i = 1; i <= n; i++) {
     if (lua_rawgeti(L, -1 - (i - 1), i) != LUA_TSTRING)
       luaL_error(L, "bad option '%s' (item %d is a %s, not a string)", key, i, luaL_typename(L, -1));
+    if (has_zero(L, -1))
+      luaL_argerror(L, opts, lua_pushfstring(L, "option '%s' item %d contains a zero byte", key, i));
     if (*prefix) {
       lua_pushfstring(L, "%s%s", prefix, lua_tostring(L, -1));
       lua_remove(L, -2);
@@ -246,6 +258,8 @@ static int push_string_list (lua_State *L, int opts, const char *key, const char
 static const char *string_option (lua_State *L, const char *key, const char *def) {
   const char *s = def;
   int t = lua_getfield(L, 2, key);
+  if (t == LUA_TSTRING && has_zero(L, -1))
+    luaL_argerror(L, 2, lua_pushfstring(L, "option '%s' contains a zero byte", key));
   if (t == LUA_TSTRING) s = lua_tostring(L, -1);      /* stays alive in opts */
   else if (t != LUA_TNIL)
     luaL_argerror(L, 2, lua_pushfstring(L, "option '%s' must be a string, got %s", key,
@@ -272,7 +286,7 @@ static int gpu_compile (lua_State *L) {
   nvrtcResult r;
   size_t size;
   char *log, *image;
-  (void)srclen;
+  luaL_argcheck(L, strlen(src) == srclen, 1, "source contains a zero byte");
   check_loaded(L);
   if (has_opts) {
     target = string_option(L, "target", "ptx");
@@ -305,6 +319,9 @@ static int gpu_compile (lua_State *L) {
     while (lua_next(L, t)) {
       if (lua_type(L, -2) != LUA_TSTRING || lua_type(L, -1) != LUA_TSTRING)
         return luaL_argerror(L, 2, "headers must map file names to source strings");
+      if (has_zero(L, -2) || has_zero(L, -1))
+        return luaL_argerror(L, 2, lua_pushfstring(L, "header '%s' contains a zero byte",
+                                                   lua_tostring(L, -2)));
       header_names[nheaders] = lua_tostring(L, -2);
       header_src[nheaders++] = lua_tostring(L, -1);
       lua_pop(L, 1);        /* strings stay referenced by the headers table */

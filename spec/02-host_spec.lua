@@ -198,6 +198,11 @@ describe("gpu.HostArray methods", function()
     assert.are.equal("[[[0 0]\n  [0 0]]\n\n [[0 0]\n  [0 0]]]", tostring(host.zeros({2, 2, 2}, "int32")))
     assert.are.equal("[]", tostring(host.zeros(0, "int32")))
     assert.are.equal("7", tostring(host.full({}, 7, "int32")))
+    -- uint64 values from 2^63 up are negative Lua integers, printed unsigned as NumPy does
+    assert.are.equal("[18446744073709551615                    5  9223372036854775808]",
+                     tostring(host.from_table({-1, 5, math.mininteger}, "uint64")))
+    assert.are.equal("18446744073709551606", tostring(host.full({}, -10, "uint64")))
+    assert.are.equal("[-1  5]", tostring(host.from_table({-1, 5}, "int64")))
     local t = {}
     for i = 0, 1999 do t[#t + 1] = i end
     assert.are.equal("[   0    1    2 ... 1997 1998 1999]", tostring(host.from_table(t, "int32")))

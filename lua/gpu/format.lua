@@ -85,6 +85,16 @@ local function shown(n, summarize)
   return list
 end
 
+-- A non-float element's text.  uint64 values of 2^63 and more read as negative Lua integers
+-- (their bits); printed, they are the unsigned number, as NumPy prints them.
+local function plain_text(v, kind)
+  if kind == "u" and math.type(v) == "integer" and v < 0 then
+    local tens = (v >> 1) // 5                  -- v / 10, unsigned: >> shifts in zeros
+    return ("%d%d"):format(tens, v - tens * 10)
+  end
+  return tostring(v)
+end
+
 -- array_string(shape, kind, fetch): kind is NumPy's ('f', 'i', 'u', 'b'); fetch(i) reads
 -- flat element i (1-based, row-major).
 function M.array_string(shape, kind, fetch)
@@ -92,7 +102,7 @@ function M.array_string(shape, kind, fetch)
   for _, n in ipairs(shape) do size = size * n end
   if ndim == 0 then
     local v = fetch(1)
-    return kind == "f" and float_texts({v})[1]:gsub("%s+$", "") or tostring(v)
+    return kind == "f" and float_texts({v})[1]:gsub("%s+$", "") or plain_text(v, kind)
   end
   if size == 0 then return "[]" end          -- NumPy prints every empty array so: (2, 0) too
   local summarize = size > THRESHOLD
@@ -117,7 +127,7 @@ function M.array_string(shape, kind, fetch)
   local list = kind == "f" and float_texts(values) or {}
   local texts, width = {}, 0
   for k, flat in ipairs(flats) do
-    local t = list[k] or tostring(values[k])
+    local t = list[k] or plain_text(values[k], kind)
     texts[flat] = t
     if #t > width then width = #t end
   end

@@ -8,6 +8,8 @@
 ** Errors: the functions that can fail return a Lua status (LUA_OK, or an error code with the
 ** error value pushed, like lua_pcall) instead of raising, so they can be called outside a
 ** protected call.  On failure nothing changes hands: the host still owns what it offered.
+** One exception to "pushed": LUA_ERRMEM when the stack has no room for 4 more slots, where
+** nothing can be pushed (lua_checkstack before calling avoids it).
 */
 #ifndef LUA_GPU_H
 #define LUA_GPU_H

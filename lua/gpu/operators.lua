@@ -24,10 +24,12 @@ local function ctype(t)
 end
 M.ctype = ctype
 
--- The unsigned type of the same width, for wrapping arithmetic of signed ints.
-local unsigned_ctype = {
-  int8 = "unsigned char", int16 = "unsigned short", int32 = "unsigned int",
-  int64 = "unsigned long long", ["weak-int"] = "unsigned long long",
+-- The unsigned type that + - * of a dtype computes in without undefined overflow: the
+-- unsigned twin of int32 and int64, and unsigned int for uint16 (C promotes it to int, where
+-- 65535 * 65535 overflows).  int8, uint8 and int16 cannot overflow int.
+local wrap_ctype = {
+  int32 = "unsigned int", int64 = "unsigned long long", ["weak-int"] = "unsigned long long",
+  uint16 = "unsigned int",
 }
 
 local function cast(e, from, to)
@@ -75,11 +77,10 @@ local function float_for(t)
   return promote.info[t].size <= 2 and "float32" or "float64"
 end
 
--- Arithmetic of signed types of 4 and 8 bytes goes through their unsigned twins (defined
--- wrap-around, no undefined behaviour); smaller types are promoted to int by C anyway.
+-- Integer + - * with NumPy's wrap-around and no undefined behaviour (see wrap_ctype).
 local function wrapping(t, a, cop, b)
-  local u = unsigned_ctype[t]
-  if u and (t == "int32" or t == "int64" or t == "weak-int") then
+  local u = wrap_ctype[t]
+  if u then
     return ("((%s)((%s)(%s) %s (%s)(%s)))"):format(ctype(t), u, a, cop, u, b)
   end
   return ("((%s)((%s) %s (%s)))"):format(ctype(t), a, cop, b)

@@ -83,6 +83,21 @@ describe("generated C on the CPU (clang++ -fsanitize=undefined)", function()
     assert.are.equal("((unsigned short)((unsigned int)(a) * (unsigned int)(b)))", e)
   end)
 
+  host_it("compares signed with unsigned integers exactly, as NumPy 2 does", function()
+    -- their common type is float64, where 2^53 + 1 == 2^53 and 2^63 - 1 == 2^63 - 2
+    local big, top = (1 << 53) + 1, math.maxinteger
+    local r = H.eval{
+      {"eq", {"int64", "uint64"}, {{big, top}, {big - 1, top - 1}}},
+      {"lt", {"uint64", "int64"}, {{big - 1, -1}, {big, -1}}},
+      {"ge", {"int8", "uint64"}, {{-1, 5}, {-1, 5}}},     -- uint64 -1 is 2^64 - 1
+      {"gt", {"uint32", "int64"}, {{4294967295}, {-1, 4294967294, 4294967295}}},
+    }
+    assert.are.same({false, false, false, false}, r[1])
+    assert.are.same({true, false, false, false}, r[2])
+    assert.are.same({false, false, false, true}, r[3])
+    assert.are.same({true, true, false}, r[4])
+  end)
+
   host_it("computes NumPy's values for every arithmetic operator and dtype pair", function()
     assert.are.same({}, sweep{"add", "sub", "mul", "div", "floordiv", "mod", "fmod", "pow"})
   end)

@@ -94,6 +94,8 @@ local function lt(t, a, b)
   return a < b
 end
 
+local lt_ops = {eq = true, ne = true, lt = true, le = true, gt = true, ge = true}
+
 -- apply(op, types, values[, target]) -> the value NumPy computes (nil for an error).
 function R.apply(op, types, values, target)
   local names = {}
@@ -105,6 +107,18 @@ function R.apply(op, types, values, target)
     if type(c) ~= "boolean" then c = c ~= 0 end
     local t = result == "weak-int" and "int64" or result == "weak-float" and "float64" or result
     return R.convert(c and values[2] or values[3], t)
+  end
+  local k1, k2 = promote.kind(types[1]), promote.kind(types[2])
+  if lt_ops[op] and (k1 == "i" and k2 == "u" or k1 == "u" and k2 == "i") then
+    -- NumPy 2 compares signed with unsigned integers exactly (not through float64)
+    local a, b = math.tointeger(values[1]), math.tointeger(values[2])
+    local sa, sb = k1 == "i" and a < 0, k2 == "i" and b < 0
+    local less, equal                       -- a < b, a == b
+    if sa or sb then less, equal = sa and not sb, false
+    else less, equal = math.ult(a, b), a == b end
+    if op == "eq" then return equal elseif op == "ne" then return not equal
+    elseif op == "lt" then return less elseif op == "le" then return less or equal
+    elseif op == "gt" then return not (less or equal) else return not less end
   end
   local t = #types == 2 and promote.result_type(types[1], types[2]) or types[1]
   if t == "weak-int" then t = "int64" elseif t == "weak-float" then t = "float64" end

@@ -64,6 +64,9 @@ for name in pairs(unary_math) do arity[name] = 1 end
 M.arity = arity
 
 local compare = {eq = "==", ne = "!=", lt = "<", le = "<=", gt = ">", ge = ">="}
+-- u op s as s op' u, and s op u for a negative s and any unsigned u.
+local mirror = {eq = "eq", ne = "ne", lt = "gt", le = "ge", gt = "lt", ge = "le"}
+local below = {eq = "false", ne = "true", lt = "true", le = "true", gt = "false", ge = "false"}
 local bitwise = {band = "&", bor = "|", bxor = "^"}
 
 local function is_int(t) local k = promote.kind(t); return k == "i" or k == "u" end
@@ -155,6 +158,15 @@ function M.try_expression(op, types, exprs, target)
   local k = promote.kind(t)
 
   if compare[op] then
+    local ka, kb = promote.kind(ta), promote.kind(tb)
+    if k == "f" and (ka == "i" and kb == "u" or ka == "u" and kb == "i") then
+      -- NumPy 2 compares a signed with an unsigned integer exactly: through float64 (their
+      -- common type) int64 2^53 + 1 would equal uint64 2^53
+      local s, u, sop = a, b, op
+      if ka == "u" then s, u, sop = b, a, mirror[op] end
+      return ("((long long)(%s) < 0 ? %s : (unsigned long long)(%s) %s (unsigned long long)(%s))")
+             :format(s, below[sop], s, compare[sop], u), "bool"
+    end
     return ("(%s %s %s)"):format(ca, compare[op], cb), "bool"
   end
   if op == "maximum" or op == "minimum" then

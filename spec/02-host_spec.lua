@@ -195,6 +195,10 @@ describe("gpu.HostArray methods", function()
     assert.are.equal("[[ 1.5e+00 -2.0e+00]\n [ 1.0e-05  3.0e+00]]",
                      tostring(host.from_table({{1.5, -2}, {1e-5, 3}})))
     assert.are.equal("[ nan  inf -inf  1.5]", tostring(host.from_table({0 / 0, 1 / 0, -1 / 0, 1.5}, "float32")))
+    -- scientific also when the largest magnitude is over 1000 times the smallest
+    assert.are.equal("[1.e+00 1.e+04]", tostring(host.from_table({1.0, 10000.0})))
+    assert.are.equal("[ 0.e+00  1.e-01 -1.e+03]", tostring(host.from_table({0.0, 0.1, -1000.0})))
+    assert.are.equal("[   1. 1000.]", tostring(host.from_table({1.0, 1000.0})))
     assert.are.equal("[[[0 0]\n  [0 0]]\n\n [[0 0]\n  [0 0]]]", tostring(host.zeros({2, 2, 2}, "int32")))
     assert.are.equal("[]", tostring(host.zeros(0, "int32")))
     assert.are.equal("7", tostring(host.full({}, 7, "int32")))

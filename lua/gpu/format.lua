@@ -24,17 +24,19 @@ end
 
 -- Texts for a list of floats, padded to line up as NumPy does: in scientific notation every
 -- value gets the same number of digits (1.5e+00 -2.0e+00); nan and inf are right-aligned to
--- the width of the finite values.
+-- the width of the finite values.  NumPy's rule for scientific notation: the largest
+-- magnitude is 1e8 or more, the smallest below 1e-4, or the largest over 1000 times the
+-- smallest (zeros, nan and inf aside).
 local function float_texts(values)
-  local big, small = false, false
+  local max, min
   for _, v in ipairs(values) do
     local a = math.abs(v)
     if not special(v) and a ~= 0 then
-      if a >= 1e8 then big = true end
-      if a < 1e-4 then small = true end
+      if max == nil or a > max then max = a end
+      if min == nil or a < min then min = a end
     end
   end
-  local scientific = big or small
+  local scientific = max ~= nil and (max >= 1e8 or min < 1e-4 or max / min > 1e3)
   local digits = 0
   if scientific then
     for _, v in ipairs(values) do

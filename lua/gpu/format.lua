@@ -22,14 +22,49 @@ local function trim(s)
   return mantissa .. (exponent or "")
 end
 
+-- x rounded to the nearest float of `bits` significant bits whose exponent is at least emin
+-- (subnormals below it), ties to even.
+local function narrow(x, bits, emin)
+  if x == 0 or special(x) then return x end
+  local e = math.floor(math.log(math.abs(x), 2))
+  while 2.0 ^ e > math.abs(x) do e = e - 1 end
+  while 2.0 ^ (e + 1) <= math.abs(x) do e = e + 1 end
+  if e < emin then e = emin end
+  local scale = 2.0 ^ (e - bits + 1)
+  local q = x / scale
+  local r = q - q % 1.0
+  if q - r > 0.5 or (q - r == 0.5 and r % 2 == 1) then r = r + 1 end
+  return r * scale
+end
+
+local narrow_to = {
+  float32 = function(x) return (string.unpack("f", string.pack("f", x))) end,
+  float16 = function(x) return narrow(x, 11, -14) end,
+  bfloat16 = function(x) return narrow(x, 8, -126) end,
+}
+
+-- The shortest decimal that reads back as the same value of dtype (NumPy prints float32
+-- 1.1 as 1.1, not as the double it widens to, 1.10000002384...).
+local function shortest(v, dtype)
+  local to = narrow_to[dtype]
+  if to == nil or v == 0 or special(v) then return v end
+  for digits = 1, 17 do
+    local d = tonumber(("%." .. digits .. "g"):format(v))
+    if to(d) == v then return d end
+  end
+  return v
+end
+
 -- Texts for a list of floats, padded to line up as NumPy does: in scientific notation every
 -- value gets the same number of digits (1.5e+00 -2.0e+00); nan and inf are right-aligned to
 -- the width of the finite values.  NumPy's rule for scientific notation: the largest
 -- magnitude is 1e8 or more, the smallest below 1e-4, or the largest over 1000 times the
 -- smallest (zeros, nan and inf aside).
-local function float_texts(values)
+local function float_texts(values, dtype)
   local max, min
-  for _, v in ipairs(values) do
+  for i, v in ipairs(values) do
+    v = shortest(v, dtype)
+    values[i] = v
     local a = math.abs(v)
     if not special(v) and a ~= 0 then
       if max == nil or a > max then max = a end
@@ -87,14 +122,14 @@ local function shown(n, summarize)
   return list
 end
 
--- array_string(shape, kind, fetch): kind is NumPy's ('f', 'i', 'u', 'b'); fetch(i) reads
--- flat element i (1-based, row-major).
-function M.array_string(shape, kind, fetch)
+-- array_string(shape, kind, fetch[, dtype]): kind is NumPy's ('f', 'i', 'u', 'b'); fetch(i)
+-- reads flat element i (1-based, row-major); dtype (a float's) sets the digits printed.
+function M.array_string(shape, kind, fetch, dtype)
   local ndim, size = #shape, 1
   for _, n in ipairs(shape) do size = size * n end
   if ndim == 0 then
     local v = fetch(1)
-    return kind == "f" and float_texts({v})[1]:gsub("%s+$", "") or tostring(v)
+    return kind == "f" and float_texts({v}, dtype)[1]:gsub("%s+$", "") or tostring(v)
   end
   if size == 0 then return "[]" end          -- NumPy prints every empty array so: (2, 0) too
   local summarize = size > THRESHOLD
@@ -116,7 +151,7 @@ function M.array_string(shape, kind, fetch)
     end
   end
   collect(1, 0)
-  local list = kind == "f" and float_texts(values) or {}
+  local list = kind == "f" and float_texts(values, dtype) or {}
   local texts, width = {}, 0
   for k, flat in ipairs(flats) do
     local t = list[k] or tostring(values[k])

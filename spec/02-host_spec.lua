@@ -206,6 +206,12 @@ describe("gpu.HostArray methods", function()
     assert.are.equal("[[[0 0]\n  [0 0]]\n\n [[0 0]\n  [0 0]]]", tostring(host.zeros({2, 2, 2}, "int32")))
     assert.are.equal("[]", tostring(host.zeros(0, "int32")))
     assert.are.equal("7", tostring(host.full({}, 7, "int32")))
+    -- a 0-d float prints as NumPy's scalar does
+    assert.are.equal("3.0", tostring(host.full({}, 3.0, "float64")))
+    assert.are.equal("1e-05", tostring(host.full({}, 1e-5, "float64")))
+    assert.are.equal("1.5e+20", tostring(host.full({}, 1.5e20, "float64")))
+    assert.are.equal("1.1", tostring(host.full({}, 1.1, "float32")))
+    assert.are.equal("-0.0", tostring(host.full({}, -0.0, "float64")))
     local t = {}
     for i = 0, 1999 do t[#t + 1] = i end
     assert.are.equal("[   0    1    2 ... 1997 1998 1999]", tostring(host.from_table(t, "int32")))

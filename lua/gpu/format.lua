@@ -55,6 +55,25 @@ local function shortest(v, dtype)
   return v
 end
 
+-- A 0-d array's float as NumPy prints it (the scalar's repr): the shortest digits, positional
+-- for exponents -4 to 15 with at least one decimal (3.0), else scientific (1e-05, 1.5e+20).
+local function scalar_text(v, dtype)
+  local name = special(v)
+  if name then return name end
+  local to = narrow_to[dtype] or function(x) return x end
+  local digits = 17
+  for n = 1, 17 do
+    if to(tonumber(("%." .. (n - 1) .. "e"):format(v))) == v then digits = n break end
+  end
+  local sci = ("%." .. (digits - 1) .. "e"):format(v)
+  local exponent = tonumber(sci:match("e(.*)$"))
+  if exponent < -4 or exponent >= 16 then
+    return (sci:gsub("%.?0*e", "e", 1))
+  end
+  local t = ("%." .. math.max(digits - 1 - exponent, 0) .. "f"):format(v)
+  return t:find(".", 1, true) and t or t .. ".0"
+end
+
 -- Texts for a list of floats, padded to line up as NumPy does: in scientific notation every
 -- value gets the same number of digits (1.5e+00 -2.0e+00); nan and inf are right-aligned to
 -- the width of the finite values.  NumPy's rule for scientific notation: the largest
@@ -129,7 +148,7 @@ function M.array_string(shape, kind, fetch, dtype)
   for _, n in ipairs(shape) do size = size * n end
   if ndim == 0 then
     local v = fetch(1)
-    return kind == "f" and float_texts({v}, dtype)[1]:gsub("%s+$", "") or tostring(v)
+    return kind == "f" and scalar_text(v, dtype) or tostring(v)
   end
   if size == 0 then return "[]" end          -- NumPy prints every empty array so: (2, 0) too
   local summarize = size > THRESHOLD

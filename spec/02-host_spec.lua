@@ -195,6 +195,14 @@ describe("gpu.HostArray methods", function()
     assert.are.equal("[[ 1.5e+00 -2.0e+00]\n [ 1.0e-05  3.0e+00]]",
                      tostring(host.from_table({{1.5, -2}, {1e-5, 3}})))
     assert.are.equal("[ nan  inf -inf  1.5]", tostring(host.from_table({0 / 0, 1 / 0, -1 / 0, 1.5}, "float32")))
+    -- scientific also when the largest magnitude is over 1000 times the smallest
+    assert.are.equal("[1.e+00 1.e+04]", tostring(host.from_table({1.0, 10000.0})))
+    assert.are.equal("[ 0.e+00  1.e-01 -1.e+03]", tostring(host.from_table({0.0, 0.1, -1000.0})))
+    assert.are.equal("[   1. 1000.]", tostring(host.from_table({1.0, 1000.0})))
+    -- float32 and float16 values with the digits that tell them apart in their own dtype
+    assert.are.equal("[1.1 3.3]", tostring(host.from_table({1.1, 3.3}, "float32")))
+    assert.are.equal("[0.1 1.1]", tostring(host.from_table({0.1, 1.1}, "float16")))
+    assert.are.equal("[1.6777216e+07 3.3333334e-01]", tostring(host.from_table({16777217, 1 / 3}, "float32")))
     assert.are.equal("[[[0 0]\n  [0 0]]\n\n [[0 0]\n  [0 0]]]", tostring(host.zeros({2, 2, 2}, "int32")))
     assert.are.equal("[]", tostring(host.zeros(0, "int32")))
     assert.are.equal("7", tostring(host.full({}, 7, "int32")))
@@ -203,6 +211,12 @@ describe("gpu.HostArray methods", function()
                      tostring(host.from_table({-1, 5, math.mininteger}, "uint64")))
     assert.are.equal("18446744073709551606", tostring(host.full({}, -10, "uint64")))
     assert.are.equal("[-1  5]", tostring(host.from_table({-1, 5}, "int64")))
+    -- a 0-d float prints as NumPy's scalar does
+    assert.are.equal("3.0", tostring(host.full({}, 3.0, "float64")))
+    assert.are.equal("1e-05", tostring(host.full({}, 1e-5, "float64")))
+    assert.are.equal("1.5e+20", tostring(host.full({}, 1.5e20, "float64")))
+    assert.are.equal("1.1", tostring(host.full({}, 1.1, "float32")))
+    assert.are.equal("-0.0", tostring(host.full({}, -0.0, "float64")))
     local t = {}
     for i = 0, 1999 do t[#t + 1] = i end
     assert.are.equal("[   0    1    2 ... 1997 1998 1999]", tostring(host.from_table(t, "int32")))

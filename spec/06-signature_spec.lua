@@ -19,6 +19,12 @@ describe("gpu.signature.parse", function()
     assert.are.same({h = "eEfd"}, parse"__global__ void h(half a, __nv_bfloat16 b, float c, double d) {}")
   end)
 
+  it("reads parameters declared without a name", function()
+    assert.are.same({u = "BbHqQIf"}, parse[[
+      __global__ void u(unsigned char, signed char, unsigned short, long long,
+                        unsigned long long, unsigned, float);]])
+  end)
+
   it("treats structs by value as 'V' and references/pointers to them as 'P'", function()
     assert.are.same({s = "VVPP"}, parse[[
       struct Pair { int a; float b; };

@@ -17,6 +17,9 @@ describe("promote_types", function()
       {"int32", "float32", "float64"}, {"uint64", "float32", "float64"},
       {"float32", "float64", "float64"}, {"uint16", "float32", "float32"},
       {"int8", "float16", "float16"}, {"int16", "float16", "float32"},
+      {"uint8", "float16", "float16"}, {"int8", "bfloat16", "bfloat16"},
+      {"uint8", "bfloat16", "bfloat16"}, {"int16", "bfloat16", "float32"},
+      {"bool", "bfloat16", "bfloat16"}, {"float16", "bfloat16", "float32"},
     }
     for _, c in ipairs(cases) do
       assert.are.equal(c[3], promote.promote_types(c[1], c[2]), c[1] .. "+" .. c[2])

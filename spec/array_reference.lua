@@ -35,12 +35,22 @@ function R.float_to_int(t, v)
   return math.tointeger(v)
 end
 
+-- uint64 bits in a Lua integer as a float, correctly rounded (half of it, with the lost bit
+-- kept as a sticky bit, then doubled).
+local function u64_to_float(v)
+  if v >= 0 then return v + 0.0 end
+  return ((v >> 1) | (v & 1)) * 2.0
+end
+
 -- Converts a value read from an array of dtype `from` (or a Lua number) to dtype t.
-function R.convert(v, t)
+function R.convert(v, t, from)
   if type(v) == "boolean" then v = v and 1 or 0 end
   local k = promote.kind(t)
   if k == "b" then return v ~= 0 end
-  if k == "f" then v = v + 0.0; return t == "float32" and f32(v) or v end
+  if k == "f" then
+    v = from == "uint64" and math.type(v) == "integer" and u64_to_float(v) or v + 0.0
+    return t == "float32" and f32(v) or v
+  end
   if math.type(v) == "float" then return R.float_to_int(t, v) end
   return R.wrap(t, math.tointeger(v))
 end
@@ -49,6 +59,23 @@ local function round(t, v)
   if t == "float32" then return f32(v) end
   return v
 end
+
+-- NumPy's floor division of floats (npy_divmod): from fmod, not floor(a / b), which rounds
+-- a / b first (2^63 // -2147483647 is -4294967299, floor(a / b) -4294967298; 1 // -inf is -1).
+local function float_floordiv(a, b)
+  if b == 0 then return a / b end
+  local mod = math.fmod(a, b)
+  local div = (a - mod) / b
+  if mod ~= 0 and (b < 0) ~= (mod < 0) then div = div - 1 end
+  if div == 0 then
+    local q = a / b
+    return (q < 0 or (q == 0 and 1 / q < 0)) and -0.0 or 0.0
+  end
+  local q = div - div % 1.0            -- floor, kept a float
+  if div - q > 0.5 then q = q + 1 end
+  return q
+end
+R.float_floordiv = float_floordiv
 
 local function int_pow(t, a, b)
   if b < 0 then
@@ -67,26 +94,40 @@ local function lt(t, a, b)
   return a < b
 end
 
+local lt_ops = {eq = true, ne = true, lt = true, le = true, gt = true, ge = true}
+
 -- apply(op, types, values[, target]) -> the value NumPy computes (nil for an error).
 function R.apply(op, types, values, target)
   local names = {}
   for i = 1, #types do names[i] = "x" .. i end
   local _, result = operators.expression(op, types, names, target)
-  if op == "astype" then return R.convert(values[1], target) end
+  if op == "astype" then return R.convert(values[1], target, types[1]) end
   if op == "where" then
     local c = values[1]
     if type(c) ~= "boolean" then c = c ~= 0 end
     local t = result == "weak-int" and "int64" or result == "weak-float" and "float64" or result
     return R.convert(c and values[2] or values[3], t)
   end
+  local k1, k2 = promote.kind(types[1]), promote.kind(types[2])
+  if lt_ops[op] and (k1 == "i" and k2 == "u" or k1 == "u" and k2 == "i") then
+    -- NumPy 2 compares signed with unsigned integers exactly (not through float64)
+    local a, b = math.tointeger(values[1]), math.tointeger(values[2])
+    local sa, sb = k1 == "i" and a < 0, k2 == "i" and b < 0
+    local less, equal                       -- a < b, a == b
+    if sa or sb then less, equal = sa and not sb, false
+    else less, equal = math.ult(a, b), a == b end
+    if op == "eq" then return equal elseif op == "ne" then return not equal
+    elseif op == "lt" then return less elseif op == "le" then return less or equal
+    elseif op == "gt" then return not (less or equal) else return not less end
+  end
   local t = #types == 2 and promote.result_type(types[1], types[2]) or types[1]
   if t == "weak-int" then t = "int64" elseif t == "weak-float" then t = "float64" end
   local k = promote.kind(t)
   if (op == "floordiv" or op == "mod" or op == "pow" or op == "shl" or op == "shr" or op == "fmod")
      and k == "b" then t, k = "int8", "i" end
-  local a = R.convert(values[1], t)
+  local a = R.convert(values[1], t, types[1])
   local b                      -- not `x and convert() or nil`: false is a bool value
-  if values[2] ~= nil then b = R.convert(values[2], t) end
+  if values[2] ~= nil then b = R.convert(values[2], t, types[2]) end
   if op == "eq" then return a == b elseif op == "ne" then return a ~= b
   elseif op == "lt" then return lt(t, a, b) elseif op == "le" then return a == b or lt(t, a, b)
   elseif op == "gt" then return lt(t, b, a) elseif op == "ge" then return a == b or lt(t, b, a) end
@@ -106,12 +147,12 @@ function R.apply(op, types, values, target)
   end
   if op == "div" then
     local d = result == "float32" and "float32" or "float64"
-    return round(d, R.convert(values[1], d) / R.convert(values[2], d))
+    return round(d, R.convert(values[1], d, types[1]) / R.convert(values[2], d, types[2]))
   end
   if k == "f" then
     if op == "add" then return round(t, a + b) elseif op == "sub" then return round(t, a - b)
     elseif op == "mul" then return round(t, a * b)
-    elseif op == "floordiv" then return round(t, b == 0 and a / b or a // b)
+    elseif op == "floordiv" then return round(t, float_floordiv(a, b))
     elseif op == "mod" then return round(t, a % b)
     elseif op == "fmod" then return round(t, math.fmod(a, b))
     elseif op == "pow" then return round(t, a ^ b)

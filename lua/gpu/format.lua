@@ -22,19 +22,75 @@ local function trim(s)
   return mantissa .. (exponent or "")
 end
 
+-- x rounded to the nearest float of `bits` significant bits whose exponent is at least emin
+-- (subnormals below it), ties to even.
+local function narrow(x, bits, emin)
+  if x == 0 or special(x) then return x end
+  local e = math.floor(math.log(math.abs(x), 2))
+  while 2.0 ^ e > math.abs(x) do e = e - 1 end
+  while 2.0 ^ (e + 1) <= math.abs(x) do e = e + 1 end
+  if e < emin then e = emin end
+  local scale = 2.0 ^ (e - bits + 1)
+  local q = x / scale
+  local r = q - q % 1.0
+  if q - r > 0.5 or (q - r == 0.5 and r % 2 == 1) then r = r + 1 end
+  return r * scale
+end
+
+local narrow_to = {
+  float32 = function(x) return (string.unpack("f", string.pack("f", x))) end,
+  float16 = function(x) return narrow(x, 11, -14) end,
+  bfloat16 = function(x) return narrow(x, 8, -126) end,
+}
+
+-- The shortest decimal that reads back as the same value of dtype (NumPy prints float32
+-- 1.1 as 1.1, not as the double it widens to, 1.10000002384...).
+local function shortest(v, dtype)
+  local to = narrow_to[dtype]
+  if to == nil or v == 0 or special(v) then return v end
+  for digits = 1, 17 do
+    local d = tonumber(("%." .. digits .. "g"):format(v))
+    if to(d) == v then return d end
+  end
+  return v
+end
+
+-- A 0-d array's float as NumPy prints it (the scalar's repr): the shortest digits, positional
+-- for exponents -4 to 15 with at least one decimal (3.0), else scientific (1e-05, 1.5e+20).
+local function scalar_text(v, dtype)
+  local name = special(v)
+  if name then return name end
+  local to = narrow_to[dtype] or function(x) return x end
+  local digits = 17
+  for n = 1, 17 do
+    if to(tonumber(("%." .. (n - 1) .. "e"):format(v))) == v then digits = n break end
+  end
+  local sci = ("%." .. (digits - 1) .. "e"):format(v)
+  local exponent = tonumber(sci:match("e(.*)$"))
+  if exponent < -4 or exponent >= 16 then
+    return (sci:gsub("%.?0*e", "e", 1))
+  end
+  local t = ("%." .. math.max(digits - 1 - exponent, 0) .. "f"):format(v)
+  return t:find(".", 1, true) and t or t .. ".0"
+end
+
 -- Texts for a list of floats, padded to line up as NumPy does: in scientific notation every
 -- value gets the same number of digits (1.5e+00 -2.0e+00); nan and inf are right-aligned to
--- the width of the finite values.
-local function float_texts(values)
-  local big, small = false, false
-  for _, v in ipairs(values) do
+-- the width of the finite values.  NumPy's rule for scientific notation: the largest
+-- magnitude is 1e8 or more, the smallest below 1e-4, or the largest over 1000 times the
+-- smallest (zeros, nan and inf aside).
+local function float_texts(values, dtype)
+  local max, min
+  for i, v in ipairs(values) do
+    v = shortest(v, dtype)
+    values[i] = v
     local a = math.abs(v)
     if not special(v) and a ~= 0 then
-      if a >= 1e8 then big = true end
-      if a < 1e-4 then small = true end
+      if max == nil or a > max then max = a end
+      if min == nil or a < min then min = a end
     end
   end
-  local scientific = big or small
+  local scientific = max ~= nil and (max >= 1e8 or min < 1e-4 or max / min > 1e3)
   local digits = 0
   if scientific then
     for _, v in ipairs(values) do
@@ -95,14 +151,14 @@ local function plain_text(v, kind)
   return tostring(v)
 end
 
--- array_string(shape, kind, fetch): kind is NumPy's ('f', 'i', 'u', 'b'); fetch(i) reads
--- flat element i (1-based, row-major).
-function M.array_string(shape, kind, fetch)
+-- array_string(shape, kind, fetch[, dtype]): kind is NumPy's ('f', 'i', 'u', 'b'); fetch(i)
+-- reads flat element i (1-based, row-major); dtype (a float's) sets the digits printed.
+function M.array_string(shape, kind, fetch, dtype)
   local ndim, size = #shape, 1
   for _, n in ipairs(shape) do size = size * n end
   if ndim == 0 then
     local v = fetch(1)
-    return kind == "f" and float_texts({v})[1]:gsub("%s+$", "") or plain_text(v, kind)
+    return kind == "f" and scalar_text(v, dtype) or plain_text(v, kind)
   end
   if size == 0 then return "[]" end          -- NumPy prints every empty array so: (2, 0) too
   local summarize = size > THRESHOLD
@@ -124,7 +180,7 @@ function M.array_string(shape, kind, fetch)
     end
   end
   collect(1, 0)
-  local list = kind == "f" and float_texts(values) or {}
+  local list = kind == "f" and float_texts(values, dtype) or {}
   local texts, width = {}, 0
   for k, flat in ipairs(flats) do
     local t = list[k] or plain_text(values[k], kind)

@@ -604,7 +604,8 @@ function GPUArray.__tostring(a)
   if not is_array(a) then check_array(a, 1, "tostring") end
   if a.freed then return "gpu.GPUArray(freed)" end
   local h = a:get()
-  return format.array_string(a.shape, promote.kind(a.dtype), function(i) return h[i] end)
+  return format.array_string(a.shape, promote.kind(a.dtype), function(i) return h[i] end,
+                            a.dtype)
 end
 
 local function refuse_compare(symbol, method)

@@ -9,7 +9,8 @@ local HostArray = core.types.HostArray
 function HostArray.__tostring(h)
   local ok, dtype = pcall(function() return h.dtype end)
   if not ok or not pcall(function() return #h end) then return "gpu.HostArray(freed)" end
-  return format.array_string(h.shape, core.dtype(dtype).kind, function(i) return h[i] end)
+  return format.array_string(h.shape, core.dtype(dtype).kind, function(i) return h[i] end,
+                            dtype)
 end
 
 return host

@@ -24,10 +24,12 @@ local function ctype(t)
 end
 M.ctype = ctype
 
--- The unsigned type of the same width, for wrapping arithmetic of signed ints.
-local unsigned_ctype = {
-  int8 = "unsigned char", int16 = "unsigned short", int32 = "unsigned int",
-  int64 = "unsigned long long", ["weak-int"] = "unsigned long long",
+-- The unsigned type that + - * of a dtype computes in without undefined overflow: the
+-- unsigned twin of int32 and int64, and unsigned int for uint16 (C promotes it to int, where
+-- 65535 * 65535 overflows).  int8, uint8 and int16 cannot overflow int.
+local wrap_ctype = {
+  int32 = "unsigned int", int64 = "unsigned long long", ["weak-int"] = "unsigned long long",
+  uint16 = "unsigned int",
 }
 
 local function cast(e, from, to)
@@ -62,6 +64,9 @@ for name in pairs(unary_math) do arity[name] = 1 end
 M.arity = arity
 
 local compare = {eq = "==", ne = "!=", lt = "<", le = "<=", gt = ">", ge = ">="}
+-- u op s as s op' u, and s op u for a negative s and any unsigned u.
+local mirror = {eq = "eq", ne = "ne", lt = "gt", le = "ge", gt = "lt", ge = "le"}
+local below = {eq = "false", ne = "true", lt = "true", le = "true", gt = "false", ge = "false"}
 local bitwise = {band = "&", bor = "|", bxor = "^"}
 
 local function is_int(t) local k = promote.kind(t); return k == "i" or k == "u" end
@@ -75,11 +80,10 @@ local function float_for(t)
   return promote.info[t].size <= 2 and "float32" or "float64"
 end
 
--- Arithmetic of signed types of 4 and 8 bytes goes through their unsigned twins (defined
--- wrap-around, no undefined behaviour); smaller types are promoted to int by C anyway.
+-- Integer + - * with NumPy's wrap-around and no undefined behaviour (see wrap_ctype).
 local function wrapping(t, a, cop, b)
-  local u = unsigned_ctype[t]
-  if u and (t == "int32" or t == "int64" or t == "weak-int") then
+  local u = wrap_ctype[t]
+  if u then
     return ("((%s)((%s)(%s) %s (%s)(%s)))"):format(ctype(t), u, a, cop, u, b)
   end
   return ("((%s)((%s) %s (%s)))"):format(ctype(t), a, cop, b)
@@ -154,6 +158,15 @@ function M.try_expression(op, types, exprs, target)
   local k = promote.kind(t)
 
   if compare[op] then
+    local ka, kb = promote.kind(ta), promote.kind(tb)
+    if k == "f" and (ka == "i" and kb == "u" or ka == "u" and kb == "i") then
+      -- NumPy 2 compares a signed with an unsigned integer exactly: through float64 (their
+      -- common type) int64 2^53 + 1 would equal uint64 2^53
+      local s, u, sop = a, b, op
+      if ka == "u" then s, u, sop = b, a, mirror[op] end
+      return ("((long long)(%s) < 0 ? %s : (unsigned long long)(%s) %s (unsigned long long)(%s))")
+             :format(s, below[sop], s, compare[sop], u), "bool"
+    end
     return ("(%s %s %s)"):format(ca, compare[op], cb), "bool"
   end
   if op == "maximum" or op == "minimum" then

@@ -52,6 +52,9 @@ function M.promote_types(a, b)
     end
     local f, i = x.kind == "f" and x or y, x.kind == "f" and y or x
     local fsize = math.max(f.size, info[float_for_int[i.size]].size)
+    -- a float as wide as the int needs stays itself: bfloat16 holds every int8 and uint8
+    -- value, and becoming float16 would lose its range
+    if fsize == f.size then return f == x and a or b end
     return float_of_size[fsize]
   end
   if x.kind == y.kind then

@@ -28,6 +28,12 @@ local scalar_letters = {
   ["float"] = "f", ["double"] = "d",
 }
 
+-- Words of C's built-in type names: never a parameter's name.
+local type_words = {
+  char = true, short = true, int = true, long = true, signed = true, unsigned = true,
+  float = true, double = true, bool = true,
+}
+
 -- Words that qualify a parameter without changing how it is passed.
 local qualifiers = {
   ["const"] = true, ["volatile"] = true, ["__restrict__"] = true, ["__restrict"] = true,
@@ -54,7 +60,9 @@ local function param_letter(decl)
     word = word:gsub("^std::", "")
     if not qualifiers[word] then words[#words + 1] = word end
   end
-  if #words >= 2 then table.remove(words) end -- the parameter's name
+  -- the last word is the parameter's name, unless it is part of the type (an unnamed
+  -- "unsigned char" is not an unsigned called char)
+  if #words >= 2 and not type_words[words[#words]] then table.remove(words) end
   return scalar_letters[table.concat(words, " ")] or "V"
 end
 

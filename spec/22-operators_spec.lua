@@ -7,8 +7,7 @@ local operators = require "gpu.operators"
 local promote = require "gpu.promote"
 local R = require "array_reference"
 
-local ALL = {"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-             "float32", "float64"}
+local ALL = R.DTYPES
 local MIXED = {{"int8", "uint8"}, {"int32", "float32"}, {"uint8", "int64"},
                {"float32", "float64"}, {"bool", "int32"}, {"int16", "uint32"}}
 local ARITH = {"add", "sub", "mul", "div", "floordiv", "mod", "pow"}

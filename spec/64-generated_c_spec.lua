@@ -7,8 +7,7 @@ local promote = require "gpu.promote"
 local R = require "array_reference"
 local H = require "host_eval"
 
-local ALL = {"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-             "float32", "float64"}
+local ALL = R.DTYPES
 
 local host_it = H.available() and it or function(name)
   pending(name .. " (no C++ compiler)")

@@ -5,6 +5,10 @@ local operators = require "gpu.operators"
 
 local R = {}
 
+-- Every dtype the operators take, in NumPy's order.
+R.DTYPES = {"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+            "float32", "float64"}
+
 local bits = {int8 = 8, int16 = 16, int32 = 32, int64 = 64, uint8 = 8, uint16 = 16,
               uint32 = 32, uint64 = 64}
 R.bits = bits

@@ -198,10 +198,11 @@ VALGRIND = valgrind --quiet --leak-check=full --errors-for-leak-kinds=definite \
   --trace-children-skip='*/env,*/sh,*/bash,*/mkdir,*/rm,*/timeout'
 
 # Left out under valgrind, where they would take many minutes: #slow specs (pure Lua models of
-# kernels) and #nvrtc specs (uncached compiles, ~20 s each there; the compile path is still
-# covered by 05-compile's first specs and by the fuzz run's compiles).
+# kernels), #nvrtc specs (uncached compiles, ~20 s each there; the compile path is still
+# covered by 05-compile's first specs and by the fuzz run's compiles) and #cxx specs (they run
+# a C++ compiler, which valgrind would trace).
 leakcheck: all
-	$(VALGRIND) $(BUSTED) --exclude-tags=slow,nvrtc
+	$(VALGRIND) $(BUSTED) --exclude-tags=slow,nvrtc,cxx
 	FUZZ_COMPILES=3 $(VALGRIND) $(LUA) tests/fuzz.lua $(LEAK_FUZZ_SECONDS)
 
 # tests/threads links Lua itself, through LUA_LIB (see the embedding section), and exports

@@ -73,7 +73,7 @@ describe("the CPU reference (spec/array_reference.lua)", function()
   end)
 end)
 
-describe("generated C on the CPU (C++ with -fsanitize=undefined)", function()
+describe("generated C on the CPU (C++ with -fsanitize=undefined) #cxx", function()
   host_it("multiplies uint16 without signed int overflow", function()
     -- C promotes unsigned short to int: 65535 * 65535 overflowed it (undefined behaviour)
     local r = H.eval{{"mul", {"uint16", "uint16"}, {{65535, 40000}, {65535}}}}

@@ -63,6 +63,16 @@ describe("the disk cache", function()
     end
   end)
 
+  it("takes a huge file at an entry's path for a miss, allocating nothing for it", function()
+    local path = helpers.temp_dir() .. "/entry"
+    local f = assert(io.open(path, "wb"))
+    f:seek("set", 1 << 40)                   -- a sparse 1 TiB file: no disk space used
+    f:write("x")
+    f:close()
+    assert.is_nil(require("gpu.core").cache_load(path, "key"))
+    os.remove(path)
+  end)
+
   it("never loads an entry made for another architecture or version #nvrtc", function()
     local dir, source = helpers.temp_dir(), unique_source()
     compile_in_child(dir, source)

@@ -22,6 +22,8 @@
 static const char magic[] = "LUAGPU-CACHE-1\n";
 #define MAGIC_LEN (sizeof magic - 1)
 #define HEADER_LEN (MAGIC_LEN + 24)
+/* Larger files are not entries (cubins are megabytes): never allocate for them. */
+#define MAX_ENTRY_BYTES ((uint64_t)1 << 30)
 
 static uint64_t fnv1a (uint64_t h, const unsigned char *p, size_t n) {
   while (n--) {
@@ -97,7 +99,8 @@ static int gpu_cache_load (lua_State *L) {
   struct stat st, opened;
   int fd, ok;
   /* the body's memory first: a memory error raised with the file open would leak it */
-  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < HEADER_LEN + keylen)
+  if (stat(path, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < HEADER_LEN + keylen ||
+      (uint64_t)st.st_size > MAX_ENTRY_BYTES)
     return miss(L, -1);
   body = (unsigned char *)lua_newuserdatauv(L, (size_t)st.st_size - HEADER_LEN, 0);
   fd = open(path, O_RDONLY | O_CLOEXEC);

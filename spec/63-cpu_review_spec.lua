@@ -23,6 +23,27 @@ describe("C core review (host side)", function()
     assert.are.same({{1, 2, 3}, {1, 2, 3}}, gpu.host.from_table({row, row}, "int32"):totable())
   end)
 
+  it("from_table infers the dtype of shared rows without reading each one again", function()
+    -- 4 levels of 4096 shared rows claim 2^48 elements: the dtype guess read every one of them
+    -- (days); it now reads each row table once, and the allocation fails at once
+    local t = {}
+    for i = 1, 4096 do t[i] = i end
+    for _ = 1, 3 do
+      local row = t
+      t = {}
+      for i = 1, 4096 do t[i] = row end
+    end
+    local ok, err = pcall(gpu.host.from_table, t)
+    assert.is_false(ok)
+    assert.matches("not enough memory", tostring(err), 1, true)
+    -- the guess still sees every distinct row: one float among shared int rows makes float64
+    local ints, floats = {1, 2}, {3, 4.5}
+    local h = gpu.host.from_table({ints, ints, floats, ints})
+    assert.are.equal("float64", h.dtype)
+    assert.are.same({{1, 2}, {1, 2}, {3, 4.5}, {1, 2}}, h:totable())
+    assert.are.equal("int64", gpu.host.from_table({ints, ints}).dtype)
+  end)
+
   it("reshape refuses dimensions whose product overflows, even next to a zero", function()
     -- the overflow guard clamped the product to size + 1, which a later 0 multiplied back to
     -- 0: a size-0 array took shape {2^62, 2^62, 0}, and set_shape overflowed int64 (UB)

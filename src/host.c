@@ -212,7 +212,7 @@ typedef struct Filler {
 static void fill_from_table (lua_State *L, int idx, int depth, Filler *f) {
   lua_Integer i, n = (lua_Integer)lua_rawlen(L, idx);
   size_t item = gpu_dtypes[f->h->dtype].itemsize;
-  luaL_checkstack(L, 3, "nested table too deep");
+  luaL_checkstack(L, 4, "nested table too deep");
   if (n != f->h->shape[depth])
     luaL_argerror(L, f->arg, lua_pushfstring(L, "ragged nested table: a row at depth %d has %I "
                                              "items, expected %I", depth + 1, n,
@@ -236,19 +236,31 @@ static void fill_from_table (lua_State *L, int idx, int depth, Filler *f) {
   }
 }
 
-/* The dtype NumPy would pick for the leaves: bool if all are, int64 if all integers. */
-static gpu_DtypeId infer_dtype (lua_State *L, int idx, int depth, int ndim, int *seen) {
+/*
+** The dtype NumPy would pick for the leaves: bool if all are, int64 if all integers.  Each row
+** table is read once (visited: a set at that stack index): rows may be shared, and a few
+** small tables can claim more leaves than could ever be read one by one.
+*/
+static void infer_dtype (lua_State *L, int idx, int depth, int ndim, int visited, int *seen) {
   lua_Integer i, n = (lua_Integer)lua_rawlen(L, idx);
-  luaL_checkstack(L, 2, "nested table too deep");
+  luaL_checkstack(L, 4, "nested table too deep");
   for (i = 1; i <= n; i++) {
     int t = lua_rawgeti(L, idx, i);
-    if (depth + 1 < ndim && t == LUA_TTABLE) infer_dtype(L, lua_gettop(L), depth + 1, ndim, seen);
+    if (depth + 1 < ndim && t == LUA_TTABLE) {
+      lua_pushvalue(L, -1);
+      if (lua_rawget(L, visited) == LUA_TNIL) {
+        lua_pushvalue(L, -2);
+        lua_pushboolean(L, 1);
+        lua_rawset(L, visited);
+        infer_dtype(L, lua_gettop(L) - 1, depth + 1, ndim, visited, seen);
+      }
+      lua_pop(L, 1);
+    }
     else if (t == LUA_TBOOLEAN) *seen |= 1;
     else if (lua_isinteger(L, -1)) *seen |= 2;
     else *seen |= 4;
     lua_pop(L, 1);
   }
-  return *seen == 1 ? GPU_BOOL : *seen == 2 ? GPU_INT64 : GPU_FLOAT64;
 }
 
 /* from_table(t[, dtype]): a flat or nested (rectangular) table of values */
@@ -259,7 +271,14 @@ static int host_from_table (lua_State *L) {
   Filler f;
   luaL_checktype(L, 1, LUA_TTABLE);
   table_shape(L, 1, 0, shape, &ndim, &size);
-  dtype = lua_isnoneornil(L, 2) ? infer_dtype(L, 1, 0, ndim, &seen) : gpu_checkdtype(L, 2);
+  if (lua_isnoneornil(L, 2)) {
+    lua_newtable(L);                                  /* the rows infer_dtype has read */
+    infer_dtype(L, 1, 0, ndim, lua_gettop(L), &seen);
+    lua_pop(L, 1);
+    dtype = seen == 1 ? GPU_BOOL : seen == 2 ? GPU_INT64 : GPU_FLOAT64;
+  } else {
+    dtype = gpu_checkdtype(L, 2);
+  }
   f.h = gpu_hostarray_new(L, dtype, ndim, shape, 0);
   f.next = 0;
   f.arg = 1;

@@ -3,7 +3,7 @@
 --   make bench-build && lua5.4 tools/small_add_parts.lua
 --
 -- Times the parts of the operator's fast path one by one (host wall time per operation,
--- medians of 7 rounds of 2000), next to the raw launch of the same kernel from bench_clock,
+-- medians of 7 rounds of 2000), next to a raw cuLaunchKernel of an empty kernel (bench_clock),
 -- so a change to the path can be aimed at the part that costs.
 package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
 package.cpath = "./?.so;build/?.so;" .. package.cpath

@@ -117,6 +117,14 @@ build/bench_clock.so: bench/clock.c | build
 bench: bench-build
 	$(LUA) bench/run.lua
 
+# A stand-in libcuda that runs nothing, to time the binding's own cost without a GPU:
+#   make fakecuda bench-build && GPU_CUDA_LIBRARY=$PWD/build/libfakecuda.so \
+#     lua5.4 tools/small_add_parts.lua
+.PHONY: fakecuda
+fakecuda: build/libfakecuda.so
+build/libfakecuda.so: tools/fakecuda.c | build
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -shared -o $@ $<
+
 # ---------------------------------------------------------------- embedding (docs/embedding.md)
 #   make static         build/liblua-gpu.a: the module (C core and Lua layer) for C hosts
 #   make embed-example  build/embed-host from examples/embed/host.c

@@ -13,6 +13,7 @@
 */
 #include <dlfcn.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include <cuda.h>
@@ -39,18 +40,20 @@ static int raw_launches (lua_State *L) {
   CUfunction f = (CUfunction)(uintptr_t)luaL_checkinteger(L, 1);
   lua_Integer reps = luaL_checkinteger(L, 2), per = luaL_checkinteger(L, 3), rep, i;
   int sync = lua_toboolean(L, 4);
-  /* gpu.core has loaded the driver: RTLD_NOLOAD finds that copy, it loads no other */
-  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  /* gpu.core has loaded the driver (GPU_CUDA_LIBRARY names another, as it does for gpu.core):
+     RTLD_NOLOAD finds that copy and loads no other */
+  const char *name = getenv("GPU_CUDA_LIBRARY");
+  void *lib = dlopen(name != NULL && *name != '\0' ? name : "libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   LaunchKernel launch;
   CtxSynchronize synchronize;
   luaL_argcheck(L, f != NULL, 1, "a CUfunction handle expected");
   luaL_argcheck(L, reps >= 1, 2, "at least one repeat");
   luaL_argcheck(L, per >= 1, 3, "at least one launch per repeat");
-  if (lib == NULL) return luaL_error(L, "libcuda.so.1 is not loaded (require \"gpu\" first)");
+  if (lib == NULL) return luaL_error(L, "the CUDA driver is not loaded (require \"gpu\" first)");
   *(void **)&launch = dlsym(lib, "cuLaunchKernel");
   *(void **)&synchronize = dlsym(lib, "cuCtxSynchronize");
   dlclose(lib);                       /* the module's own handle keeps the library loaded */
-  if (launch == NULL || synchronize == NULL) return luaL_error(L, "libcuda.so.1 lacks a symbol");
+  if (launch == NULL || synchronize == NULL) return luaL_error(L, "the CUDA driver lacks a symbol");
   lua_createtable(L, (int)reps, 0);
   for (rep = 1; rep <= reps; rep++) {
     double t0 = wall_us(), t;

@@ -4,7 +4,9 @@
 --
 -- Times the parts of the operator's fast path one by one (host wall time per operation,
 -- medians of 7 rounds of 2000), next to a raw cuLaunchKernel of an empty kernel (bench_clock),
--- so a change to the path can be aimed at the part that costs.
+-- so a change to the path can be aimed at the part that costs.  Without a GPU, the stand-in
+-- driver of tools/fakecuda.c (`make fakecuda`, GPU_CUDA_LIBRARY=$PWD/build/libfakecuda.so)
+-- runs nothing, so the figures are the binding's own cost.
 package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
 package.cpath = "./?.so;build/?.so;" .. package.cpath
 local gpu = require "gpu"
@@ -13,7 +15,7 @@ local clock = require "bench_clock"
 local ew = require "gpu.elementwise"
 local now = clock.now_us
 
-assert(gpu.available(), "needs a GPU")
+assert(gpu.available(), "needs a GPU, or the stand-in driver of tools/fakecuda.c")
 local N, PER, ROUNDS = 1000, 2000, 7
 local x = gpu.to_gpu(gpu.host.from_table((function()
   local t = {} for i = 1, N do t[i] = math.random() end return t end)(), "float32"))

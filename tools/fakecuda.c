@@ -1,0 +1,238 @@
+/*
+** tools/fakecuda.c: a stand-in libcuda for timing the binding's own cost on a machine with
+** no GPU (tools/small_add_parts.lua).  One device, "memory" in host RAM (so copies and
+** memsets do what they say), launches that run nothing.  Kernel results are not computed:
+** this is for measuring the host path, never for checking answers.
+**
+**   make fakecuda bench-build
+**   GPU_CUDA_LIBRARY=$PWD/build/libfakecuda.so lua5.4 tools/small_add_parts.lua
+**
+** cuGetProcAddress_v2 hands out the stubs below by name and refuses every other symbol, so a
+** new entry point the module needs shows up as a load error; cuLaunchKernel and
+** cuCtxSynchronize are exported too, for bench_clock's raw launch loop.
+*/
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda.h>
+
+#define EXPORT __attribute__((visibility("default")))
+
+static __thread CUcontext current;
+static char fake_context, fake_pool, fake_module, fake_stream, fake_event, fake_graph, fake_exec;
+
+/* Entry points with nothing to do share this one; it ignores the arguments it is called with
+** (the x86-64 and AArch64 calling conventions allow that; this is a tool, not the module). */
+static CUresult ok (void) { return CUDA_SUCCESS; }
+
+static CUresult driver_version (int *v) { *v = 13000; return CUDA_SUCCESS; }
+static CUresult error_name (CUresult e, const char **s) {
+  *s = e == CUDA_SUCCESS ? "CUDA_SUCCESS" : "CUDA_ERROR_FAKE";
+  return CUDA_SUCCESS;
+}
+static CUresult device_get (CUdevice *d, int ordinal) {
+  if (ordinal != 0) return CUDA_ERROR_INVALID_DEVICE;
+  *d = 0;
+  return CUDA_SUCCESS;
+}
+static CUresult device_count (int *n) { *n = 1; return CUDA_SUCCESS; }
+static CUresult device_name (char *name, int len, CUdevice d) {
+  (void)d;
+  strncpy(name, "fake CUDA device (tools/fakecuda.c)", (size_t)len);
+  name[len - 1] = '\0';
+  return CUDA_SUCCESS;
+}
+static CUresult total_mem (size_t *bytes, CUdevice d) { (void)d; *bytes = (size_t)80 << 30; return CUDA_SUCCESS; }
+static CUresult attribute (int *v, CUdevice_attribute a, CUdevice d) {
+  (void)d;
+  switch (a) {
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X: case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y:
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: *v = 64; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: *v = 0x7fffffff; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: *v = 65535; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
+    case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *v = 32; break;
+    default: *v = 1;
+  }
+  return CUDA_SUCCESS;
+}
+static CUresult pci_bus_id (char *id, int len, CUdevice d) {
+  (void)d;
+  strncpy(id, "0000:00:00.0", (size_t)len);
+  id[len - 1] = '\0';
+  return CUDA_SUCCESS;
+}
+static CUresult retain (CUcontext *c, CUdevice d) { (void)d; *c = (CUcontext)&fake_context; return CUDA_SUCCESS; }
+static CUresult get_current (CUcontext *c) { *c = current; return CUDA_SUCCESS; }
+static CUresult set_current (CUcontext c) { current = c; return CUDA_SUCCESS; }
+static CUresult ctx_device (CUdevice *d) { *d = 0; return CUDA_SUCCESS; }
+static CUresult mem_info (size_t *free_bytes, size_t *total) {
+  *free_bytes = (size_t)79 << 30;
+  *total = (size_t)80 << 30;
+  return CUDA_SUCCESS;
+}
+static CUresult mem_alloc (CUdeviceptr *p, size_t n) {
+  void *m = malloc(n ? n : 1);
+  if (m == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  *p = (CUdeviceptr)(uintptr_t)m;
+  return CUDA_SUCCESS;
+}
+static CUresult mem_free (CUdeviceptr p) { free((void *)(uintptr_t)p); return CUDA_SUCCESS; }
+static CUresult pool_alloc (CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) {
+  (void)pool; (void)s;
+  return mem_alloc(p, n);
+}
+static CUresult free_async (CUdeviceptr p, CUstream s) { (void)s; return mem_free(p); }
+static CUresult pool_create (CUmemoryPool *pool, const CUmemPoolProps *props) {
+  (void)props;
+  *pool = (CUmemoryPool)&fake_pool;
+  return CUDA_SUCCESS;
+}
+static CUresult pool_get (CUmemoryPool pool, CUmemPool_attribute a, void *v) {
+  (void)pool; (void)a;
+  *(cuuint64_t *)v = 0;
+  return CUDA_SUCCESS;
+}
+static CUresult host_alloc (void **p, size_t n, unsigned flags) {
+  (void)flags;
+  return (*p = malloc(n ? n : 1)) != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+static CUresult host_free (void *p) { free(p); return CUDA_SUCCESS; }
+static CUresult copy (CUdeviceptr dst, CUdeviceptr src, size_t n) {
+  memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+  return CUDA_SUCCESS;
+}
+static CUresult htod (CUdeviceptr dst, const void *src, size_t n) { return copy(dst, (CUdeviceptr)(uintptr_t)src, n); }
+static CUresult dtoh (void *dst, CUdeviceptr src, size_t n) { return copy((CUdeviceptr)(uintptr_t)dst, src, n); }
+static CUresult htod_async (CUdeviceptr dst, const void *src, size_t n, CUstream s) { (void)s; return htod(dst, src, n); }
+static CUresult dtoh_async (void *dst, CUdeviceptr src, size_t n, CUstream s) { (void)s; return dtoh(dst, src, n); }
+static CUresult dtod_async (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) { (void)s; return copy(dst, src, n); }
+static CUresult set8 (CUdeviceptr p, unsigned char v, size_t n) { memset((void *)(uintptr_t)p, v, n); return CUDA_SUCCESS; }
+static CUresult set16 (CUdeviceptr p, unsigned short v, size_t n) {
+  size_t i;
+  for (i = 0; i < n; i++) memcpy((char *)(uintptr_t)p + 2 * i, &v, 2);
+  return CUDA_SUCCESS;
+}
+static CUresult set32 (CUdeviceptr p, unsigned v, size_t n) {
+  size_t i;
+  for (i = 0; i < n; i++) memcpy((char *)(uintptr_t)p + 4 * i, &v, 4);
+  return CUDA_SUCCESS;
+}
+static CUresult set8_async (CUdeviceptr p, unsigned char v, size_t n, CUstream s) { (void)s; return set8(p, v, n); }
+static CUresult set16_async (CUdeviceptr p, unsigned short v, size_t n, CUstream s) { (void)s; return set16(p, v, n); }
+static CUresult set32_async (CUdeviceptr p, unsigned v, size_t n, CUstream s) { (void)s; return set32(p, v, n); }
+static CUresult pointer_attribute (void *data, CUpointer_attribute a, CUdeviceptr p) {
+  (void)p;
+  if (a == CU_POINTER_ATTRIBUTE_CONTEXT) *(CUcontext *)data = (CUcontext)&fake_context;
+  else if (a == CU_POINTER_ATTRIBUTE_MEMORY_TYPE) *(unsigned *)data = CU_MEMORYTYPE_DEVICE;
+  else *(int *)data = 0;
+  return CUDA_SUCCESS;
+}
+static CUresult module_load (CUmodule *m, const void *image, unsigned n, CUjit_option *o, void **v) {
+  (void)image; (void)n; (void)o; (void)v;
+  *m = (CUmodule)&fake_module;
+  return CUDA_SUCCESS;
+}
+/* A Function handle per call: freed never (the handles are few and live as long as modules). */
+static CUresult module_function (CUfunction *f, CUmodule m, const char *name) {
+  (void)m;
+  *f = (CUfunction)(void *)strdup(name);
+  return *f != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+static CUresult module_global (CUdeviceptr *p, size_t *bytes, CUmodule m, const char *name) {
+  (void)m; (void)name;
+  if (bytes) *bytes = 256;
+  return p ? mem_alloc(p, 256) : CUDA_SUCCESS;
+}
+static CUresult func_attribute (int *v, CUfunction_attribute a, CUfunction f) {
+  (void)f;
+  *v = a == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024 : a == CU_FUNC_ATTRIBUTE_NUM_REGS ? 16 : 0;
+  return CUDA_SUCCESS;
+}
+static CUresult occupancy (int *min_grid, int *block, CUfunction f, CUoccupancyB2DSize fn,
+                           size_t shared, int limit) {
+  (void)f; (void)fn; (void)shared; (void)limit;
+  *min_grid = 132;
+  *block = 1024;
+  return CUDA_SUCCESS;
+}
+static CUresult stream_create (CUstream *s, unsigned flags) { (void)flags; *s = (CUstream)&fake_stream; return CUDA_SUCCESS; }
+static CUresult event_create (CUevent *e, unsigned flags) { (void)flags; *e = (CUevent)&fake_event; return CUDA_SUCCESS; }
+static CUresult elapsed (float *ms, CUevent a, CUevent b) { (void)a; (void)b; *ms = 0.001f; return CUDA_SUCCESS; }
+static CUresult end_capture (CUstream s, CUgraph *g) { (void)s; *g = (CUgraph)&fake_graph; return CUDA_SUCCESS; }
+static CUresult instantiate (CUgraphExec *e, CUgraph g, unsigned long long flags) {
+  (void)g; (void)flags;
+  *e = (CUgraphExec)&fake_exec;
+  return CUDA_SUCCESS;
+}
+
+static const struct { const char *name; void *fn; } stubs[] = {
+#define STUB(name, fn) {#name, (void *)(fn)},
+  STUB(cuInit, ok) STUB(cuDriverGetVersion, driver_version) STUB(cuGetErrorName, error_name)
+  STUB(cuGetErrorString, error_name) STUB(cuDeviceGet, device_get)
+  STUB(cuDeviceGetCount, device_count) STUB(cuDeviceGetName, device_name)
+  STUB(cuDeviceTotalMem, total_mem) STUB(cuDeviceGetAttribute, attribute)
+  STUB(cuDeviceGetPCIBusId, pci_bus_id) STUB(cuDevicePrimaryCtxRetain, retain)
+  STUB(cuDevicePrimaryCtxRelease, ok) STUB(cuCtxGetCurrent, get_current)
+  STUB(cuCtxSetCurrent, set_current) STUB(cuCtxSynchronize, cuCtxSynchronize) STUB(cuCtxGetDevice, ctx_device)
+  STUB(cuMemGetInfo, mem_info) STUB(cuMemAlloc, mem_alloc) STUB(cuMemFree, mem_free)
+  STUB(cuMemAllocFromPoolAsync, pool_alloc) STUB(cuMemFreeAsync, free_async)
+  STUB(cuMemPoolCreate, pool_create) STUB(cuMemPoolDestroy, ok) STUB(cuMemPoolSetAttribute, ok)
+  STUB(cuMemPoolGetAttribute, pool_get) STUB(cuMemPoolTrimTo, ok)
+  STUB(cuMemHostAlloc, host_alloc) STUB(cuMemFreeHost, host_free)
+  STUB(cuMemcpyHtoD, htod) STUB(cuMemcpyDtoH, dtoh) STUB(cuMemcpyDtoD, copy)
+  STUB(cuMemcpyHtoDAsync, htod_async) STUB(cuMemcpyDtoHAsync, dtoh_async)
+  STUB(cuMemcpyDtoDAsync, dtod_async) STUB(cuMemsetD8, set8) STUB(cuMemsetD16, set16)
+  STUB(cuMemsetD32, set32) STUB(cuMemsetD8Async, set8_async) STUB(cuMemsetD16Async, set16_async)
+  STUB(cuMemsetD32Async, set32_async) STUB(cuPointerGetAttribute, pointer_attribute)
+  STUB(cuModuleLoadDataEx, module_load) STUB(cuModuleUnload, ok)
+  STUB(cuModuleGetFunction, module_function) STUB(cuModuleGetGlobal, module_global)
+  STUB(cuFuncGetAttribute, func_attribute) STUB(cuFuncSetAttribute, ok)
+  STUB(cuLaunchKernel, cuLaunchKernel) STUB(cuOccupancyMaxPotentialBlockSize, occupancy)
+  STUB(cuStreamCreate, stream_create) STUB(cuStreamDestroy, ok) STUB(cuStreamSynchronize, ok)
+  STUB(cuStreamQuery, ok) STUB(cuStreamWaitEvent, ok) STUB(cuEventCreate, event_create)
+  STUB(cuEventDestroy, ok) STUB(cuEventRecord, ok) STUB(cuEventSynchronize, ok)
+  STUB(cuEventQuery, ok) STUB(cuEventElapsedTime, elapsed) STUB(cuStreamBeginCapture, ok)
+  STUB(cuStreamEndCapture, end_capture) STUB(cuGraphInstantiateWithFlags, instantiate)
+  STUB(cuGraphLaunch, ok) STUB(cuGraphExecDestroy, ok) STUB(cuGraphDestroy, ok)
+#undef STUB
+};
+
+/* bench_clock's raw launch loop finds these two with dlsym */
+EXPORT CUresult cuLaunchKernel (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                unsigned by, unsigned bz, unsigned shared, CUstream s,
+                                void **params, void **extra);
+EXPORT CUresult cuCtxSynchronize (void);
+
+CUresult cuLaunchKernel (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                         unsigned by, unsigned bz, unsigned shared, CUstream s, void **params,
+                         void **extra) {
+  (void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shared; (void)s;
+  (void)params; (void)extra;
+  return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSynchronize (void) { return CUDA_SUCCESS; }
+
+EXPORT CUresult cuGetProcAddress_v2 (const char *symbol, void **fn, int version,
+                                     cuuint64_t flags, CUdriverProcAddressQueryResult *status);
+
+CUresult cuGetProcAddress_v2 (const char *symbol, void **fn, int version, cuuint64_t flags,
+                              CUdriverProcAddressQueryResult *status) {
+  size_t i;
+  (void)version; (void)flags;
+  for (i = 0; i < sizeof stubs / sizeof stubs[0]; i++) {
+    if (strcmp(stubs[i].name, symbol) == 0) {
+      *fn = stubs[i].fn;
+      if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+      return CUDA_SUCCESS;
+    }
+  }
+  *fn = NULL;
+  if (status) *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+  return CUDA_ERROR_NOT_FOUND;
+}

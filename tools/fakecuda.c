@@ -43,7 +43,11 @@ static CUresult device_name (char *name, int len, CUdevice d) {
   name[len - 1] = '\0';
   return CUDA_SUCCESS;
 }
-static CUresult total_mem (size_t *bytes, CUdevice d) { (void)d; *bytes = (size_t)80 << 30; return CUDA_SUCCESS; }
+static CUresult total_mem (size_t *bytes, CUdevice d) {
+  (void)d;
+  *bytes = (size_t)80 << 30;
+  return CUDA_SUCCESS;
+}
 static CUresult attribute (int *v, CUdevice_attribute a, CUdevice d) {
   (void)d;
   switch (a) {
@@ -51,7 +55,8 @@ static CUresult attribute (int *v, CUdevice_attribute a, CUdevice d) {
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; break;
     case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z: *v = 64; break;
     case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X: *v = 0x7fffffff; break;
-    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y: case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: *v = 65535; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y:
+    case CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z: *v = 65535; break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *v = 9; break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
@@ -66,7 +71,11 @@ static CUresult pci_bus_id (char *id, int len, CUdevice d) {
   id[len - 1] = '\0';
   return CUDA_SUCCESS;
 }
-static CUresult retain (CUcontext *c, CUdevice d) { (void)d; *c = (CUcontext)&fake_context; return CUDA_SUCCESS; }
+static CUresult retain (CUcontext *c, CUdevice d) {
+  (void)d;
+  *c = (CUcontext)&fake_context;
+  return CUDA_SUCCESS;
+}
 static CUresult get_current (CUcontext *c) { *c = current; return CUDA_SUCCESS; }
 static CUresult set_current (CUcontext c) { current = c; return CUDA_SUCCESS; }
 static CUresult ctx_device (CUdevice *d) { *d = 0; return CUDA_SUCCESS; }
@@ -106,12 +115,28 @@ static CUresult copy (CUdeviceptr dst, CUdeviceptr src, size_t n) {
   memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
   return CUDA_SUCCESS;
 }
-static CUresult htod (CUdeviceptr dst, const void *src, size_t n) { return copy(dst, (CUdeviceptr)(uintptr_t)src, n); }
-static CUresult dtoh (void *dst, CUdeviceptr src, size_t n) { return copy((CUdeviceptr)(uintptr_t)dst, src, n); }
-static CUresult htod_async (CUdeviceptr dst, const void *src, size_t n, CUstream s) { (void)s; return htod(dst, src, n); }
-static CUresult dtoh_async (void *dst, CUdeviceptr src, size_t n, CUstream s) { (void)s; return dtoh(dst, src, n); }
-static CUresult dtod_async (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) { (void)s; return copy(dst, src, n); }
-static CUresult set8 (CUdeviceptr p, unsigned char v, size_t n) { memset((void *)(uintptr_t)p, v, n); return CUDA_SUCCESS; }
+static CUresult htod (CUdeviceptr dst, const void *src, size_t n) {
+  return copy(dst, (CUdeviceptr)(uintptr_t)src, n);
+}
+static CUresult dtoh (void *dst, CUdeviceptr src, size_t n) {
+  return copy((CUdeviceptr)(uintptr_t)dst, src, n);
+}
+static CUresult htod_async (CUdeviceptr dst, const void *src, size_t n, CUstream s) {
+  (void)s;
+  return htod(dst, src, n);
+}
+static CUresult dtoh_async (void *dst, CUdeviceptr src, size_t n, CUstream s) {
+  (void)s;
+  return dtoh(dst, src, n);
+}
+static CUresult dtod_async (CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+  (void)s;
+  return copy(dst, src, n);
+}
+static CUresult set8 (CUdeviceptr p, unsigned char v, size_t n) {
+  memset((void *)(uintptr_t)p, v, n);
+  return CUDA_SUCCESS;
+}
 static CUresult set16 (CUdeviceptr p, unsigned short v, size_t n) {
   size_t i;
   for (i = 0; i < n; i++) memcpy((char *)(uintptr_t)p + 2 * i, &v, 2);
@@ -122,9 +147,18 @@ static CUresult set32 (CUdeviceptr p, unsigned v, size_t n) {
   for (i = 0; i < n; i++) memcpy((char *)(uintptr_t)p + 4 * i, &v, 4);
   return CUDA_SUCCESS;
 }
-static CUresult set8_async (CUdeviceptr p, unsigned char v, size_t n, CUstream s) { (void)s; return set8(p, v, n); }
-static CUresult set16_async (CUdeviceptr p, unsigned short v, size_t n, CUstream s) { (void)s; return set16(p, v, n); }
-static CUresult set32_async (CUdeviceptr p, unsigned v, size_t n, CUstream s) { (void)s; return set32(p, v, n); }
+static CUresult set8_async (CUdeviceptr p, unsigned char v, size_t n, CUstream s) {
+  (void)s;
+  return set8(p, v, n);
+}
+static CUresult set16_async (CUdeviceptr p, unsigned short v, size_t n, CUstream s) {
+  (void)s;
+  return set16(p, v, n);
+}
+static CUresult set32_async (CUdeviceptr p, unsigned v, size_t n, CUstream s) {
+  (void)s;
+  return set32(p, v, n);
+}
 static CUresult pointer_attribute (void *data, CUpointer_attribute a, CUdeviceptr p) {
   (void)p;
   if (a == CU_POINTER_ATTRIBUTE_CONTEXT) *(CUcontext *)data = (CUcontext)&fake_context;
@@ -132,7 +166,8 @@ static CUresult pointer_attribute (void *data, CUpointer_attribute a, CUdevicept
   else *(int *)data = 0;
   return CUDA_SUCCESS;
 }
-static CUresult module_load (CUmodule *m, const void *image, unsigned n, CUjit_option *o, void **v) {
+static CUresult module_load (CUmodule *m, const void *image, unsigned n, CUjit_option *o,
+                             void **v) {
   (void)image; (void)n; (void)o; (void)v;
   *m = (CUmodule)&fake_module;
   return CUDA_SUCCESS;
@@ -150,7 +185,8 @@ static CUresult module_global (CUdeviceptr *p, size_t *bytes, CUmodule m, const 
 }
 static CUresult func_attribute (int *v, CUfunction_attribute a, CUfunction f) {
   (void)f;
-  *v = a == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024 : a == CU_FUNC_ATTRIBUTE_NUM_REGS ? 16 : 0;
+  *v = a == CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK ? 1024
+     : a == CU_FUNC_ATTRIBUTE_NUM_REGS ? 16 : 0;
   return CUDA_SUCCESS;
 }
 static CUresult occupancy (int *min_grid, int *block, CUfunction f, CUoccupancyB2DSize fn,
@@ -160,10 +196,27 @@ static CUresult occupancy (int *min_grid, int *block, CUfunction f, CUoccupancyB
   *block = 1024;
   return CUDA_SUCCESS;
 }
-static CUresult stream_create (CUstream *s, unsigned flags) { (void)flags; *s = (CUstream)&fake_stream; return CUDA_SUCCESS; }
-static CUresult event_create (CUevent *e, unsigned flags) { (void)flags; *e = (CUevent)&fake_event; return CUDA_SUCCESS; }
-static CUresult elapsed (float *ms, CUevent a, CUevent b) { (void)a; (void)b; *ms = 0.001f; return CUDA_SUCCESS; }
-static CUresult end_capture (CUstream s, CUgraph *g) { (void)s; *g = (CUgraph)&fake_graph; return CUDA_SUCCESS; }
+static CUresult stream_create (CUstream *s, unsigned flags) {
+  (void)flags;
+  *s = (CUstream)&fake_stream;
+  return CUDA_SUCCESS;
+}
+static CUresult event_create (CUevent *e, unsigned flags) {
+  (void)flags;
+  *e = (CUevent)&fake_event;
+  return CUDA_SUCCESS;
+}
+static CUresult elapsed (float *ms, CUevent a, CUevent b) {
+  (void)a;
+  (void)b;
+  *ms = 0.001f;
+  return CUDA_SUCCESS;
+}
+static CUresult end_capture (CUstream s, CUgraph *g) {
+  (void)s;
+  *g = (CUgraph)&fake_graph;
+  return CUDA_SUCCESS;
+}
 static CUresult instantiate (CUgraphExec *e, CUgraph g, unsigned long long flags) {
   (void)g; (void)flags;
   *e = (CUgraphExec)&fake_exec;

@@ -29,8 +29,8 @@ const gpu_Dtype gpu_dtypes[GPU_NDTYPES] = {
 
 int gpu_finddtype (const char *name) {
   int i;
-  for (i = 0; i < GPU_NDTYPES; i++)
-    if (strcmp(name, gpu_dtypes[i].name) == 0) return i;
+  for (i = 0; i < GPU_NDTYPES; i++)   /* the first letter first: every array op names one */
+    if (name[0] == gpu_dtypes[i].name[0] && strcmp(name, gpu_dtypes[i].name) == 0) return i;
   return -1;
 }
 

@@ -158,6 +158,47 @@ static int driver_layout (const gpu_Driver *d, CUfunction fn, size_t *offsets, s
 
 #define GPU_MAX_PARAMS 1024
 
+/*
+** A Function's fields: its methods, copied in, then (through the shared metatable at
+** fields_meta_key) the attributes, computed on demand from the Function at self_key.  Each
+** Function has a metatable of its own whose __index is this table, so `f:prepared_call`
+** costs one table read: an __index function would cost a C call on every method lookup,
+** a fifth of a prepared call's own work.
+*/
+static const char fields_meta_key = 'F', self_key = 'f';
+
+/* Gives the new Function on top of the stack its own metatable and fields table. */
+static void set_function_metatable (lua_State *L) {
+  int f = lua_gettop(L), shared, methods, mt, fields;
+  luaL_getmetatable(L, GPU_FUNCTION);
+  shared = lua_gettop(L);
+  lua_getfield(L, shared, "__methods");
+  methods = lua_gettop(L);
+  lua_createtable(L, 1, 6);
+  mt = lua_gettop(L);
+  lua_pushnil(L);
+  while (lua_next(L, shared) != 0) {    /* __name, __call, __tostring, the type tag ... */
+    lua_pushvalue(L, -2);
+    lua_insert(L, -2);
+    lua_rawset(L, mt);
+  }
+  lua_createtable(L, 0, 8);
+  fields = lua_gettop(L);
+  lua_pushnil(L);
+  while (lua_next(L, methods) != 0) {
+    lua_pushvalue(L, -2);
+    lua_insert(L, -2);
+    lua_rawset(L, fields);
+  }
+  lua_pushvalue(L, f);
+  lua_rawsetp(L, fields, &self_key);
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &fields_meta_key);
+  lua_setmetatable(L, fields);
+  lua_setfield(L, mt, "__index");
+  lua_setmetatable(L, f);
+  lua_settop(L, f);
+}
+
 void gpu_function_new (lua_State *L, int module_idx, CUfunction fn, const char *name,
                        const char *signature) {
   const gpu_Driver *d = gpu_driver(L);
@@ -168,7 +209,7 @@ void gpu_function_new (lua_State *L, int module_idx, CUfunction fn, const char *
   module_idx = lua_absindex(L, module_idx);
   f = (gpu_Function *)lua_newuserdatauv(L, sizeof(gpu_Function), 2);
   memset(f, 0, sizeof *f);
-  luaL_setmetatable(L, GPU_FUNCTION);
+  set_function_metatable(L);
   f->fn = fn;
   f->module = &m->globals;
   f->ctx = m->ctx;
@@ -182,7 +223,7 @@ void gpu_function_new (lua_State *L, int module_idx, CUfunction fn, const char *
 
 /* The Function at arg, checked alive; its context is not made current yet. */
 static gpu_Function *check_function_alive (lua_State *L, int arg) {
-  gpu_Function *f = (gpu_Function *)luaL_checkudata(L, arg, GPU_FUNCTION);
+  gpu_Function *f = (gpu_Function *)gpu_checktype(L, arg, GPU_TYPE_FUNCTION);
   if (f->module->ptr == 0)
     luaL_error(L, "kernel '%s' belongs to a module that has been freed", f->name);
   return f;
@@ -218,38 +259,55 @@ static int kernel_argerror (lua_State *L, const gpu_Function *f, int argn, const
   return luaL_error(L, "bad argument #%d to '%s' (%s)", argn, f->name, msg);
 }
 
-/* Reads dims (a number or {x[, y[, z]]}) into out; returns NULL or what is wrong. */
-static const char *read_dims (lua_State *L, int idx, const char *what, unsigned out[3],
-                              const int max[3]) {
+/* read_dims for every case; returns NULL or what is wrong. */
+static const char *read_dims_slow (lua_State *L, int idx, const char *what, unsigned out[3],
+                                   const int max[3]) {
   static const char axis[3] = {'x', 'y', 'z'};
   lua_Integer v[3] = {1, 1, 1};
-  int n = 1, i, isint;
-  if (lua_type(L, idx) == LUA_TNUMBER) {
-    v[0] = lua_tointegerx(L, idx, &isint);
-    if (!isint) return lua_pushfstring(L, "%s must be whole numbers", what);
-  } else if (lua_type(L, idx) == LUA_TTABLE) {
-    n = (int)lua_rawlen(L, idx);
-    if (n < 1 || n > 3)
-      return lua_pushfstring(L, "%s must be a number or a table of 1 to 3 numbers", what);
-    for (i = 0; i < n; i++) {
-      lua_rawgeti(L, idx, i + 1);
-      v[i] = lua_tointegerx(L, -1, &isint);
-      lua_pop(L, 1);
-      if (!isint) return lua_pushfstring(L, "%s must be whole numbers", what);
-    }
-  } else {
-    return lua_pushfstring(L, "%s must be a number or a table of 1 to 3 numbers, got %s", what,
-                           luaL_typename(L, idx));
+  int n = 1, i, isint = 1;
+  switch (lua_type(L, idx)) {
+    case LUA_TNUMBER:
+      v[0] = lua_tointegerx(L, idx, &isint);
+      break;
+    case LUA_TTABLE:
+      n = (int)lua_rawlen(L, idx);
+      if (n < 1 || n > 3)
+        return lua_pushfstring(L, "%s must be a number or a table of 1 to 3 numbers", what);
+      for (i = 0; i < n && isint; i++) {
+        lua_rawgeti(L, idx, i + 1);
+        v[i] = lua_tointegerx(L, -1, &isint);
+      }
+      lua_pop(L, i);
+      break;
+    default:
+      return lua_pushfstring(L, "%s must be a number or a table of 1 to 3 numbers, got %s", what,
+                             luaL_typename(L, idx));
   }
+  if (!isint) return lua_pushfstring(L, "%s must be whole numbers", what);
   for (i = 0; i < 3; i++) {
-    if (v[i] < 1)
-      return lua_pushfstring(L, "%s.%c = %I must be at least 1", what, axis[i], v[i]);
-    if (v[i] > max[i])
+    if (v[i] < 1 || v[i] > max[i]) {
+      if (v[i] < 1)
+        return lua_pushfstring(L, "%s.%c = %I must be at least 1", what, axis[i], v[i]);
       return lua_pushfstring(L, "%s.%c = %I exceeds the device limit of %d", what, axis[i], v[i],
                              max[i]);
+    }
     out[i] = (unsigned)v[i];
   }
   return NULL;
+}
+
+/* Reads dims (a number or {x[, y[, z]]}) into out; returns NULL or what is wrong. */
+static const char *read_dims (lua_State *L, int idx, const char *what, unsigned out[3],
+                              const int max[3]) {
+  if (lua_isinteger(L, idx)) {    /* the common case, in a handful of instructions */
+    lua_Integer x = lua_tointeger(L, idx);
+    if (x >= 1 && x <= max[0]) {
+      out[0] = (unsigned)x;
+      out[1] = out[2] = 1;
+      return NULL;
+    }
+  }
+  return read_dims_slow(L, idx, what, out, max);
 }
 
 static const char *check_threads (lua_State *L, const gpu_LaunchConfig *cfg, const gpu_Context *c) {
@@ -569,7 +627,7 @@ static CUresult launch_timed (const gpu_Driver *d, gpu_Function *f, const gpu_La
 
 /* Launches f with nargs arguments from stack index first; returns results pushed. */
 static int launch (lua_State *L, gpu_Function *f, int first, int nargs, gpu_LaunchConfig *cfg) {
-  const gpu_Driver *d = gpu_driver(L);
+  const gpu_Driver *d = f->ctx->driver;
   unsigned char kinds[GPU_MAX_PARAMS];
   int handlers = 0, i, base;
   const char *call;
@@ -583,7 +641,7 @@ static int launch (lua_State *L, gpu_Function *f, int first, int nargs, gpu_Laun
     handlers += kinds[i] == GPU_ARG_HANDLER;
   }
   /* stage_handlers leaves one temporary Buffer per handler on the stack, beyond LUA_MINSTACK */
-  luaL_checkstack(L, handlers + 8, "too many In/Out/InOut arguments");
+  if (handlers) luaL_checkstack(L, handlers + 8, "too many In/Out/InOut arguments");
   if (cfg->stream_obj != NULL && cfg->stream_obj->capturing) {
     if (handlers)
       return luaL_error(L, "In/Out/InOut arguments cannot be captured into a graph (they copy "
@@ -743,14 +801,15 @@ static void push_signature (lua_State *L, const gpu_Function *f) {
 }
 
 /* f.num_regs and the other attributes, f.name, f.signature, f.nparams, f.handle (the
-** CUfunction, for hosts that launch it themselves); methods first */
-static int function_index (lua_State *L) {
+** CUfunction, for hosts that launch it themselves): the __index of a Function's fields
+** table, called with that table, for keys that are not methods */
+static int function_attribute (lua_State *L) {
   gpu_Function *f;
   const char *key;
   int a, value;
-  lua_pushvalue(L, 2);
-  if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
   if ((key = lua_tostring(L, 2)) == NULL) return 0;
+  lua_rawgetp(L, 1, &self_key);
+  lua_replace(L, 1);
   f = check_function(L, 1);
   if (strcmp(key, "name") == 0) lua_pushstring(L, f->name);
   else if (strcmp(key, "signature") == 0) push_signature(L, f);
@@ -759,7 +818,8 @@ static int function_index (lua_State *L) {
     if (f->nparams < 0) lua_pushnil(L);
     else lua_pushinteger(L, f->nparams);
   } else if ((a = find_function_attribute(key)) >= 0) {
-    gpu_check(L, gpu_driver(L)->cuFuncGetAttribute(&value, function_attributes[a].attribute, f->fn),
+    gpu_check(L, f->ctx->driver->cuFuncGetAttribute(&value, function_attributes[a].attribute,
+                                                    f->fn),
               "cuFuncGetAttribute");
     lua_pushinteger(L, value);
   } else {
@@ -797,7 +857,7 @@ static int function_max_potential_block_size (lua_State *L) {
 }
 
 static int function_tostring (lua_State *L) {
-  gpu_Function *f = (gpu_Function *)luaL_checkudata(L, 1, GPU_FUNCTION);
+  gpu_Function *f = (gpu_Function *)gpu_checktype(L, 1, GPU_TYPE_FUNCTION);
   lua_pushfstring(L, "gpu.Function(%s%s)", f->name, f->module->ptr ? "" : ", module freed");
   return 1;
 }
@@ -818,12 +878,12 @@ static int scalar_new (lua_State *L) {
       return luaL_argerror(L, 1, lua_pushfstring(L, "%s is %s", lua_tostring(L, 1), bad));
     return luaL_argerror(L, 1, lua_pushfstring(L, "%s, got %s", bad, luaL_typename(L, 1)));
   }
-  luaL_setmetatable(L, GPU_SCALAR);
+  gpu_settype(L, GPU_ARG_SCALAR);
   return 1;
 }
 
 static int scalar_index (lua_State *L) {
-  gpu_Scalar *s = (gpu_Scalar *)luaL_checkudata(L, 1, GPU_SCALAR);
+  gpu_Scalar *s = (gpu_Scalar *)gpu_checktype(L, 1, GPU_ARG_SCALAR);
   const char *key = luaL_checkstring(L, 2);
   if (strcmp(key, "value") == 0) gpu_pushvalue(L, s->dtype, s->bytes);
   else if (strcmp(key, "dtype") == 0) lua_pushstring(L, gpu_dtypes[s->dtype].name);
@@ -833,15 +893,15 @@ static int scalar_index (lua_State *L) {
 }
 
 static int scalar_tostring (lua_State *L) {
-  gpu_Scalar *s = (gpu_Scalar *)luaL_checkudata(L, 1, GPU_SCALAR);
+  gpu_Scalar *s = (gpu_Scalar *)gpu_checktype(L, 1, GPU_ARG_SCALAR);
   gpu_pushvalue(L, s->dtype, s->bytes);
   lua_pushfstring(L, "%s(%s)", gpu_dtypes[s->dtype].name, luaL_tolstring(L, -1, NULL));
   return 1;
 }
 
 static int scalar_eq (lua_State *L) {
-  gpu_Scalar *a = (gpu_Scalar *)luaL_checkudata(L, 1, GPU_SCALAR);
-  gpu_Scalar *b = (gpu_Scalar *)luaL_checkudata(L, 2, GPU_SCALAR);
+  gpu_Scalar *a = (gpu_Scalar *)gpu_checktype(L, 1, GPU_ARG_SCALAR);
+  gpu_Scalar *b = (gpu_Scalar *)gpu_checktype(L, 2, GPU_ARG_SCALAR);
   lua_pushboolean(L, a->dtype == b->dtype && memcmp(a->bytes, b->bytes, 8) == 0);
   return 1;
 }
@@ -852,7 +912,7 @@ static int handler_new (lua_State *L, int direction) {
   else gpu_checkhostarray(L, 1);      /* Out and InOut write back: no strings */
   h = (gpu_ArgHandler *)lua_newuserdatauv(L, sizeof(gpu_ArgHandler), 1);
   h->direction = direction;
-  luaL_setmetatable(L, GPU_ARGHANDLER);
+  gpu_settype(L, GPU_ARG_HANDLER);
   gpu_pin(L, -1, 1, 1);
   return 1;
 }
@@ -863,7 +923,7 @@ static int gpu_InOut (lua_State *L) { return handler_new(L, GPU_INOUT); }
 
 static int handler_tostring (lua_State *L) {
   static const char *const names[] = {"", "In", "Out", "InOut"};
-  gpu_ArgHandler *h = (gpu_ArgHandler *)luaL_checkudata(L, 1, GPU_ARGHANDLER);
+  gpu_ArgHandler *h = (gpu_ArgHandler *)gpu_checktype(L, 1, GPU_ARG_HANDLER);
   lua_getiuservalue(L, 1, 1);
   lua_pushfstring(L, "gpu.%s(%s)", names[h->direction], luaL_tolstring(L, -1, NULL));
   return 1;
@@ -871,7 +931,7 @@ static int handler_tostring (lua_State *L) {
 
 /* handler.array: the host data it wraps */
 static int handler_index (lua_State *L) {
-  luaL_checkudata(L, 1, GPU_ARGHANDLER);
+  gpu_checktype(L, 1, GPU_ARG_HANDLER);
   if (strcmp(luaL_checkstring(L, 2), "array") != 0) return 0;
   lua_getiuservalue(L, 1, 1);
   return 1;
@@ -882,7 +942,7 @@ void gpu_launch_open (lua_State *L) {
     {"In", gpu_In}, {"Out", gpu_Out}, {"InOut", gpu_InOut}, {NULL, NULL},
   };
   static const luaL_Reg function_meta[] = {
-    {"__call", function_call}, {"__index", function_index}, {"__tostring", function_tostring},
+    {"__call", function_call}, {"__tostring", function_tostring},
     {NULL, NULL},
   };
   static const luaL_Reg function_methods[] = {
@@ -905,6 +965,10 @@ void gpu_launch_open (lua_State *L) {
   gpu_newtype(L, GPU_SCALAR, scalar_meta, NULL);
   gpu_newtype(L, GPU_ARGHANDLER, handler_meta, NULL);
   lua_pop(L, 3);
+  lua_createtable(L, 0, 1);                 /* the metatable of every Function's fields */
+  lua_pushcfunction(L, function_attribute);
+  lua_setfield(L, -2, "__index");
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &fields_meta_key);
   for (i = 0; i < GPU_NDTYPES; i++) {       /* gpu.int32, gpu.float32, ... */
     lua_pushinteger(L, i);
     lua_pushcclosure(L, scalar_new, 1);

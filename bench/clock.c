@@ -2,7 +2,7 @@
 ** bench/clock.c: what the Lua benchmarks need from C.
 **   require "bench_clock".now_us() -> microseconds since an arbitrary start, as a float
 **     (os.clock is CPU time).
-**   require "bench_clock".raw_launches(handle, reps, per, sync) -> {us, ...}
+**   require "bench_clock".raw_launches(handle, reps, per, sync[, check_context]) -> {us, ...}
 **     The raw C launch baseline run in the Lua process: reps times, `per` back-to-back
 **     cuLaunchKernel calls of the CUfunction `handle` (a gpu.Function's f.handle, no
 **     arguments, grid and block 1) on the legacy stream, timed on the host and divided by
@@ -10,6 +10,9 @@
 **     without, after it, like build/bench-raw.  Sharing the process, the context and the
 **     CPU with the Lua figures, and alternating with them, the ratio is free of the
 **     process-to-process drift that a separate baseline program sees.
+**   require "bench_clock".launch_once_for() -> launch_once; launch_once(handle)
+**     One such launch per call: a Lua loop calling it is the floor of any Lua binding's
+**     launch (the interpreter, one C call, the driver), with none of lua-gpu's own work.
 */
 #include <dlfcn.h>
 #include <stdint.h>
@@ -35,31 +38,47 @@ static int now_us (lua_State *L) {
 typedef CUresult (*LaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                                  unsigned, unsigned, CUstream, void **, void **);
 typedef CUresult (*CtxSynchronize)(void);
+typedef CUresult (*CtxGetCurrent)(CUcontext *);
 
-static int raw_launches (lua_State *L) {
-  CUfunction f = (CUfunction)(uintptr_t)luaL_checkinteger(L, 1);
-  lua_Integer reps = luaL_checkinteger(L, 2), per = luaL_checkinteger(L, 3), rep, i;
-  int sync = lua_toboolean(L, 4);
+/* cuLaunchKernel as gpu.core loaded it, or raises. */
+static LaunchKernel driver_launch (lua_State *L, CtxSynchronize *synchronize,
+                                   CtxGetCurrent *get_current) {
   /* gpu.core has loaded the driver (GPU_CUDA_LIBRARY names another, as it does for gpu.core):
      RTLD_NOLOAD finds that copy and loads no other */
   const char *name = getenv("GPU_CUDA_LIBRARY");
   void *lib = dlopen(name != NULL && *name != '\0' ? name : "libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   LaunchKernel launch;
+  if (lib == NULL) luaL_error(L, "the CUDA driver is not loaded (require \"gpu\" first)");
+  *(void **)&launch = dlsym(lib, "cuLaunchKernel");
+  if (synchronize != NULL) *(void **)synchronize = dlsym(lib, "cuCtxSynchronize");
+  if (get_current != NULL) *(void **)get_current = dlsym(lib, "cuCtxGetCurrent");
+  dlclose(lib);                       /* the module's own handle keeps the library loaded */
+  if (launch == NULL || (synchronize != NULL && *synchronize == NULL) ||
+      (get_current != NULL && *get_current == NULL))
+    luaL_error(L, "the CUDA driver lacks a symbol");
+  return launch;
+}
+
+static int raw_launches (lua_State *L) {
+  CUfunction f = (CUfunction)(uintptr_t)luaL_checkinteger(L, 1);
+  lua_Integer reps = luaL_checkinteger(L, 2), per = luaL_checkinteger(L, 3), rep, i;
+  int sync = lua_toboolean(L, 4), check_context = lua_toboolean(L, 5);
   CtxSynchronize synchronize;
+  CtxGetCurrent get_current;
+  CUcontext current;
+  LaunchKernel launch;
   luaL_argcheck(L, f != NULL, 1, "a CUfunction handle expected");
   luaL_argcheck(L, reps >= 1, 2, "at least one repeat");
   luaL_argcheck(L, per >= 1, 3, "at least one launch per repeat");
-  if (lib == NULL) return luaL_error(L, "the CUDA driver is not loaded (require \"gpu\" first)");
-  *(void **)&launch = dlsym(lib, "cuLaunchKernel");
-  *(void **)&synchronize = dlsym(lib, "cuCtxSynchronize");
-  dlclose(lib);                       /* the module's own handle keeps the library loaded */
-  if (launch == NULL || synchronize == NULL) return luaL_error(L, "the CUDA driver lacks a symbol");
+  launch = driver_launch(L, &synchronize, &get_current);
   lua_createtable(L, (int)reps, 0);
   for (rep = 1; rep <= reps; rep++) {
     double t0 = wall_us(), t;
     CUresult r = CUDA_SUCCESS;
-    for (i = 0; i < per && r == CUDA_SUCCESS; i++)
-      r = launch(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+    for (i = 0; i < per && r == CUDA_SUCCESS; i++) {
+      if (check_context) r = get_current(&current);
+      if (r == CUDA_SUCCESS) r = launch(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+    }
     if (sync && r == CUDA_SUCCESS) r = synchronize();
     t = (wall_us() - t0) / (double)per;
     if (!sync && r == CUDA_SUCCESS) r = synchronize();
@@ -70,11 +89,28 @@ static int raw_launches (lua_State *L) {
   return 1;
 }
 
+static int launch_once (lua_State *L) {
+  CUfunction f = (CUfunction)(uintptr_t)lua_tointeger(L, 1);
+  LaunchKernel launch = *(LaunchKernel *)lua_touserdata(L, lua_upvalueindex(1));
+  CUresult r = launch(f, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL);
+  if (r != CUDA_SUCCESS) return luaL_error(L, "raw launch failed: CUDA error %d", (int)r);
+  return 0;
+}
+
+/* launch_once_for() -> launch_once, with cuLaunchKernel looked up once (its upvalue) */
+static int launch_once_for (lua_State *L) {
+  LaunchKernel launch = driver_launch(L, NULL, NULL);
+  *(LaunchKernel *)lua_newuserdatauv(L, sizeof launch, 0) = launch;
+  lua_pushcclosure(L, launch_once, 1);
+  return 1;
+}
+
 __attribute__((visibility("default"))) int luaopen_bench_clock (lua_State *L);
 
 int luaopen_bench_clock (lua_State *L) {
   static const luaL_Reg functions[] = {
-    {"now_us", now_us}, {"raw_launches", raw_launches}, {NULL, NULL}
+    {"now_us", now_us}, {"raw_launches", raw_launches},
+    {"launch_once_for", launch_once_for}, {NULL, NULL}
   };
   luaL_newlib(L, functions);
   return 1;

@@ -9,7 +9,7 @@
 **
 ** cuGetProcAddress_v2 hands out the stubs below by name and refuses every other symbol, so a
 ** new entry point the module needs shows up as a load error; cuLaunchKernel and
-** cuCtxSynchronize are exported too, for bench_clock's raw launch loop.
+** cuCtxSynchronize and cuCtxGetCurrent are exported too, for bench_clock's raw launch loop.
 */
 #include <stdint.h>
 #include <stdlib.h>
@@ -256,7 +256,7 @@ static const struct { const char *name; void *fn; } stubs[] = {
 #undef STUB
 };
 
-/* bench_clock's raw launch loop finds these two with dlsym (cuda.h declares all three) */
+/* bench_clock's raw launch loop finds these with dlsym (cuda.h declares them all) */
 EXPORT CUresult cuLaunchKernel (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                 unsigned by, unsigned bz, unsigned shared, CUstream s,
                                 void **params, void **extra) {
@@ -266,6 +266,8 @@ EXPORT CUresult cuLaunchKernel (CUfunction f, unsigned gx, unsigned gy, unsigned
 }
 
 EXPORT CUresult cuCtxSynchronize (void) { return CUDA_SUCCESS; }
+
+EXPORT CUresult cuCtxGetCurrent (CUcontext *c) { return get_current(c); }
 
 EXPORT CUresult cuGetProcAddress_v2 (const char *symbol, void **fn, int version, cuuint64_t flags,
                               CUdriverProcAddressQueryResult *status) {

@@ -26,19 +26,33 @@ local function median(t)
   return t[(#t + 1) // 2]
 end
 
-local function time(name, body)
-  local t = {}
-  body(PER)
-  gpu.synchronize()
-  for r = 1, ROUNDS do
-    collectgarbage()
+-- Variants are timed round-robin (every variant once per round), so drift in the machine's
+-- speed during the run spreads over all of them instead of landing on a few rows.
+local variants = {}
+local function time(name, body, setup)
+  variants[#variants + 1] = {name = name, body = body, setup = setup, t = {}}
+end
+
+local function run_all()
+  for _, v in ipairs(variants) do
+    if v.setup then v.setup() end
+    v.body(PER)                -- warm-up
     gpu.synchronize()
-    local t0 = now()
-    body(PER)
-    gpu.synchronize()
-    t[r] = (now() - t0) / PER
+    if v.setup then v.setup(true) end
   end
-  print(("%-44s %7.2f us"):format(name, median(t)))
+  for _ = 1, ROUNDS do
+    for _, v in ipairs(variants) do
+      if v.setup then v.setup() end
+      collectgarbage()
+      gpu.synchronize()
+      local t0 = now()
+      v.body(PER)
+      gpu.synchronize()
+      v.t[#v.t + 1] = (now() - t0) / PER
+      if v.setup then v.setup(true) end
+    end
+  end
+  for _, v in ipairs(variants) do print(("%-48s %7.2f us"):format(v.name, median(v.t))) end
 end
 
 local out = x + y
@@ -54,17 +68,29 @@ local k = ew.kernel(prog, "c")
 local blocks = (N + BLOCK - 1) // BLOCK
 local empty = gpu.SourceModule('extern "C" __global__ void empty_kernel() {}'):get_function("empty_kernel")
 
-time("raw cuLaunchKernel, empty kernel", function(n) clock.raw_launches(empty.handle, 1, n, false) end)
-time("prepared_call, empty kernel", function(n)
+local launch_once = clock.launch_once_for()
+local handle = empty.handle
+time("raw cuLaunchKernel, empty kernel", function(n) clock.raw_launches(handle, 1, n, false) end)
+time("raw cuCtxGetCurrent + cuLaunchKernel", function(n)
+  clock.raw_launches(handle, 1, n, false, true)
+end)
+time("Lua loop + one C call to cuLaunchKernel (floor)", function(n)
+  for _ = 1, n do launch_once(handle) end
+end)
+time("prepared_call(1, 1), empty kernel", function(n)
   for _ = 1, n do empty:prepared_call(1, 1) end
+end)
+local grid, block = {1, 1}, {1, 1, 1}
+time("prepared_call({1, 1}, {1, 1, 1}), empty kernel", function(n)
+  for _ = 1, n do empty:prepared_call(grid, block) end
 end)
 local prepared_call = empty.prepared_call
 time("prepared_call looked up once, empty kernel", function(n)
   for _ = 1, n do prepared_call(empty, 1, 1) end
 end)
 time("f.name (the Function's __index)", function(n) for _ = 1, n do local _ = empty.name end end)
+local opts = {grid = 1, block = 1}
 time("f({grid = 1, block = 1}) with one table, empty", function(n)
-  local opts = {grid = 1, block = 1}
   for _ = 1, n do empty(opts) end
 end)
 time("prepared_async_call of add, existing out", function(n)
@@ -73,6 +99,11 @@ end)
 time("array_pair", function(n) for _ = 1, n do array_pair(x, y) end end)
 time("device_ordinal", function(n) for _ = 1, n do core.device_ordinal() end end)
 time("mem_alloc(4000):free()", function(n) for _ = 1, n do gpu.mem_alloc(4000):free() end end)
+local kept = {}
+time("mem_alloc(4000), 2000 kept, then freed: per alloc+free", function(n)
+  for i = 1, n do kept[i] = gpu.mem_alloc(4000) end
+  for i = 1, n do kept[i]:free(); kept[i] = nil end
+end)
 time("array_like(x):free()", function(n) for _ = 1, n do array_like(x, "float32"):free() end end)
 time("array_like(x), freed by the GC", function(n) for _ = 1, n do array_like(x, "float32") end end)
 time("array_like(x) + launch, explicit free", function(n)
@@ -83,7 +114,12 @@ time("array_like(x) + launch, explicit free", function(n)
   end
 end)
 time("a + b, :free()", function(n) for _ = 1, n do add(x, y):free() end end)
-time("a + b, freed by the GC", function(n) for _ = 1, n do local _ = x + y end end)
-collectgarbage("stop")
-time("a + b, GC stopped (no finalizers)", function(n) for _ = 1, n do local _ = x + y end end)
-collectgarbage("restart")
+time("a + b, <close>", function(n)
+  for _ = 1, n do local c <close> = x + y end   -- luacheck: ignore c
+end)
+time("a + b, freed by the GC (incremental)", function(n) for _ = 1, n do local _ = x + y end end)
+time("a + b, freed by the GC (generational)", function(n) for _ = 1, n do local _ = x + y end end,
+     function(after) collectgarbage(after and "incremental" or "generational") end)
+time("a + b, GC stopped (no finalizers)", function(n) for _ = 1, n do local _ = x + y end end,
+     function(after) collectgarbage(after and "restart" or "stop") end)
+run_all()

@@ -2,6 +2,7 @@
 #   make            build gpu/core.so
 #   make test       busted specs (GPU specs are pending without a device)
 #   make test-gpu   busted's "gpu" run: every spec, and a missing device is a failure
+#                   (SPECS=<files> for some of them)
 #   make demo       the main example (compiles its kernel even without a GPU)
 # Honours LUA, LUA_INCDIR, CUDA_HOME, CFLAGS, BUSTED.
 
@@ -49,11 +50,12 @@ build/device_attributes.h: $(CUDA_HOME)/include/cuda.h | build
 build:
 	@mkdir -p build
 
+# SPECS=spec/07-launch_spec.lua (or several) runs only those files
 test: all
-	$(BUSTED)
+	$(BUSTED) $(SPECS)
 
 test-gpu: all
-	$(BUSTED) --run=gpu
+	$(BUSTED) --run=gpu $(SPECS)
 
 demo: all
 	$(LUA) examples/vector_add.lua

@@ -14,13 +14,13 @@ make -s clean >/dev/null 2>&1
 make -s LUA_INCDIR="$LUA_INCDIR" LUA="$LUA" 2>&1 | tail -5
 vars=(LUA_INCDIR="$LUA_INCDIR" LUA="$LUA" BUSTED="$BUSTED")
 
-# busted --run=gpu file by file: each file's seconds and summary, then the total summary line
+# make test-gpu file by file: each file's seconds and summary, then the total summary line
 suite_files() {
   local file line t0 p f k passed=0 failed=0 skipped=0
   for file in ${SUITE_FILES:-spec/*_spec.lua}; do
     t0=$(date +%s)
-    line=$(timeout "${STEP_TIMEOUT:-300}" $BUSTED --run=gpu "$file" 2>&1 |
-           tee -a "$OUT/suite-output.log" | tail -1)
+    line=$(timeout "${STEP_TIMEOUT:-300}" make -s test-gpu "${vars[@]}" SPECS="$file" 2>&1 |
+           tee -a "$OUT/suite-output.log" | grep -E '^[0-9]+ passed, [0-9]+ failed, [0-9]+ skipped$')
     echo "$(( $(date +%s) - t0 ))s $file: $line" | tee -a "$OUT/suite-times.txt"
     read -r p _ f _ k _ <<<"$line"
     if [[ "$p" =~ ^[0-9]+$ ]]; then

@@ -20,8 +20,8 @@
 // plus separate aggregate and inclusive value slots (8-byte values), written value, fence,
 // flag and read flag, fence, value.
 
-#define GPU_BLOCK 256
-#define GPU_ITEMS 16
+#define GPU_BLOCK 128
+#define GPU_ITEMS 32
 #define GPU_TILE (GPU_BLOCK * GPU_ITEMS)
 #define GPU_WARPS (GPU_BLOCK / 32)
 #define GPU_PAD(j) ((j) + (j) / 32)

@@ -10,12 +10,12 @@ local M = {}
 local NOT_READY, AGGREGATE, PREFIX = 0, 1, 2
 
 -- scan(values, op, opts) -> a new table of the scan of values (1-based).
--- opts: block, items (default the kernel's 256, 16), exclusive, neutral, junk (what the
+-- opts: block, items (default the kernel's 128, 32), exclusive, neutral, junk (what the
 -- kernel's gpu_t() stands for: the filler past the end; must be a valid operand), poison
 -- (what tiles before 0 hold: op must reject it), resident (default 8), random (a function
 -- like math.random).
 function M.scan(values, op, opts)
-  local BLOCK, ITEMS = opts.block or 256, opts.items or 16
+  local BLOCK, ITEMS = opts.block or 128, opts.items or 32
   assert(BLOCK % 32 == 0)
   local WARPS, TILE = BLOCK // 32, BLOCK * ITEMS
   local random = opts.random or math.random

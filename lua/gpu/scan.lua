@@ -7,7 +7,7 @@ local reduction = require "gpu.reduction"
 
 local M = {}
 
-local BLOCK, TILE = 256, 256 * 16   -- kernels/scan.cu's GPU_BLOCK and GPU_TILE
+local BLOCK, TILE = 128, 128 * 32   -- kernels/scan.cu's GPU_BLOCK and GPU_TILE
 local dtypes = reduction.dtypes
 local argerror, check_array, check_options = reduction.argerror, reduction.check_array,
                                              reduction.check_options

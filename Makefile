@@ -238,4 +238,4 @@ threads: all build/threads
 COMPUTE_SANITIZER ?= $(firstword $(wildcard $(CUDA_HOME)/bin/compute-sanitizer) compute-sanitizer)
 sanitize: all
 	$(COMPUTE_SANITIZER) --tool memcheck --error-exitcode 1 --target-processes all \
-	  --report-api-errors no $(BUSTED) --run=gpu --exclude-tags=faults
+	  --report-api-errors no $(BUSTED) --run=gpu --exclude-tags=faults $(SPECS)

@@ -5,6 +5,7 @@
 # THREAD_SECONDS, FUZZ_SECONDS and TAILN (log lines shown per step) tune it.  The suite takes
 # longer than one device call allows, so SUITE_FILES (globs; default every spec) picks the
 # part a call runs; each file's time and summary go to suite-times.txt, the total last.
+# SANITIZE_SPECS limits the compute-sanitizer step to some spec files.
 source .devprefix/env.sh
 OUT=${OUT:-build/gpu-checks}
 mkdir -p "$OUT"
@@ -50,7 +51,7 @@ for s in ${STEPS:-suite examples embed threads}; do
     examples) step examples make -s examples "${vars[@]}" ;;
     embed) step embed make -s embed-run "${vars[@]}" ;;
     threads) step threads make -s threads THREADS=8 SECONDS="${THREAD_SECONDS:-60}" "${vars[@]}" ;;
-    sanitize) step sanitize make -s sanitize "${vars[@]}" ;;
+    sanitize) step sanitize make -s sanitize "${vars[@]}" SPECS="${SANITIZE_SPECS:-}" ;;
     fuzz) step fuzz make -s fuzz FUZZ_GPU=1 FUZZ_SECONDS="${FUZZ_SECONDS:-60}" "${vars[@]}" ;;
     bench) step bench make -s bench "${vars[@]}" ;;
     *) echo "unknown step '$s'" >&2; exit 2 ;;

@@ -372,6 +372,39 @@ describe("Function attributes", function()
   end)
 end)
 
+describe("Function lookups", function()
+  helpers.gpu_it("find methods in a table and attributes on demand, per Function", function()
+    local mod = module()
+    local f, g = mod.axpy, mod.twice
+    local mt = getmetatable(f)
+    assert.are.equal("gpu.Function", mt.__name)
+    assert.are_not.equal(mt, getmetatable(g))           -- each Function has its own
+    -- the methods sit in a plain table: a method lookup calls no function
+    assert.are.equal("table", type(mt.__index))
+    assert.are.equal(f.prepared_call, rawget(mt.__index, "prepared_call"))
+    assert.are.equal(f.prepared_call, g.prepared_call)  -- the same C function for all
+    assert.is_nil(rawget(mt.__index, "num_regs"))      -- attributes are not cached ...
+    assert.are.equal("axpy", f.name)
+    assert.are.equal("twice", g.name)
+    assert.are.equal("PPPfi", f.signature)
+    -- ... so set_attribute shows at once
+    f:set_attribute("max_dynamic_shared_size_bytes", 1024)
+    assert.are.equal(1024, f.max_dynamic_shared_size_bytes)
+    f:set_attribute("max_dynamic_shared_size_bytes", 0)
+    assert.are.equal(0, f.max_dynamic_shared_size_bytes)
+    -- a Function's methods refuse anything else, even a userdata of another gpu type
+    local buf <close> = gpu.mem_alloc(4)
+    helpers.assert_error("bad argument #1 to 'prepared_call' (gpu.Function expected, got gpu.Buffer)",
+                         function() f.prepared_call(buf, 1, 1) end)
+    helpers.assert_error("bad argument #1 to 'prepared_call' (gpu.Function expected, got table)",
+                         function() f.prepared_call(mt.__index, 1, 1) end)
+    -- the fields table's own lookup function wants a Function's fields table
+    local lookup = getmetatable(mt.__index).__index
+    helpers.assert_error("bad argument #1 to 'lookup' (gpu.Function expected, got nil)",
+                         function() local name = lookup({}, "name"); return name end)
+  end)
+end)
+
 describe("freeing a Module", function()
   helpers.gpu_it("is idempotent; its Functions and globals are unusable afterwards", function()
     local mod = gpu.SourceModule(source, {cache = false})

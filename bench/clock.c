@@ -10,6 +10,11 @@
 **     without, after it, like build/bench-raw.  Sharing the process, the context and the
 **     CPU with the Lua figures, and alternating with them, the ratio is free of the
 **     process-to-process drift that a separate baseline program sees.
+**   require "bench_clock".raw_launches_args(handle, reps, per, extra, grid, block, v...)
+**     -> {us, ...}
+**     The same with arguments: each v an 8-byte integer (a device address or a long long),
+**     passed as kernelParams, or with extra as one packed buffer
+**     (CU_LAUNCH_PARAM_BUFFER_POINTER), the way gpu.core passes them.
 **   require "bench_clock".launch_once_for() -> launch_once; launch_once(handle)
 **     One such launch per call: a Lua loop calling it is the floor of any Lua binding's
 **     launch (the interpreter, one C call, the driver), with none of lua-gpu's own work.
@@ -89,6 +94,41 @@ static int raw_launches (lua_State *L) {
   return 1;
 }
 
+#define MAX_ARGS 16
+
+static int raw_launches_args (lua_State *L) {
+  CUfunction f = (CUfunction)(uintptr_t)luaL_checkinteger(L, 1);
+  lua_Integer reps = luaL_checkinteger(L, 2), per = luaL_checkinteger(L, 3), rep, i;
+  int use_extra = lua_toboolean(L, 4), nargs = lua_gettop(L) - 6, k;
+  unsigned grid = (unsigned)luaL_checkinteger(L, 5), block = (unsigned)luaL_checkinteger(L, 6);
+  long long values[MAX_ARGS];
+  void *params[MAX_ARGS];
+  size_t size = sizeof(long long) * (size_t)(nargs > 0 ? nargs : 0);
+  void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, values, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                   CU_LAUNCH_PARAM_END};
+  CtxSynchronize synchronize;
+  LaunchKernel launch = driver_launch(L, &synchronize, NULL);
+  luaL_argcheck(L, nargs >= 0 && nargs <= MAX_ARGS, 7, "0 to 16 arguments");
+  for (k = 0; k < nargs; k++) {
+    values[k] = (long long)luaL_checkinteger(L, 7 + k);
+    params[k] = &values[k];
+  }
+  lua_createtable(L, (int)reps, 0);
+  for (rep = 1; rep <= reps; rep++) {
+    double t0 = wall_us(), t;
+    CUresult r = CUDA_SUCCESS;
+    for (i = 0; i < per && r == CUDA_SUCCESS; i++)
+      r = launch(f, grid, 1, 1, block, 1, 1, 0, NULL, use_extra ? NULL : params,
+                 use_extra ? extra : NULL);
+    t = (wall_us() - t0) / (double)per;
+    if (r == CUDA_SUCCESS) r = synchronize();
+    if (r != CUDA_SUCCESS) return luaL_error(L, "raw launch failed: CUDA error %d", (int)r);
+    lua_pushnumber(L, (lua_Number)t);
+    lua_rawseti(L, -2, rep);
+  }
+  return 1;
+}
+
 static int launch_once (lua_State *L) {
   CUfunction f = (CUfunction)(uintptr_t)lua_tointeger(L, 1);
   LaunchKernel launch = *(LaunchKernel *)lua_touserdata(L, lua_upvalueindex(1));
@@ -110,7 +150,8 @@ __attribute__((visibility("default"))) int luaopen_bench_clock (lua_State *L);
 int luaopen_bench_clock (lua_State *L) {
   static const luaL_Reg functions[] = {
     {"now_us", now_us}, {"raw_launches", raw_launches},
-    {"launch_once_for", launch_once_for}, {NULL, NULL}
+    {"raw_launches_args", raw_launches_args}, {"launch_once_for", launch_once_for},
+    {NULL, NULL}
   };
   luaL_newlib(L, functions);
   return 1;

@@ -93,6 +93,13 @@ local opts = {grid = 1, block = 1}
 time("f({grid = 1, block = 1}) with one table, empty", function(n)
   for _ = 1, n do empty(opts) end
 end)
+local ptr = function(a) return a.ptr end
+time("raw launch of add, 4 arguments as kernelParams", function(n)
+  clock.raw_launches_args(k.handle, 1, n, false, blocks, BLOCK, ptr(out), ptr(x), ptr(y), N)
+end)
+time("raw launch of add, 4 arguments as one buffer (extra)", function(n)
+  clock.raw_launches_args(k.handle, 1, n, true, blocks, BLOCK, ptr(out), ptr(x), ptr(y), N)
+end)
 time("prepared_async_call of add, existing out", function(n)
   for _ = 1, n do k:prepared_async_call(blocks, BLOCK, nil, out, x, y, N) end
 end)

@@ -398,10 +398,19 @@ describe("Function lookups", function()
                          function() f.prepared_call(buf, 1, 1) end)
     helpers.assert_error("bad argument #1 to 'prepared_call' (gpu.Function expected, got table)",
                          function() f.prepared_call(mt.__index, 1, 1) end)
+    -- what marks a Function (its metatable's metatable) cannot be reached or replaced
+    assert.are.equal("gpu.Function", getmetatable(mt))
+    helpers.assert_error("cannot change a protected metatable", function() setmetatable(mt, {}) end)
+    local copy = setmetatable({}, {__index = mt})
+    assert.are.equal("gpu.Function", copy.__name)        -- a look-alike is not a Function
+    helpers.assert_error("bad argument #1 to 'prepared_call' (gpu.Function expected, got table)",
+                         function() f.prepared_call(copy, 1, 1) end)
     -- the fields table's own lookup function wants a Function's fields table
     local lookup = getmetatable(mt.__index).__index
     helpers.assert_error("bad argument #1 to 'lookup' (gpu.Function expected, got nil)",
                          function() local name = lookup({}, "name"); return name end)
+    helpers.assert_error("bad argument #1 to 'lookup' (table expected, got number)",
+                         function() local name = lookup(5, "name"); return name end)
   end)
 end)
 

@@ -25,11 +25,11 @@ int gpu_array_alive (const gpu_Array *a) {
 }
 
 gpu_Array *gpu_testarray (lua_State *L, int idx) {
-  return (gpu_Array *)gpu_totype(L, idx, GPU_ARG_ARRAY);
+  return (gpu_Array *)luaL_testudata(L, idx, GPU_ARRAY);
 }
 
 gpu_Array *gpu_checkarray (lua_State *L, int arg) {
-  gpu_Array *a = (gpu_Array *)gpu_checktype(L, arg, GPU_ARG_ARRAY);
+  gpu_Array *a = (gpu_Array *)luaL_checkudata(L, arg, GPU_ARRAY);
   if (!gpu_array_alive(a)) gpu_freed_error(L, arg, "array");
   return a;
 }
@@ -68,7 +68,7 @@ static gpu_Array *new_header (lua_State *L, int buf_idx, gpu_Buffer *b, size_t o
     a->size *= shape[i];
   }
   a->contiguous = is_contiguous(a);
-  gpu_settype(L, GPU_ARG_ARRAY);
+  luaL_setmetatable(L, GPU_ARRAY);
   gpu_pin(L, -1, buf_idx, 1);
   return a;
 }
@@ -162,7 +162,7 @@ static int gpu_array_view (lua_State *L) {
 }
 
 static int array_free (lua_State *L) {
-  gpu_Array *a = (gpu_Array *)gpu_checktype(L, 1, GPU_ARG_ARRAY);
+  gpu_Array *a = (gpu_Array *)luaL_checkudata(L, 1, GPU_ARRAY);
   if (a->owner && a->buffer != NULL) gpu_buffer_release(a->buffer);
   a->buffer = NULL;                      /* this array is unusable from now on */
   return 0;
@@ -179,7 +179,7 @@ static void push_dims (lua_State *L, int n, const int64_t *dims) {
 
 /* methods first (added by the Lua layer), then the layout */
 static int array_index (lua_State *L) {
-  gpu_Array *a = (gpu_Array *)gpu_checktype(L, 1, GPU_ARG_ARRAY);
+  gpu_Array *a = (gpu_Array *)luaL_checkudata(L, 1, GPU_ARRAY);
   const char *key;
   lua_pushvalue(L, 2);
   if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
@@ -221,7 +221,7 @@ static int array_index (lua_State *L) {
 
 /* a[i] = v goes to the Lua layer; fields cannot be assigned */
 static int array_newindex (lua_State *L) {
-  gpu_checktype(L, 1, GPU_ARG_ARRAY);
+  luaL_checkudata(L, 1, GPU_ARRAY);
   if (lua_type(L, 2) != LUA_TSTRING) {
     lua_getfield(L, lua_upvalueindex(1), "__setelement");
     if (!lua_isnil(L, -1)) {
@@ -234,7 +234,7 @@ static int array_newindex (lua_State *L) {
 }
 
 static int array_len (lua_State *L) {
-  lua_pushinteger(L, (lua_Integer)((gpu_Array *)gpu_checktype(L, 1, GPU_ARG_ARRAY))->size);
+  lua_pushinteger(L, (lua_Integer)((gpu_Array *)luaL_checkudata(L, 1, GPU_ARRAY))->size);
   return 1;
 }
 

@@ -13,45 +13,12 @@
 /* The address keys the gpu_State in the registry: a pointer lookup, no string hashing. */
 static const char state_key = 'S';
 
-/* Metatable names of the types gpu_State knows by identity (gpu_ArgKind, GPU_TYPE_*). */
-static const char *const type_names[GPU_NTYPES] = {
-  NULL, GPU_BUFFER, GPU_ARRAY, GPU_ARGHANDLER, GPU_SCALAR, GPU_FUNCTION,
-};
-
 gpu_State *gpu_state (lua_State *L) {
   gpu_State *s;
   lua_rawgetp(L, LUA_REGISTRYINDEX, &state_key);
   s = (gpu_State *)lua_touserdata(L, -1);
   lua_pop(L, 1);
   return s;
-}
-
-/*
-** Each known type's metatable holds its tag at [1]: a light userdata of this array's address
-** plus the type.  Checking it is an array read in the metatable; luaL_testudata instead looks
-** the type's name up in the registry (a string hash and compare) on every call.
-*/
-static const char type_tags[GPU_NTYPES];
-
-void *gpu_totype (lua_State *L, int idx, int type) {
-  void *p = lua_touserdata(L, idx);
-  int same;
-  if (p == NULL || !lua_getmetatable(L, idx)) return NULL;
-  lua_rawgeti(L, -1, 1);
-  same = lua_touserdata(L, -1) == (void *)&type_tags[type];
-  lua_pop(L, 2);
-  return same ? p : NULL;
-}
-
-void *gpu_checktype (lua_State *L, int arg, int type) {
-  void *p = gpu_totype(L, arg, type);
-  if (p == NULL) luaL_typeerror(L, arg, type_names[type]);
-  return p;
-}
-
-void gpu_settype (lua_State *L, int type) {
-  lua_rawgetp(L, LUA_REGISTRYINDEX, gpu_state(L)->metatables[type]);
-  lua_setmetatable(L, -2);
 }
 
 int gpu_checkoptions (lua_State *L, int arg, const char *const known[]) {
@@ -80,12 +47,7 @@ void gpu_newtype (lua_State *L, const char *tname, const luaL_Reg *meta,
     lua_pushvalue(L, -1);
     luaL_setfuncs(L, methods, 1);               /* methods see their own table as upvalue */
   }
-  /* luaL_newmetatable, with an array slot for the type tag at [1] (see gpu_totype) */
-  lua_createtable(L, 1, 8);
-  lua_pushstring(L, tname);
-  lua_setfield(L, -2, "__name");
-  lua_pushvalue(L, -1);
-  lua_setfield(L, LUA_REGISTRYINDEX, tname);
+  luaL_newmetatable(L, tname);
   lua_pushvalue(L, -2);
   lua_setfield(L, -2, "__methods");
   lua_pushvalue(L, -2);
@@ -130,20 +92,18 @@ static void open_state (lua_State *L) {
   lua_rawsetp(L, LUA_REGISTRYINDEX, &state_key);
 }
 
-/*
-** Hot paths tell the types apart by their metatables' tags (gpu_totype) and set metatables
-** without looking their names up: each metatable is also in the registry under its own
-** address.  Launches compare metatable addresses (gpu_State.metatables).
-*/
+/* Launches tell argument types apart by metatable identity, without registry lookups. */
 static void remember_metatables (lua_State *L) {
+  static const struct { gpu_ArgKind kind; const char *name; } kinds[] = {
+    {GPU_ARG_BUFFER, GPU_BUFFER}, {GPU_ARG_ARRAY, GPU_ARRAY},
+    {GPU_ARG_HANDLER, GPU_ARGHANDLER}, {GPU_ARG_SCALAR, GPU_SCALAR},
+  };
   gpu_State *s = gpu_state(L);
-  int type;
-  for (type = 1; type < GPU_NTYPES; type++) {
-    luaL_getmetatable(L, type_names[type]);
-    lua_pushlightuserdata(L, (void *)&type_tags[type]);
-    lua_rawseti(L, -2, 1);
-    s->metatables[type] = lua_topointer(L, -1);
-    lua_rawsetp(L, LUA_REGISTRYINDEX, s->metatables[type]);
+  size_t i;
+  for (i = 0; i < sizeof kinds / sizeof kinds[0]; i++) {
+    luaL_getmetatable(L, kinds[i].name);
+    s->metatables[kinds[i].kind] = lua_topointer(L, -1);   /* anchored in the registry */
+    lua_pop(L, 1);
   }
 }
 

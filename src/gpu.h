@@ -162,30 +162,20 @@ GPU_INTERNAL void gpu_pushvalue(lua_State *L, gpu_DtypeId dtype, const void *p);
 
 /* ---------------------------------------------------------------- state (core.c) */
 
-/*
-** The hot userdata types, told apart by metatable identity: the kinds a kernel argument can
-** be first, then the rest.  Checking these costs no registry lookup by name (which hashes and
-** compares the type's name on every call).
-*/
+/* The userdata types a kernel argument can be, told apart by metatable identity. */
 typedef enum gpu_ArgKind {
   GPU_ARG_OTHER, GPU_ARG_BUFFER, GPU_ARG_ARRAY, GPU_ARG_HANDLER, GPU_ARG_SCALAR, GPU_ARG_KINDS
 } gpu_ArgKind;
-enum { GPU_TYPE_FUNCTION = GPU_ARG_KINDS, GPU_NTYPES };
 
 /* Per-lua_State data of the module: a userdata kept in the registry. */
 typedef struct gpu_State {
   int device;             /* ordinal for new work; -1 until chosen (CUDA_DEVICE or 0) */
   size_t gc_debt;         /* device bytes allocated since the collector was last stepped */
-  const void *metatables[GPU_NTYPES];   /* lua_topointer of each type's metatable */
+  const void *metatables[GPU_ARG_KINDS];  /* lua_topointer of each kind's metatable */
 } gpu_State;
 
+/* The state (registry key: a pointer, so no string is hashed on every allocation). */
 GPU_INTERNAL gpu_State *gpu_state(lua_State *L);
-/* The userdata at idx if it has type's metatable (a gpu_ArgKind or GPU_TYPE_*), else NULL. */
-GPU_INTERNAL void *gpu_totype(lua_State *L, int idx, int type);
-/* The same, or raises luaL_checkudata's "bad argument #arg (gpu.Buffer expected, got ...)". */
-GPU_INTERNAL void *gpu_checktype(lua_State *L, int arg, int type);
-/* Gives the value on top of the stack type's metatable (luaL_setmetatable, by identity). */
-GPU_INTERNAL void gpu_settype(lua_State *L, int type);
 
 /* ---------------------------------------------------------------- device.c */
 

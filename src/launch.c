@@ -163,9 +163,11 @@ static int driver_layout (const gpu_Driver *d, CUfunction fn, size_t *offsets, s
 ** fields_meta_key) the attributes, computed on demand from the Function at self_key.  Each
 ** Function has a metatable of its own whose __index is this table, so `f:prepared_call`
 ** costs one table read: an __index function would cost a C call on every method lookup,
-** a fifth of a prepared call's own work.
+** a fifth of a prepared call's own work.  The metatable's own metatable is the Function
+** class (class_key), upvalue 2 of every C function that takes a Function: protected, and
+** nowhere Lua code can reach, so no other value can pass for a Function.
 */
-static const char fields_meta_key = 'F', self_key = 'f';
+static const char fields_meta_key = 'F', self_key = 'f', class_key = 'C';
 
 /* Gives the new Function on top of the stack its own metatable and fields table. */
 static void set_function_metatable (lua_State *L) {
@@ -177,7 +179,7 @@ static void set_function_metatable (lua_State *L) {
   lua_createtable(L, 1, 6);
   mt = lua_gettop(L);
   lua_pushnil(L);
-  while (lua_next(L, shared) != 0) {    /* __name, __call, __tostring, the type tag ... */
+  while (lua_next(L, shared) != 0) {    /* __name, __call, __tostring, __methods */
     lua_pushvalue(L, -2);
     lua_insert(L, -2);
     lua_rawset(L, mt);
@@ -195,6 +197,8 @@ static void set_function_metatable (lua_State *L) {
   lua_rawgetp(L, LUA_REGISTRYINDEX, &fields_meta_key);
   lua_setmetatable(L, fields);
   lua_setfield(L, mt, "__index");
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &class_key);
+  lua_setmetatable(L, mt);
   lua_setmetatable(L, f);
   lua_settop(L, f);
 }
@@ -221,9 +225,20 @@ void gpu_function_new (lua_State *L, int module_idx, CUfunction fn, const char *
 
 /* ---------------------------------------------------------------- checks */
 
+/* The Function at arg, or NULL (see class_key). */
+static gpu_Function *to_function (lua_State *L, int arg) {
+  gpu_Function *f = (gpu_Function *)lua_touserdata(L, arg);
+  int top = lua_gettop(L);
+  int is = f != NULL && lua_getmetatable(L, arg) && lua_getmetatable(L, -1) &&
+           lua_rawequal(L, -1, lua_upvalueindex(2));
+  lua_settop(L, top);
+  return is ? f : NULL;
+}
+
 /* The Function at arg, checked alive; its context is not made current yet. */
 static gpu_Function *check_function_alive (lua_State *L, int arg) {
-  gpu_Function *f = (gpu_Function *)gpu_checktype(L, arg, GPU_TYPE_FUNCTION);
+  gpu_Function *f = to_function(L, arg);
+  if (f == NULL) luaL_typeerror(L, arg, GPU_FUNCTION);
   if (f->module->ptr == 0)
     luaL_error(L, "kernel '%s' belongs to a module that has been freed", f->name);
   return f;
@@ -807,6 +822,7 @@ static int function_attribute (lua_State *L) {
   gpu_Function *f;
   const char *key;
   int a, value;
+  luaL_checktype(L, 1, LUA_TTABLE);       /* reachable through getmetatable: any value */
   if ((key = lua_tostring(L, 2)) == NULL) return 0;
   lua_rawgetp(L, 1, &self_key);
   lua_replace(L, 1);
@@ -857,7 +873,8 @@ static int function_max_potential_block_size (lua_State *L) {
 }
 
 static int function_tostring (lua_State *L) {
-  gpu_Function *f = (gpu_Function *)gpu_checktype(L, 1, GPU_TYPE_FUNCTION);
+  gpu_Function *f = to_function(L, 1);
+  if (f == NULL) return luaL_typeerror(L, 1, GPU_FUNCTION);
   lua_pushfstring(L, "gpu.Function(%s%s)", f->name, f->module->ptr ? "" : ", module freed");
   return 1;
 }
@@ -878,12 +895,12 @@ static int scalar_new (lua_State *L) {
       return luaL_argerror(L, 1, lua_pushfstring(L, "%s is %s", lua_tostring(L, 1), bad));
     return luaL_argerror(L, 1, lua_pushfstring(L, "%s, got %s", bad, luaL_typename(L, 1)));
   }
-  gpu_settype(L, GPU_ARG_SCALAR);
+  luaL_setmetatable(L, GPU_SCALAR);
   return 1;
 }
 
 static int scalar_index (lua_State *L) {
-  gpu_Scalar *s = (gpu_Scalar *)gpu_checktype(L, 1, GPU_ARG_SCALAR);
+  gpu_Scalar *s = (gpu_Scalar *)luaL_checkudata(L, 1, GPU_SCALAR);
   const char *key = luaL_checkstring(L, 2);
   if (strcmp(key, "value") == 0) gpu_pushvalue(L, s->dtype, s->bytes);
   else if (strcmp(key, "dtype") == 0) lua_pushstring(L, gpu_dtypes[s->dtype].name);
@@ -893,15 +910,15 @@ static int scalar_index (lua_State *L) {
 }
 
 static int scalar_tostring (lua_State *L) {
-  gpu_Scalar *s = (gpu_Scalar *)gpu_checktype(L, 1, GPU_ARG_SCALAR);
+  gpu_Scalar *s = (gpu_Scalar *)luaL_checkudata(L, 1, GPU_SCALAR);
   gpu_pushvalue(L, s->dtype, s->bytes);
   lua_pushfstring(L, "%s(%s)", gpu_dtypes[s->dtype].name, luaL_tolstring(L, -1, NULL));
   return 1;
 }
 
 static int scalar_eq (lua_State *L) {
-  gpu_Scalar *a = (gpu_Scalar *)gpu_checktype(L, 1, GPU_ARG_SCALAR);
-  gpu_Scalar *b = (gpu_Scalar *)gpu_checktype(L, 2, GPU_ARG_SCALAR);
+  gpu_Scalar *a = (gpu_Scalar *)luaL_checkudata(L, 1, GPU_SCALAR);
+  gpu_Scalar *b = (gpu_Scalar *)luaL_checkudata(L, 2, GPU_SCALAR);
   lua_pushboolean(L, a->dtype == b->dtype && memcmp(a->bytes, b->bytes, 8) == 0);
   return 1;
 }
@@ -912,7 +929,7 @@ static int handler_new (lua_State *L, int direction) {
   else gpu_checkhostarray(L, 1);      /* Out and InOut write back: no strings */
   h = (gpu_ArgHandler *)lua_newuserdatauv(L, sizeof(gpu_ArgHandler), 1);
   h->direction = direction;
-  gpu_settype(L, GPU_ARG_HANDLER);
+  luaL_setmetatable(L, GPU_ARGHANDLER);
   gpu_pin(L, -1, 1, 1);
   return 1;
 }
@@ -923,7 +940,7 @@ static int gpu_InOut (lua_State *L) { return handler_new(L, GPU_INOUT); }
 
 static int handler_tostring (lua_State *L) {
   static const char *const names[] = {"", "In", "Out", "InOut"};
-  gpu_ArgHandler *h = (gpu_ArgHandler *)gpu_checktype(L, 1, GPU_ARG_HANDLER);
+  gpu_ArgHandler *h = (gpu_ArgHandler *)luaL_checkudata(L, 1, GPU_ARGHANDLER);
   lua_getiuservalue(L, 1, 1);
   lua_pushfstring(L, "gpu.%s(%s)", names[h->direction], luaL_tolstring(L, -1, NULL));
   return 1;
@@ -931,7 +948,7 @@ static int handler_tostring (lua_State *L) {
 
 /* handler.array: the host data it wraps */
 static int handler_index (lua_State *L) {
-  gpu_checktype(L, 1, GPU_ARG_HANDLER);
+  luaL_checkudata(L, 1, GPU_ARGHANDLER);
   if (strcmp(luaL_checkstring(L, 2), "array") != 0) return 0;
   lua_getiuservalue(L, 1, 1);
   return 1;
@@ -965,10 +982,30 @@ void gpu_launch_open (lua_State *L) {
   gpu_newtype(L, GPU_SCALAR, scalar_meta, NULL);
   gpu_newtype(L, GPU_ARGHANDLER, handler_meta, NULL);
   lua_pop(L, 3);
+  /* the Function class, then every C function that takes a Function again, with the class
+     as upvalue 2 (see class_key) */
+  luaL_getmetatable(L, GPU_FUNCTION);
+  lua_getfield(L, -1, "__methods");
+  lua_createtable(L, 0, 1);
+  lua_pushliteral(L, GPU_FUNCTION);
+  lua_setfield(L, -2, "__metatable");       /* getmetatable and setmetatable stop there */
+  lua_pushvalue(L, -1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &class_key);
+  lua_pushvalue(L, -2);                     /* metatable methods class | methods methods class */
+  lua_pushvalue(L, -3);
+  lua_pushvalue(L, -3);
+  luaL_setfuncs(L, function_methods, 2);
+  lua_pushvalue(L, -4);                     /* ... | methods metatable methods class */
+  lua_pushvalue(L, -4);
+  lua_pushvalue(L, -4);
+  luaL_setfuncs(L, function_meta, 2);
   lua_createtable(L, 0, 1);                 /* the metatable of every Function's fields */
-  lua_pushcfunction(L, function_attribute);
+  lua_pushvalue(L, -5);
+  lua_pushvalue(L, -5);
+  lua_pushcclosure(L, function_attribute, 2);
   lua_setfield(L, -2, "__index");
   lua_rawsetp(L, LUA_REGISTRYINDEX, &fields_meta_key);
+  lua_pop(L, 5);
   for (i = 0; i < GPU_NDTYPES; i++) {       /* gpu.int32, gpu.float32, ... */
     lua_pushinteger(L, i);
     lua_pushcclosure(L, scalar_new, 1);

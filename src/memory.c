@@ -24,11 +24,11 @@ static int buffer_alive (const gpu_Buffer *b) {
 }
 
 gpu_Buffer *gpu_testbuffer (lua_State *L, int idx) {
-  return (gpu_Buffer *)gpu_totype(L, idx, GPU_ARG_BUFFER);
+  return (gpu_Buffer *)luaL_testudata(L, idx, GPU_BUFFER);
 }
 
 gpu_Buffer *gpu_checkbuffer (lua_State *L, int arg) {
-  gpu_Buffer *b = (gpu_Buffer *)gpu_checktype(L, arg, GPU_ARG_BUFFER);
+  gpu_Buffer *b = (gpu_Buffer *)luaL_checkudata(L, arg, GPU_BUFFER);
   if (!buffer_alive(b)) gpu_freed_error(L, arg, "buffer");
   return b;
 }
@@ -53,7 +53,7 @@ gpu_Buffer *gpu_buffer_new (lua_State *L, size_t nbytes) {
   gpu_Buffer *b = (gpu_Buffer *)lua_newuserdatauv(L, sizeof(gpu_Buffer), 1);
   CUresult r;
   memset(b, 0, sizeof *b);                 /* closed until the allocation succeeds */
-  gpu_settype(L, GPU_ARG_BUFFER);
+  luaL_setmetatable(L, GPU_BUFFER);
   b->ctx = gpu_context_push(L);
   lua_setiuservalue(L, -2, 1);
   gpu_gc_account(L, nbytes);
@@ -101,7 +101,7 @@ void gpu_buffer_release (gpu_Buffer *b) {
 }
 
 static int buffer_free (lua_State *L) {
-  gpu_buffer_release((gpu_Buffer *)gpu_checktype(L, 1, GPU_ARG_BUFFER));
+  gpu_buffer_release((gpu_Buffer *)luaL_checkudata(L, 1, GPU_BUFFER));
   return 0;
 }
 
@@ -137,13 +137,13 @@ static int buffer_offset (lua_State *L) {
   view->ptr = parent->ptr + (CUdeviceptr)off;
   view->size = (size_t)size;
   view->owned = 0;
-  gpu_settype(L, GPU_ARG_BUFFER);
+  luaL_setmetatable(L, GPU_BUFFER);
   gpu_pin(L, -1, 1, 1);                    /* the view keeps its parent alive */
   return 1;
 }
 
 static int buffer_tostring (lua_State *L) {
-  gpu_Buffer *b = (gpu_Buffer *)gpu_checktype(L, 1, GPU_ARG_BUFFER);
+  gpu_Buffer *b = (gpu_Buffer *)luaL_checkudata(L, 1, GPU_BUFFER);
   if (!buffer_alive(b)) lua_pushliteral(L, "gpu.Buffer(freed)");
   else lua_pushfstring(L, "gpu.Buffer(%p, %I bytes%s)", (void *)(uintptr_t)b->ptr,
                        (lua_Integer)b->size, b->owned ? "" : ", view");

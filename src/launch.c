@@ -300,12 +300,11 @@ static const char *read_dims_slow (lua_State *L, int idx, const char *what, unsi
   }
   if (!isint) return lua_pushfstring(L, "%s must be whole numbers", what);
   for (i = 0; i < 3; i++) {
-    if (v[i] < 1 || v[i] > max[i]) {
-      if (v[i] < 1)
-        return lua_pushfstring(L, "%s.%c = %I must be at least 1", what, axis[i], v[i]);
+    if (v[i] < 1)
+      return lua_pushfstring(L, "%s.%c = %I must be at least 1", what, axis[i], v[i]);
+    if (v[i] > max[i])
       return lua_pushfstring(L, "%s.%c = %I exceeds the device limit of %d", what, axis[i], v[i],
                              max[i]);
-    }
     out[i] = (unsigned)v[i];
   }
   return NULL;

@@ -97,9 +97,25 @@ local POOL_MAX = 256
 -- Light userdata are raw C pointers (a DLPack tensor from cap:pointer()): like a pointer in
 -- C, one that was handed over or freed is the caller's to stop using, and the module cannot
 -- tell a live one from a dangling one.  So they are not fed back into other calls.
+-- Arrays with a dimension or an element count over 2^20 are not kept either: an edge integer
+-- among small dimensions makes a valid array ({2^28, 0} holds nothing), and totable() of one
+-- builds 2^28 tables: under ASan that ran for 97 s (seed 483760), past the run's time limit.
+local BIG = 1 << 20
+local function too_big(v)
+  local ok, shape = pcall(function() return v.shape end)
+  if not ok or type(shape) ~= "table" then return false end
+  local n = 1.0                 -- a float: 32 dimensions of 2^20 overflow an integer
+  for _, d in ipairs(shape) do
+    if math.type(d) ~= "integer" or d > BIG then return true end
+    n = n * d
+  end
+  return n > BIG
+end
+
 local function remember(v)
   local t = type(v)
   if t == "userdata" and debug.getmetatable(v) == nil then return end  -- light userdata
+  if t == "userdata" and too_big(v) then return end
   if t == "userdata" or t == "table" or t == "function" or (t == "string" and #v < 4096) then
     if #pool < POOL_MAX then pool[#pool + 1] = v else pool[random(POOL_MAX)] = v end
   end

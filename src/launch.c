@@ -176,7 +176,7 @@ static void set_function_metatable (lua_State *L) {
   shared = lua_gettop(L);
   lua_getfield(L, shared, "__methods");
   methods = lua_gettop(L);
-  lua_createtable(L, 1, 6);
+  lua_createtable(L, 0, 6);
   mt = lua_gettop(L);
   lua_pushnil(L);
   while (lua_next(L, shared) != 0) {    /* __name, __call, __tostring, __methods */
@@ -957,6 +957,7 @@ void gpu_launch_open (lua_State *L) {
   static const luaL_Reg functions[] = {
     {"In", gpu_In}, {"Out", gpu_Out}, {"InOut", gpu_InOut}, {NULL, NULL},
   };
+  static const luaL_Reg no_functions[] = {{NULL, NULL}};
   static const luaL_Reg function_meta[] = {
     {"__call", function_call}, {"__tostring", function_tostring},
     {NULL, NULL},
@@ -977,12 +978,12 @@ void gpu_launch_open (lua_State *L) {
   };
   int i;
   luaL_setfuncs(L, functions, 0);
-  gpu_newtype(L, GPU_FUNCTION, function_meta, function_methods);
+  gpu_newtype(L, GPU_FUNCTION, no_functions, NULL);  /* its functions get the class below */
   gpu_newtype(L, GPU_SCALAR, scalar_meta, NULL);
   gpu_newtype(L, GPU_ARGHANDLER, handler_meta, NULL);
   lua_pop(L, 3);
-  /* the Function class, then every C function that takes a Function again, with the class
-     as upvalue 2 (see class_key) */
+  /* the Function class, then every C function that takes a Function, with the class as
+     upvalue 2 (see class_key) */
   luaL_getmetatable(L, GPU_FUNCTION);
   lua_getfield(L, -1, "__methods");
   lua_createtable(L, 0, 1);

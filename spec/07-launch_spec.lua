@@ -382,7 +382,11 @@ describe("Function lookups", function()
     -- the methods sit in a plain table: a method lookup calls no function
     assert.are.equal("table", type(mt.__index))
     assert.are.equal(f.prepared_call, rawget(mt.__index, "prepared_call"))
-    assert.are.equal(f.prepared_call, g.prepared_call)  -- the same C function for all
+    assert.are.equal(f.set_attribute, g.set_attribute)  -- the same C function for all ...
+    -- ... but the launch entry points, bound to their Function (a one-comparison check)
+    assert.are_not.equal(f.prepared_call, g.prepared_call)
+    assert.are_not.equal(f.prepared_async_call, g.prepared_async_call)
+    assert.are_not.equal(mt.__call, getmetatable(g).__call)
     assert.is_nil(rawget(mt.__index, "num_regs"))      -- attributes are not cached ...
     assert.are.equal("axpy", f.name)
     assert.are.equal("twice", g.name)
@@ -392,6 +396,12 @@ describe("Function lookups", function()
     assert.are.equal(1024, f.max_dynamic_shared_size_bytes)
     f:set_attribute("max_dynamic_shared_size_bytes", 0)
     assert.are.equal(0, f.max_dynamic_shared_size_bytes)
+    -- a bound entry point called with another Function launches that one, checked as usual
+    local data = gpu.to_device(gpu.host.from_table({3, -4, 5}, "int32"))
+    f.prepared_call(g, 1, 3, data, 3)
+    f.prepared_async_call(g, 1, 3, nil, data, 3)
+    getmetatable(f).__call(g, data, 3, {block = 3})
+    assert.are.same({24, -32, 40}, gpu.from_device(data, 3, "int32"):totable())
     -- a Function's methods refuse anything else, even a userdata of another gpu type
     local buf <close> = gpu.mem_alloc(4)
     helpers.assert_error("bad argument #1 to 'prepared_call' (gpu.Function expected, got gpu.Buffer)",

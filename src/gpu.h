@@ -239,7 +239,7 @@ GPU_INTERNAL gpu_Buffer *gpu_testbuffer(lua_State *L, int idx);
 /* Allocates nbytes on the current device (collecting garbage and retrying on OOM). */
 GPU_INTERNAL gpu_Buffer *gpu_buffer_new(lua_State *L, size_t nbytes);
 /* Steps the collector for nbytes of memory it cannot see (device or page-locked). */
-GPU_INTERNAL void gpu_gc_account(lua_State *L, size_t nbytes);
+GPU_INTERNAL void gpu_gc_account(lua_State *L, gpu_State *s, size_t nbytes);
 /* Frees an owned allocation now (idempotent, never raises): __gc, __close and :free(). */
 GPU_INTERNAL void gpu_buffer_release(gpu_Buffer *b);
 GPU_INTERNAL void gpu_memory_open(lua_State *L);
@@ -341,6 +341,15 @@ GPU_INTERNAL void gpu_kernels_open(lua_State *L);
 GPU_INTERNAL void gpu_cache_open(lua_State *L);
 GPU_INTERNAL void gpu_module_open(lua_State *L);
 GPU_INTERNAL void gpu_launch_open(lua_State *L);
+/* Whether the value at idx is a gpu.Function (launch.c). */
+GPU_INTERNAL int gpu_isfunction(lua_State *L, int idx);
+/*
+** Launches the gpu.Function at fidx (checked by gpu_isfunction beforehand) on the default
+** stream with a 1-D grid and block, its nargs arguments at first..: the C fast paths of
+** other subsystems.  grid and block must be within the device's limits.
+*/
+GPU_INTERNAL void gpu_launch_1d(lua_State *L, int fidx, unsigned grid, unsigned block, int first,
+                                int nargs);
 /* Pushes a new Function for handle fn of the Module at module_idx (launch.c). */
 GPU_INTERNAL void gpu_function_new(lua_State *L, int module_idx, CUfunction fn,
                                    const char *name, const char *signature);

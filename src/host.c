@@ -88,7 +88,7 @@ gpu_HostArray *gpu_hostarray_new (lua_State *L, gpu_DtypeId dtype, int ndim,
     CUresult r;
     h->ctx = gpu_context_push(L);
     lua_setiuservalue(L, -2, 1);
-    gpu_gc_account(L, h->nbytes);
+    gpu_gc_account(L, gpu_state(L), h->nbytes);
     r = d->cuMemHostAlloc(&h->data, h->nbytes ? h->nbytes : 1, CU_MEMHOSTALLOC_PORTABLE);
     if (r == CUDA_ERROR_OUT_OF_MEMORY) {
       lua_gc(L, LUA_GCCOLLECT);

@@ -169,6 +169,30 @@ static int driver_layout (const gpu_Driver *d, CUfunction fn, size_t *offsets, s
 */
 static const char fields_meta_key = 'F', self_key = 'f', class_key = 'C';
 
+/*
+** The launch entry points, bound to each Function as it is made: upvalue 3 is that Function,
+** so `f:prepared_call(...)` and `f(...)` check their argument by one comparison instead of
+** two metatable fetches (to_function).  Called with any other value, they check as usual.
+*/
+static int function_call (lua_State *L);
+static int function_prepared_call (lua_State *L);
+static int function_prepared_async_call (lua_State *L);
+static const luaL_Reg bound_methods[] = {
+  {"prepared_call", function_prepared_call}, {"prepared_async_call", function_prepared_async_call},
+  {NULL, NULL},
+};
+static const luaL_Reg bound_meta[] = {{"__call", function_call}, {NULL, NULL}};
+
+/* Sets l's functions into table t, bound to the Function at f (upvalues: methods, class, f). */
+static void bind_functions (lua_State *L, int t, const luaL_Reg *l, int methods, int f) {
+  lua_pushvalue(L, t);
+  lua_pushvalue(L, methods);
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &class_key);
+  lua_pushvalue(L, f);
+  luaL_setfuncs(L, l, 3);
+  lua_pop(L, 1);
+}
+
 /* Gives the new Function on top of the stack its own metatable and fields table. */
 static void set_function_metatable (lua_State *L) {
   int f = lua_gettop(L), shared, methods, mt, fields;
@@ -192,6 +216,8 @@ static void set_function_metatable (lua_State *L) {
     lua_insert(L, -2);
     lua_rawset(L, fields);
   }
+  bind_functions(L, fields, bound_methods, methods, f);
+  bind_functions(L, mt, bound_meta, methods, f);
   lua_pushvalue(L, f);
   lua_rawsetp(L, fields, &self_key);
   lua_rawgetp(L, LUA_REGISTRYINDEX, &fields_meta_key);
@@ -225,12 +251,14 @@ void gpu_function_new (lua_State *L, int module_idx, CUfunction fn, const char *
 
 /* ---------------------------------------------------------------- checks */
 
-/* The Function at arg, or NULL (see class_key). */
+/* The Function at arg, or NULL (see class_key and bound_methods). */
 static gpu_Function *to_function (lua_State *L, int arg) {
   gpu_Function *f = (gpu_Function *)lua_touserdata(L, arg);
-  int top = lua_gettop(L);
-  int is = f != NULL && lua_getmetatable(L, arg) && lua_getmetatable(L, -1) &&
-           lua_rawequal(L, -1, lua_upvalueindex(2));
+  int top, is;
+  if (f != NULL && f == lua_touserdata(L, lua_upvalueindex(3))) return f;
+  top = lua_gettop(L);
+  is = f != NULL && lua_getmetatable(L, arg) && lua_getmetatable(L, -1) &&
+       lua_rawequal(L, -1, lua_upvalueindex(2));
   lua_settop(L, top);
   return is ? f : NULL;
 }
@@ -274,9 +302,11 @@ static int kernel_argerror (lua_State *L, const gpu_Function *f, int argn, const
   return luaL_error(L, "bad argument #%d to '%s' (%s)", argn, f->name, msg);
 }
 
-/* read_dims for every case; returns NULL or what is wrong. */
-static const char *read_dims_slow (lua_State *L, int idx, const char *what, unsigned out[3],
-                                   const int max[3]) {
+/* read_dims for every case; returns NULL or what is wrong.  Kept out of line: inlined, its
+** frame would be set up on read_dims' fast path too. */
+static __attribute__((noinline)) const char *read_dims_slow (lua_State *L, int idx,
+                                                             const char *what, unsigned out[3],
+                                                             const int max[3]) {
   static const char axis[3] = {'x', 'y', 'z'};
   lua_Integer v[3] = {1, 1, 1};
   int n = 1, i, isint = 1;
@@ -685,6 +715,28 @@ static int function_call (lua_State *L) {
   read_call_options(L, top, f, &cfg);
   gpu_context_enter(L, f->ctx);
   return launch(L, f, 2, top - 2, &cfg);
+}
+
+/* Whether the value at idx is a Function, for subsystems that hold no class upvalue. */
+int gpu_isfunction (lua_State *L, int idx) {
+  int top = lua_gettop(L), is;
+  idx = lua_absindex(L, idx);
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &class_key);
+  is = lua_touserdata(L, idx) != NULL && lua_getmetatable(L, idx) && lua_getmetatable(L, -1) &&
+       lua_rawequal(L, -1, top + 1);
+  lua_settop(L, top);
+  return is;
+}
+
+void gpu_launch_1d (lua_State *L, int fidx, unsigned grid, unsigned block, int first, int nargs) {
+  gpu_Function *f = (gpu_Function *)lua_touserdata(L, fidx);
+  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, NULL, 0};
+  if (f->module->ptr == 0)
+    luaL_error(L, "kernel '%s' belongs to a module that has been freed", f->name);
+  cfg.grid[0] = grid;
+  cfg.block[0] = block;
+  gpu_context_enter(L, f->ctx);
+  launch(L, f, first, nargs, &cfg);
 }
 
 /* ---------------------------------------------------------------- prepared calls */

@@ -33,8 +33,7 @@ gpu_Buffer *gpu_checkbuffer (lua_State *L, int arg) {
   return b;
 }
 
-void gpu_gc_account (lua_State *L, size_t nbytes) {
-  gpu_State *s = gpu_state(L);
+void gpu_gc_account (lua_State *L, gpu_State *s, size_t nbytes) {
   s->gc_debt += nbytes;
   if (s->gc_debt >= GPU_GC_STEP_BYTES) {
     /* a step as if these bytes had been allocated by Lua, so garbage buffers get finalized */
@@ -56,7 +55,7 @@ gpu_Buffer *gpu_buffer_new (lua_State *L, size_t nbytes) {
   luaL_setmetatable(L, GPU_BUFFER);
   b->ctx = gpu_context_push(L);
   lua_setiuservalue(L, -2, 1);
-  gpu_gc_account(L, nbytes);
+  gpu_gc_account(L, b->ctx->state, nbytes);
   r = device_alloc(d, b->ctx, &b->ptr, nbytes);
   if (r == CUDA_ERROR_OUT_OF_MEMORY) {     /* garbage may be holding device memory */
     lua_gc(L, LUA_GCCOLLECT);

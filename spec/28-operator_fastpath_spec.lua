@@ -9,10 +9,26 @@ local kernel_cache = require "gpu.kernel_cache"
 local function bytes_of(a) return a:get():bytes() end
 
 describe("the operators' fast path", function()
-  it("takes only GPUArrays (core.array_pair answers nothing for other values)", function()
-    assert.are.equal(0, select("#", core.array_pair(1, 2)))
-    assert.are.equal(0, select("#", core.array_pair({}, "x")))
-    assert.are.equal(0, select("#", core.array_pair(nil, nil)))
+  it("hands values that are not GPUArrays to the general path", function()
+    local seen = {}
+    local function compile() error("compile must not be reached") end
+    local function general(x, y) seen[#seen + 1] = {x, y}; return "general" end
+    local op = core.array_binary_operator(compile, general, 256, 1024)
+    local t = {}
+    assert.are.equal("general", op(1, 2))
+    assert.are.equal("general", op(t, "x"))
+    assert.are.equal("general", op(nil, nil))
+    assert.are.same({{1, 2}, {t, "x"}, {}}, seen)
+  end)
+
+  it("checks its arguments", function()
+    local f = function() end
+    helpers.assert_error("bad argument #1 to 'array_binary_operator' (function expected, got nil)",
+                         function() core.array_binary_operator(nil, f, 1, 1) end)
+    helpers.assert_error("bad argument #3 to 'array_binary_operator' (threads per block must be positive)",
+                         function() core.array_binary_operator(f, f, 0, 1) end)
+    helpers.assert_error("bad argument #4 to 'array_binary_operator' (the block count must be positive)",
+                         function() core.array_binary_operator(f, f, 1, 0) end)
   end)
 
   it("runs the real Lua path down to the launch (tools/op_overhead.lua, fakes for the device)", function()

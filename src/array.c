@@ -238,21 +238,113 @@ static int array_len (lua_State *L) {
   return 1;
 }
 
+/* ---------------------------------------------------------------- binary operators */
+
 /*
-** array_pair(x, y) -> size, dtype pair (an integer naming both dtypes) when x and y are live,
-** C-contiguous, non-empty GPUArrays of the same shape on one device; else nothing.  The
-** binary operators' fast path: such a pair needs no broadcasting and one plain kernel.
+** A binary operator's metamethod (array_binary_operator) keeps its kernels in its upvalues:
+** 1 kernels (key -> Function, or false where the pair has no plain kernel), 2 result dtypes
+** (key -> dtype id), 3 compile(x, y) -> Function, result dtype (or nothing), 4 the general
+** path general(x, y), 5 the GPUArray metatable, 6 threads per block, 7 the most blocks.
+** A key is device ordinal * GPU_NDTYPES^2 + x's dtype * GPU_NDTYPES + y's dtype.
 */
-static int gpu_array_pair (lua_State *L) {
-  const gpu_Array *x = gpu_testarray(L, 1), *y = gpu_testarray(L, 2);
+enum { OP_KERNELS = 1, OP_DTYPES, OP_COMPILE, OP_GENERAL, OP_ARRAY_MT, OP_BLOCK, OP_MAX_GRID };
+
+/* The GPUArray at idx, by its metatable (an upvalue: no registry lookup), or NULL. */
+static const gpu_Array *operand (lua_State *L, int idx) {
+  int is = lua_getmetatable(L, idx);
+  if (is) {
+    is = lua_rawequal(L, -1, lua_upvalueindex(OP_ARRAY_MT));
+    lua_pop(L, 1);
+  }
+  return is ? (const gpu_Array *)lua_touserdata(L, idx) : NULL;
+}
+
+/* x and y need no broadcasting and one plain kernel: live, C-contiguous, non-empty, of
+** one shape, on the current device. */
+static int plain_pair (const gpu_Array *x, const gpu_Array *y) {
+  const gpu_Context *c;
   if (x == NULL || y == NULL || !gpu_array_alive(x) || !gpu_array_alive(y) || !x->contiguous ||
       !y->contiguous || x->ndim != y->ndim || x->size != y->size || x->size == 0 ||
       x->buffer->ctx != y->buffer->ctx ||
       memcmp(x->shape, y->shape, sizeof(int64_t) * (size_t)x->ndim) != 0)
     return 0;
-  lua_pushinteger(L, (lua_Integer)x->size);
-  lua_pushinteger(L, (lua_Integer)x->dtype * GPU_NDTYPES + (lua_Integer)y->dtype);
-  return 2;
+  c = x->buffer->ctx;
+  return c->ctx != NULL && c->state->device == c->ordinal;
+}
+
+/* Pushes the pair's kernel (compiled on first use), or returns 0 with nothing pushed. */
+static int push_kernel (lua_State *L, lua_Integer key, gpu_DtypeId *result) {
+  if (lua_rawgeti(L, lua_upvalueindex(OP_KERNELS), key) == LUA_TNIL) {
+    int dtype;
+    lua_pop(L, 1);
+    lua_pushvalue(L, lua_upvalueindex(OP_COMPILE));
+    lua_pushvalue(L, 1);
+    lua_pushvalue(L, 2);
+    lua_call(L, 2, 2);
+    dtype = lua_type(L, -1) == LUA_TSTRING ? gpu_finddtype(lua_tostring(L, -1)) : -1;
+    if (gpu_isfunction(L, -2) && dtype >= 0) {
+      lua_pushinteger(L, dtype);
+      lua_rawseti(L, lua_upvalueindex(OP_DTYPES), key);
+      lua_pop(L, 1);
+    } else {
+      lua_pop(L, 2);
+      lua_pushboolean(L, 0);
+    }
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, lua_upvalueindex(OP_KERNELS), key);
+  }
+  if (lua_type(L, -1) != LUA_TUSERDATA) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  lua_rawgeti(L, lua_upvalueindex(OP_DTYPES), key);
+  *result = (gpu_DtypeId)lua_tointeger(L, -1);
+  lua_pop(L, 1);
+  return 1;
+}
+
+/* x op y: a new array, one launch; every other case (and every error) is the general path's. */
+static int array_binary (lua_State *L) {
+  const gpu_Array *x = operand(L, 1), *y = operand(L, 2);
+  gpu_DtypeId result;
+  lua_settop(L, 2);
+  if (plain_pair(x, y)) {
+    lua_Integer key = ((lua_Integer)x->buffer->ctx->ordinal * GPU_NDTYPES + (lua_Integer)x->dtype) *
+                      GPU_NDTYPES + (lua_Integer)y->dtype;
+    if (push_kernel(L, key, &result)) {        /* 3: the kernel */
+      lua_Integer block = lua_tointeger(L, lua_upvalueindex(OP_BLOCK));
+      lua_Integer max_grid = lua_tointeger(L, lua_upvalueindex(OP_MAX_GRID));
+      lua_Integer blocks = (x->size + block - 1) / block;
+      gpu_array_new(L, result, x->ndim, x->shape);    /* 4: the result */
+      lua_pushvalue(L, 1);
+      lua_pushvalue(L, 2);
+      lua_pushinteger(L, (lua_Integer)x->size);
+      gpu_launch_1d(L, 3, (unsigned)(blocks < max_grid ? blocks : max_grid), (unsigned)block, 4, 4);
+      lua_settop(L, 4);
+      return 1;
+    }
+  }
+  lua_pushvalue(L, lua_upvalueindex(OP_GENERAL));
+  lua_insert(L, 1);
+  lua_call(L, 2, 1);
+  return 1;
+}
+
+/* array_binary_operator(compile, general, block, max_grid) -> a binary metamethod */
+static int gpu_array_binary_operator (lua_State *L) {
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  luaL_argcheck(L, luaL_checkinteger(L, 3) >= 1, 3, "threads per block must be positive");
+  luaL_argcheck(L, luaL_checkinteger(L, 4) >= 1, 4, "the block count must be positive");
+  lua_newtable(L);
+  lua_newtable(L);
+  lua_pushvalue(L, 1);
+  lua_pushvalue(L, 2);
+  luaL_getmetatable(L, GPU_ARRAY);
+  lua_pushvalue(L, 3);
+  lua_pushvalue(L, 4);
+  lua_pushcclosure(L, array_binary, 7);
+  return 1;
 }
 
 /* array_like(a, dtype) -> a new contiguous GPUArray of a's shape (like array_empty) */
@@ -265,7 +357,8 @@ static int gpu_array_like (lua_State *L) {
 void gpu_array_open (lua_State *L) {
   static const luaL_Reg functions[] = {
     {"array_empty", gpu_array_empty}, {"array_view", gpu_array_view},
-    {"array_pair", gpu_array_pair}, {"array_like", gpu_array_like}, {NULL, NULL},
+    {"array_binary_operator", gpu_array_binary_operator}, {"array_like", gpu_array_like},
+    {NULL, NULL},
   };
   static const luaL_Reg meta[] = {
     {"__index", array_index}, {"__newindex", array_newindex}, {"__len", array_len},

@@ -57,7 +57,7 @@ end
 
 local out = x + y
 local add = getmetatable(x).__add
-local array_like, array_pair = core.array_like, core.array_pair
+local array_like = core.array_like
 local BLOCK = ew.BLOCK
 
 -- The float32 add kernel, the way the fast path launches it.
@@ -103,8 +103,6 @@ end)
 time("prepared_async_call of add, existing out", function(n)
   for _ = 1, n do k:prepared_async_call(blocks, BLOCK, nil, out, x, y, N) end
 end)
-time("array_pair", function(n) for _ = 1, n do array_pair(x, y) end end)
-time("device_ordinal", function(n) for _ = 1, n do core.device_ordinal() end end)
 time("mem_alloc(4000):free()", function(n) for _ = 1, n do gpu.mem_alloc(4000):free() end end)
 local kept = {}
 time("mem_alloc(4000), 2000 kept, then freed: per alloc+free", function(n)

@@ -179,38 +179,19 @@ end
 M._apply = apply
 
 -- x op y for arrays, new result, default stream.  The common case (two live C-contiguous
--- arrays of one shape on one device) has a launcher per dtype pair and device: no
--- promotion, broadcasting or key building per call, just the result and the launch, the
--- same kernel the general path uses.  Everything else (and every error) is apply's.
-local array_pair, array_like, device_ordinal = core.array_pair, core.array_like, core.device_ordinal
+-- arrays of one shape on the current device) stays in C (core.array_binary_operator): no
+-- promotion, broadcasting or key building per call, just the result and one launch of the
+-- kernel compile() gave for the dtype pair, the one the general path uses.  Everything else
+-- (and every error) is apply's.
 local BLOCK, MAX_GRID = ew.BLOCK, ew.MAX_GRID
 
 local function binary_operator(op)
-  local launchers = {}   -- device ordinal * 4096 + dtype pair -> {f, f.prepared_async_call, dtype} or false
-  return function(x, y)
-    local n, pair = array_pair(x, y)
-    if n then
-      local key = device_ordinal() * 4096 + pair
-      local e = launchers[key]
-      if e == nil then
-        local p = program_of(op, {x.dtype, y.dtype}, {x, y})
-        if p then
-          local f = ew.kernel(p, "c")
-          e = {f, f.prepared_async_call, p.out}
-        else
-          e = false        -- apply raises the error
-        end
-        launchers[key] = e
-      end
-      if e then
-        local out = array_like(x, e[3])
-        local blocks = (n + BLOCK - 1) // BLOCK
-        e[2](e[1], blocks < MAX_GRID and blocks or MAX_GRID, BLOCK, nil, out, x, y, n)
-        return out
-      end
-    end
-    return apply(op, op, {x, y}, {})
+  local function compile(x, y)
+    local p = program_of(op, {x.dtype, y.dtype}, {x, y})
+    if p then return ew.kernel(p, "c"), p.out end
   end
+  local function general(x, y) return apply(op, op, {x, y}, {}) end
+  return core.array_binary_operator(compile, general, BLOCK, MAX_GRID)
 end
 
 local copy_programs = {}

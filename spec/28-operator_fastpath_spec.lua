@@ -37,6 +37,45 @@ describe("the operators' fast path", function()
     assert.truthy(out:find("a + b (float32, 1000)", 1, true), out)
   end)
 
+  helpers.gpu_it("compiles a kernel once per dtype pair, and leaves the rest to the general path", function()
+    local ew = require "gpu.elementwise"
+    local e, out = require("gpu.operators").expression("add", {"float32", "float32"}, {"v1", "v2"})
+    local add = ew.kernel(ew.program{expr = e, out = out, name = "add_float32_float32",
+                                     operands = {{name = "v1", dtype = "float32"},
+                                                 {name = "v2", dtype = "float32"}}}, "c")
+    local compiles, generals = {}, 0
+    local function compile(x, y)
+      local pair = x.dtype .. " " .. y.dtype
+      compiles[pair] = (compiles[pair] or 0) + 1
+      if pair == "float32 float32" then return add, "float32" end
+      if pair == "int32 int32" then return "not a Function", "int32" end
+    end
+    local function general() generals = generals + 1; return "general" end
+    local op = core.array_binary_operator(compile, general, ew.BLOCK, ew.MAX_GRID)
+    local n = 3000
+    local hx, hy = helpers.random_floats(n, 4), helpers.random_floats(n, 4)
+    local x, y = gpu.to_gpu(hx, "float32"), gpu.to_gpu(hy, "float32")
+    for _ = 1, 3 do
+      local sum = op(x, y)
+      assert.are.equal("float32", sum.dtype)
+      local hs = sum:get()
+      for i = 1, n do assert.are.equal(helpers.f32(helpers.f32(hx[i]) + helpers.f32(hy[i])), hs[i]) end
+    end
+    assert.are.same({["float32 float32"] = 1}, compiles)
+    assert.are.equal(0, generals)
+    local i, f64 = gpu.to_gpu({1, 2, 3}, "int32"), gpu.to_gpu({1, 2, 3}, "float64")
+    for _ = 1, 2 do
+      assert.are.equal("general", op(i, i))              -- compile gave no Function
+      assert.are.equal("general", op(f64, f64))          -- compile gave nothing
+      assert.are.equal("general", op(x, x:reshape({1, n})))   -- shapes differ
+      assert.are.equal("general", op(x, 2))
+    end
+    assert.are.same({["float32 float32"] = 1, ["int32 int32"] = 1, ["float64 float64"] = 1}, compiles)
+    assert.are.equal(8, generals)
+    y:free()
+    assert.are.equal("general", op(x, y))                -- the general path reports the freed array
+  end)
+
   local PAIRS = {{"float32", "float32"}, {"float32", "float64"}, {"int32", "int32"},
                  {"int8", "uint8"}, {"int64", "float32"}, {"bool", "int16"}, {"uint32", "int32"}}
   local OPS = {"add", "sub", "mul", "div", "floordiv", "mod", "pow", "band", "shl"}

@@ -315,13 +315,16 @@ static int array_binary (lua_State *L) {
       lua_Integer block = lua_tointeger(L, lua_upvalueindex(OP_BLOCK));
       lua_Integer max_grid = lua_tointeger(L, lua_upvalueindex(OP_MAX_GRID));
       lua_Integer blocks = (x->size + block - 1) / block;
-      gpu_array_new(L, result, x->ndim, x->shape);    /* 4: the result */
-      lua_pushvalue(L, 1);
-      lua_pushvalue(L, 2);
-      lua_pushinteger(L, (lua_Integer)x->size);
-      gpu_launch_1d(L, 3, (unsigned)(blocks < max_grid ? blocks : max_grid), (unsigned)block, 4, 4);
-      lua_settop(L, 4);
-      return 1;
+      CUdeviceptr ptrs[3];
+      ptrs[0] = gpu_array_new(L, result, x->ndim, x->shape)->ptr;   /* 4: the result */
+      ptrs[1] = x->ptr;
+      ptrs[2] = y->ptr;
+      /* compile() and the allocation run Lua code and finalizers, which may free x or y */
+      if (gpu_array_alive(x) && gpu_array_alive(y) &&
+          gpu_launch_1d(L, 3, x->buffer->ctx, (unsigned)(blocks < max_grid ? blocks : max_grid),
+                        (unsigned)block, ptrs, 3, (lua_Integer)x->size))
+        return 1;
+      lua_settop(L, 2);         /* else the general path, which reports what is wrong */
     }
   }
   lua_pushvalue(L, lua_upvalueindex(OP_GENERAL));

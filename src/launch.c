@@ -728,15 +728,31 @@ int gpu_isfunction (lua_State *L, int idx) {
   return is;
 }
 
-void gpu_launch_1d (lua_State *L, int fidx, unsigned grid, unsigned block, int first, int nargs) {
+int gpu_launch_1d (lua_State *L, int fidx, const gpu_Context *ctx, unsigned grid, unsigned block,
+                   const CUdeviceptr *ptrs, int nptrs, lua_Integer n) {
   gpu_Function *f = (gpu_Function *)lua_touserdata(L, fidx);
   gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, NULL, 0};
+  const gpu_Param *last = &f->params[nptrs];
+  const char *call;
+  int i;
+  if (f->ctx != ctx || f->nparams != nptrs + 1 || last->type >= GPU_NDTYPES ||
+      (gpu_dtypes[last->type].kind != 'i' && gpu_dtypes[last->type].kind != 'u'))
+    return 0;
+  for (i = 0; i < nptrs; i++) {
+    if (f->params[i].type != GPU_PARAM_POINTER) return 0;
+    memcpy(f->argbuf + f->params[i].offset, &ptrs[i], sizeof ptrs[i]);
+  }
   if (f->module->ptr == 0)
     luaL_error(L, "kernel '%s' belongs to a module that has been freed", f->name);
+  lua_pushinteger(L, n);
+  pack_value(L, f, lua_gettop(L), nptrs + 1, last, NULL, f->argbuf + last->offset);
+  lua_pop(L, 1);
   cfg.grid[0] = grid;
   cfg.block[0] = block;
+  cfg.stream = f->ctx->stream;          /* the host's (lua_gpu_use_stream), or the default */
   gpu_context_enter(L, f->ctx);
-  launch(L, f, first, nargs, &cfg);
+  gpu_check(L, launch_packed(ctx->driver, f, &cfg, f->argbuf_size, &call), call);
+  return 1;
 }
 
 /* ---------------------------------------------------------------- prepared calls */

@@ -162,7 +162,7 @@ static int gpu_array_view (lua_State *L) {
 }
 
 static int array_free (lua_State *L) {
-  gpu_Array *a = (gpu_Array *)luaL_checkudata(L, 1, GPU_ARRAY);
+  gpu_Array *a = (gpu_Array *)gpu_checkself(L, 1, GPU_ARRAY);
   if (a->owner && a->buffer != NULL) gpu_buffer_release(a->buffer);
   a->buffer = NULL;                      /* this array is unusable from now on */
   return 0;
@@ -179,7 +179,7 @@ static void push_dims (lua_State *L, int n, const int64_t *dims) {
 
 /* methods first (added by the Lua layer), then the layout */
 static int array_index (lua_State *L) {
-  gpu_Array *a = (gpu_Array *)luaL_checkudata(L, 1, GPU_ARRAY);
+  gpu_Array *a = (gpu_Array *)gpu_checkself(L, 1, GPU_ARRAY);
   const char *key;
   lua_pushvalue(L, 2);
   if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
@@ -234,7 +234,7 @@ static int array_newindex (lua_State *L) {
 }
 
 static int array_len (lua_State *L) {
-  lua_pushinteger(L, (lua_Integer)((gpu_Array *)luaL_checkudata(L, 1, GPU_ARRAY))->size);
+  lua_pushinteger(L, (lua_Integer)((gpu_Array *)gpu_checkself(L, 1, GPU_ARRAY))->size);
   return 1;
 }
 

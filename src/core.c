@@ -43,15 +43,19 @@ void gpu_newtype (lua_State *L, const char *tname, const luaL_Reg *meta,
                   const luaL_Reg *methods) {
   const char *shortname = strchr(tname, '.') + 1;
   lua_newtable(L);                              /* methods */
-  if (methods != NULL) {
-    lua_pushvalue(L, -1);
-    luaL_setfuncs(L, methods, 1);               /* methods see their own table as upvalue */
-  }
   luaL_newmetatable(L, tname);
+  if (methods != NULL) {                        /* upvalues: the methods, the metatable */
+    lua_pushvalue(L, -2);
+    lua_pushvalue(L, -3);
+    lua_pushvalue(L, -3);
+    luaL_setfuncs(L, methods, 2);
+    lua_pop(L, 1);
+  }
   lua_pushvalue(L, -2);
   lua_setfield(L, -2, "__methods");
   lua_pushvalue(L, -2);
-  luaL_setfuncs(L, meta, 1);                    /* metamethods see the methods table */
+  lua_pushvalue(L, -2);
+  luaL_setfuncs(L, meta, 2);                    /* the same upvalues */
   if (lua_getfield(L, -1, "__index") == LUA_TNIL) {
     lua_pushvalue(L, -3);
     lua_setfield(L, -3, "__index");
@@ -63,6 +67,15 @@ void gpu_newtype (lua_State *L, const char *tname, const luaL_Reg *meta,
   lua_pushvalue(L, -2);
   lua_setfield(L, -2, shortname);
   lua_pop(L, 1);
+}
+
+void *gpu_checkself (lua_State *L, int arg, const char *tname) {
+  if (lua_getmetatable(L, arg)) {
+    int is = lua_rawequal(L, -1, lua_upvalueindex(2));
+    lua_pop(L, 1);
+    if (is) return lua_touserdata(L, arg);
+  }
+  return luaL_checkudata(L, arg, tname);       /* the usual check, and its message */
 }
 
 int gpu_freed_error (lua_State *L, int arg, const char *what) {

@@ -376,9 +376,13 @@ GPU_INTERNAL gpu_Buffer *gpu_push_foreign_array(lua_State *L, CUdeviceptr base, 
 */
 GPU_INTERNAL int gpu_checkoptions(lua_State *L, int arg, const char *const known[]);
 /* Registers a type: metatable named tname (also __name) with metamethods, and a methods
-** table as __index.  Leaves the metatable on the stack. */
+** table as __index.  Methods and metamethods get two upvalues: the methods table and the
+** metatable (see gpu_checkself).  Leaves the metatable on the stack. */
 GPU_INTERNAL void gpu_newtype(lua_State *L, const char *tname, const luaL_Reg *meta,
                               const luaL_Reg *methods);
+/* luaL_checkudata for the methods and metamethods of gpu_newtype: when the value's
+** metatable is the running function's upvalue 2, no registry lookup by name. */
+GPU_INTERNAL void *gpu_checkself(lua_State *L, int arg, const char *tname);
 /* Raises "<Type> used after free" style errors uniformly. */
 GPU_INTERNAL int gpu_freed_error(lua_State *L, int arg, const char *what);
 /* Pins the value at idx as user value n of the userdata at ud. */

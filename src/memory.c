@@ -100,7 +100,7 @@ void gpu_buffer_release (gpu_Buffer *b) {
 }
 
 static int buffer_free (lua_State *L) {
-  gpu_buffer_release((gpu_Buffer *)luaL_checkudata(L, 1, GPU_BUFFER));
+  gpu_buffer_release((gpu_Buffer *)gpu_checkself(L, 1, GPU_BUFFER));
   return 0;
 }
 

@@ -10,7 +10,7 @@
 
 #include "gpu.h"
 
-/* The address keys the gpu_State in the registry: a pointer lookup, no string hashing. */
+/* The address keys the gpu_State in the registry: a key no other code can name. */
 static const char state_key = 'S';
 
 gpu_State *gpu_state (lua_State *L) {
@@ -69,12 +69,17 @@ void gpu_newtype (lua_State *L, const char *tname, const luaL_Reg *meta,
   lua_pop(L, 1);
 }
 
+int gpu_hasmetatable (lua_State *L, int idx, int mt_idx) {
+  int is;
+  mt_idx = lua_absindex(L, mt_idx);             /* pseudo-indices (upvalues) stay as they are */
+  if (!lua_getmetatable(L, idx)) return 0;
+  is = lua_rawequal(L, -1, mt_idx);
+  lua_pop(L, 1);
+  return is;
+}
+
 void *gpu_checkself (lua_State *L, int arg, const char *tname) {
-  if (lua_getmetatable(L, arg)) {
-    int is = lua_rawequal(L, -1, lua_upvalueindex(2));
-    lua_pop(L, 1);
-    if (is) return lua_touserdata(L, arg);
-  }
+  if (gpu_hasmetatable(L, arg, lua_upvalueindex(2))) return lua_touserdata(L, arg);
   return luaL_checkudata(L, arg, tname);       /* the usual check, and its message */
 }
 

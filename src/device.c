@@ -3,7 +3,7 @@
 **
 ** Work runs in each device's primary context (shared with every other CUDA user in the
 ** process).  A state retains a device's primary context the first time it needs it, keeps it
-** in a gpu.Context userdata (a registry table keyed by ordinal, contexts_key), and releases
+** in a gpu.Context userdata (registry table "gpu.contexts", keyed by ordinal), and releases
 ** it when the state closes.  Objects pin that userdata, so it outlives them.
 */
 #include <stdio.h>
@@ -62,10 +62,6 @@ static int current_ordinal (lua_State *L, const gpu_Driver *d) {
 
 /* ---------------------------------------------------------------- contexts */
 
-/* Its address keys the registry table of the state's Contexts by ordinal (every allocation
-** looks it up: a pointer key costs no string hashing). */
-static const char contexts_key = 'C';
-
 static void context_release (gpu_Context *c) {
   const gpu_Driver *d = gpu_driver_load(NULL, NULL);
   CUcontext prev;           /* not restored: the state is closing, and prev may be released here */
@@ -84,11 +80,10 @@ static void context_release (gpu_Context *c) {
 ** would then destroy the pool and context under live buffers.
 */
 void gpu_contexts_release (lua_State *L) {
-  static const char *const tables[] = {"gpu.replaced_contexts", "gpu.contexts_made"};
+  static const char *const tables[] = {"gpu.contexts", "gpu.replaced_contexts", "gpu.contexts_made"};
   int i;
-  for (i = -1; i < 2; i++) {
-    if ((i < 0 ? lua_rawgetp(L, LUA_REGISTRYINDEX, &contexts_key)
-               : lua_getfield(L, LUA_REGISTRYINDEX, tables[i])) == LUA_TTABLE) {
+  for (i = 0; i < 3; i++) {
+    if (lua_getfield(L, LUA_REGISTRYINDEX, tables[i]) == LUA_TTABLE) {
       lua_pushnil(L);
       while (lua_next(L, -2)) {
         gpu_Context *c = (gpu_Context *)luaL_testudata(L, -1, GPU_CONTEXT);
@@ -176,7 +171,7 @@ gpu_Context *gpu_context_push (lua_State *L) {
   const gpu_Driver *d = gpu_driver(L);
   int ordinal = current_ordinal(L, d);
   gpu_Context *c;
-  lua_rawgetp(L, LUA_REGISTRYINDEX, &contexts_key);
+  lua_getfield(L, LUA_REGISTRYINDEX, "gpu.contexts");
   if (lua_rawgeti(L, -1, ordinal) == LUA_TUSERDATA) {
     c = (gpu_Context *)lua_touserdata(L, -1);
     lua_remove(L, -2);
@@ -203,7 +198,7 @@ gpu_Context *gpu_context_adopt (lua_State *L, CUcontext ctx) {
     if (other == dev) break;
   }
   if (ordinal == count) luaL_error(L, "the host's CUDA context is on no device this process sees");
-  lua_rawgetp(L, LUA_REGISTRYINDEX, &contexts_key);
+  lua_getfield(L, LUA_REGISTRYINDEX, "gpu.contexts");
   if (lua_rawgeti(L, -1, ordinal) != LUA_TNIL) {
     /* the context this one replaces may still have objects: release it with the state */
     if (lua_getfield(L, LUA_REGISTRYINDEX, "gpu.replaced_contexts") != LUA_TTABLE) {
@@ -477,7 +472,7 @@ void gpu_device_open (lua_State *L) {
   gpu_newtype(L, GPU_DEVICE, device_meta, device_methods);
   gpu_newtype(L, GPU_CONTEXT, context_meta, NULL);
   lua_newtable(L);
-  lua_rawsetp(L, LUA_REGISTRYINDEX, &contexts_key);
+  lua_setfield(L, LUA_REGISTRYINDEX, "gpu.contexts");
   lua_newtable(L);          /* every Context made, the half-made ones (an error) included */
   lua_setfield(L, LUA_REGISTRYINDEX, "gpu.contexts_made");
 }

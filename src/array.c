@@ -251,12 +251,8 @@ enum { OP_KERNELS = 1, OP_DTYPES, OP_COMPILE, OP_GENERAL, OP_ARRAY_MT, OP_BLOCK,
 
 /* The GPUArray at idx, by its metatable (an upvalue: no registry lookup), or NULL. */
 static const gpu_Array *operand (lua_State *L, int idx) {
-  int is = lua_getmetatable(L, idx);
-  if (is) {
-    is = lua_rawequal(L, -1, lua_upvalueindex(OP_ARRAY_MT));
-    lua_pop(L, 1);
-  }
-  return is ? (const gpu_Array *)lua_touserdata(L, idx) : NULL;
+  return gpu_hasmetatable(L, idx, lua_upvalueindex(OP_ARRAY_MT))
+         ? (const gpu_Array *)lua_touserdata(L, idx) : NULL;
 }
 
 /* x and y need no broadcasting and one plain kernel: live, C-contiguous, non-empty, of

@@ -380,6 +380,8 @@ GPU_INTERNAL int gpu_checkoptions(lua_State *L, int arg, const char *const known
 ** metatable (see gpu_checkself).  Leaves the metatable on the stack. */
 GPU_INTERNAL void gpu_newtype(lua_State *L, const char *tname, const luaL_Reg *meta,
                               const luaL_Reg *methods);
+/* Whether the value at idx has the table at mt_idx as metatable (an identity test). */
+GPU_INTERNAL int gpu_hasmetatable(lua_State *L, int idx, int mt_idx);
 /* luaL_checkudata for the methods and metamethods of gpu_newtype: when the value's
 ** metatable is the running function's upvalue 2, no registry lookup by name. */
 GPU_INTERNAL void *gpu_checkself(lua_State *L, int arg, const char *tname);

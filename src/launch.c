@@ -251,24 +251,34 @@ void gpu_function_new (lua_State *L, int module_idx, CUfunction fn, const char *
 
 /* ---------------------------------------------------------------- checks */
 
+/* Whether the value at arg is a Function: its metatable's metatable is the class at
+** class_idx (see class_key). */
+static int is_function (lua_State *L, int arg, int class_idx) {
+  int is;
+  class_idx = lua_absindex(L, class_idx);
+  if (lua_touserdata(L, arg) == NULL || !lua_getmetatable(L, arg)) return 0;
+  is = gpu_hasmetatable(L, -1, class_idx);
+  lua_pop(L, 1);
+  return is;
+}
+
 /* The Function at arg, or NULL (see class_key and bound_methods). */
 static gpu_Function *to_function (lua_State *L, int arg) {
   gpu_Function *f = (gpu_Function *)lua_touserdata(L, arg);
-  int top, is;
   if (f != NULL && f == lua_touserdata(L, lua_upvalueindex(3))) return f;
-  top = lua_gettop(L);
-  is = f != NULL && lua_getmetatable(L, arg) && lua_getmetatable(L, -1) &&
-       lua_rawequal(L, -1, lua_upvalueindex(2));
-  lua_settop(L, top);
-  return is ? f : NULL;
+  return is_function(L, arg, lua_upvalueindex(2)) ? f : NULL;
+}
+
+static void check_module_alive (lua_State *L, const gpu_Function *f) {
+  if (f->module->ptr == 0)
+    luaL_error(L, "kernel '%s' belongs to a module that has been freed", f->name);
 }
 
 /* The Function at arg, checked alive; its context is not made current yet. */
 static gpu_Function *check_function_alive (lua_State *L, int arg) {
   gpu_Function *f = to_function(L, arg);
   if (f == NULL) luaL_typeerror(L, arg, GPU_FUNCTION);
-  if (f->module->ptr == 0)
-    luaL_error(L, "kernel '%s' belongs to a module that has been freed", f->name);
+  check_module_alive(L, f);
   return f;
 }
 
@@ -719,12 +729,11 @@ static int function_call (lua_State *L) {
 
 /* Whether the value at idx is a Function, for subsystems that hold no class upvalue. */
 int gpu_isfunction (lua_State *L, int idx) {
-  int top = lua_gettop(L), is;
+  int is;
   idx = lua_absindex(L, idx);
   lua_rawgetp(L, LUA_REGISTRYINDEX, &class_key);
-  is = lua_touserdata(L, idx) != NULL && lua_getmetatable(L, idx) && lua_getmetatable(L, -1) &&
-       lua_rawequal(L, -1, top + 1);
-  lua_settop(L, top);
+  is = is_function(L, idx, -1);
+  lua_pop(L, 1);
   return is;
 }
 
@@ -742,8 +751,7 @@ int gpu_launch_1d (lua_State *L, int fidx, const gpu_Context *ctx, unsigned grid
     if (f->params[i].type != GPU_PARAM_POINTER) return 0;
     memcpy(f->argbuf + f->params[i].offset, &ptrs[i], sizeof ptrs[i]);
   }
-  if (f->module->ptr == 0)
-    luaL_error(L, "kernel '%s' belongs to a module that has been freed", f->name);
+  check_module_alive(L, f);
   lua_pushinteger(L, n);
   pack_value(L, f, lua_gettop(L), nptrs + 1, last, NULL, f->argbuf + last->offset);
   lua_pop(L, 1);

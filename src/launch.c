@@ -353,15 +353,30 @@ static __attribute__((noinline)) const char *read_dims_slow (lua_State *L, int i
 /* Reads dims (a number or {x[, y[, z]]}) into out; returns NULL or what is wrong. */
 static const char *read_dims (lua_State *L, int idx, const char *what, unsigned out[3],
                               const int max[3]) {
-  if (lua_isinteger(L, idx)) {    /* the common case, in a handful of instructions */
+  if (lua_isinteger(L, idx)) {    /* the common cases first, in as few calls as they need */
     lua_Integer x = lua_tointeger(L, idx);
     if (x >= 1 && x <= max[0]) {
       out[0] = (unsigned)x;
       out[1] = out[2] = 1;
       return NULL;
     }
+  } else if (lua_type(L, idx) == LUA_TTABLE) {
+    lua_Unsigned n = lua_rawlen(L, idx);
+    int i, ok = n >= 1 && n <= 3;
+    for (i = 0; i < (int)n && ok; i++) {
+      lua_Integer x;
+      lua_rawgeti(L, idx, i + 1);
+      x = lua_tointegerx(L, -1, &ok);
+      ok = ok && x >= 1 && x <= max[i];
+      out[i] = (unsigned)x;
+    }
+    lua_pop(L, i);
+    if (ok) {
+      for (; i < 3; i++) out[i] = 1;
+      return NULL;
+    }
   }
-  return read_dims_slow(L, idx, what, out, max);
+  return read_dims_slow(L, idx, what, out, max);   /* which also says what is wrong */
 }
 
 static const char *check_threads (lua_State *L, const gpu_LaunchConfig *cfg, const gpu_Context *c) {

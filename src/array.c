@@ -45,10 +45,11 @@ static int is_contiguous (const gpu_Array *a) {
   return 1;
 }
 
-/* A new array header with the given layout on the Buffer at buf_idx (pinned). */
+/* A new array header with the given layout on the Buffer at buf_idx (pinned); its
+** metatable is at mt_idx, or looked up by name where mt_idx is 0. */
 static gpu_Array *new_header (lua_State *L, int buf_idx, gpu_Buffer *b, size_t offset,
                               gpu_DtypeId dtype, int ndim, const int64_t *shape,
-                              const int64_t *strides) {
+                              const int64_t *strides, int mt_idx) {
   gpu_Array *a;
   int i;
   buf_idx = lua_absindex(L, buf_idx);
@@ -68,7 +69,11 @@ static gpu_Array *new_header (lua_State *L, int buf_idx, gpu_Buffer *b, size_t o
     a->size *= shape[i];
   }
   a->contiguous = is_contiguous(a);
-  luaL_setmetatable(L, GPU_ARRAY);
+  if (mt_idx == 0) luaL_setmetatable(L, GPU_ARRAY);
+  else {
+    lua_pushvalue(L, mt_idx);
+    lua_setmetatable(L, -2);
+  }
   gpu_pin(L, -1, buf_idx, 1);
   return a;
 }
@@ -82,7 +87,12 @@ static void row_major_strides (int ndim, const int64_t *shape, size_t itemsize, 
   }
 }
 
-gpu_Array *gpu_array_new (lua_State *L, gpu_DtypeId dtype, int ndim, const int64_t *shape) {
+/*
+** Pushes a new contiguous array owning fresh memory in Context c (its userdata at ctx_idx);
+** the Buffer and GPUArray metatables at buffer_mt and array_mt, or 0 to look them up.
+*/
+static gpu_Array *array_new_in (lua_State *L, gpu_Context *c, int ctx_idx, int buffer_mt,
+                                int array_mt, gpu_DtypeId dtype, int ndim, const int64_t *shape) {
   int64_t strides[GPU_MAXDIM], size = 1;
   gpu_Buffer *b;
   gpu_Array *a;
@@ -91,10 +101,16 @@ gpu_Array *gpu_array_new (lua_State *L, gpu_DtypeId dtype, int ndim, const int64
   if (size > (int64_t)(PTRDIFF_MAX / gpu_dtypes[dtype].itemsize))   /* bytes overflow size_t */
     luaL_error(L, "array of %I %s elements is too large", (lua_Integer)size, gpu_dtypes[dtype].name);
   row_major_strides(ndim, shape, gpu_dtypes[dtype].itemsize, strides);
-  b = gpu_buffer_new(L, (size_t)size * gpu_dtypes[dtype].itemsize);
-  a = new_header(L, -1, b, 0, dtype, ndim, shape, strides);
+  b = gpu_buffer_alloc(L, c, ctx_idx, buffer_mt, (size_t)size * gpu_dtypes[dtype].itemsize);
+  a = new_header(L, -1, b, 0, dtype, ndim, shape, strides, array_mt);
   a->owner = 1;
   lua_remove(L, -2);
+  return a;
+}
+
+gpu_Array *gpu_array_new (lua_State *L, gpu_DtypeId dtype, int ndim, const int64_t *shape) {
+  gpu_Array *a = array_new_in(L, gpu_context_push(L), -1, 0, 0, dtype, ndim, shape);
+  lua_remove(L, -2);                       /* the Context, pinned by the array's Buffer */
   return a;
 }
 
@@ -157,7 +173,7 @@ static int gpu_array_view (lua_State *L) {
   if (offset < 0 || offset > (lua_Integer)b->size || offset + lo < 0 ||
       hi > (int64_t)b->size || (uint64_t)(offset + hi + (int64_t)itemsize) > b->size)
     return luaL_error(L, "view reaches outside its buffer (%I bytes)", (lua_Integer)b->size);
-  new_header(L, 1, b, (size_t)offset, dtype, ndim, shape, strides);
+  new_header(L, 1, b, (size_t)offset, dtype, ndim, shape, strides, 0);
   return 1;
 }
 
@@ -244,10 +260,12 @@ static int array_len (lua_State *L) {
 ** A binary operator's metamethod (array_binary_operator) keeps its kernels in its upvalues:
 ** 1 kernels (key -> Function, or false where the pair has no plain kernel), 2 result dtypes
 ** (key -> dtype id), 3 compile(x, y) -> Function, result dtype (or nothing), 4 the general
-** path general(x, y), 5 the GPUArray metatable, 6 threads per block, 7 the most blocks.
+** path general(x, y), 5 the GPUArray metatable, 6 threads per block, 7 the most blocks, 8 the
+** Buffer metatable.
 ** A key is device ordinal * GPU_NDTYPES^2 + x's dtype * GPU_NDTYPES + y's dtype.
 */
-enum { OP_KERNELS = 1, OP_DTYPES, OP_COMPILE, OP_GENERAL, OP_ARRAY_MT, OP_BLOCK, OP_MAX_GRID };
+enum { OP_KERNELS = 1, OP_DTYPES, OP_COMPILE, OP_GENERAL, OP_ARRAY_MT, OP_BLOCK, OP_MAX_GRID,
+       OP_BUFFER_MT };
 
 /* The GPUArray at idx, by its metatable (an upvalue: no registry lookup), or NULL. */
 static const gpu_Array *operand (lua_State *L, int idx) {
@@ -311,13 +329,16 @@ static int array_binary (lua_State *L) {
       lua_Integer block = lua_tointeger(L, lua_upvalueindex(OP_BLOCK));
       lua_Integer max_grid = lua_tointeger(L, lua_upvalueindex(OP_MAX_GRID));
       lua_Integer blocks = (x->size + block - 1) / block;
+      gpu_Context *c = x->buffer->ctx;
       CUdeviceptr ptrs[3];
-      ptrs[0] = gpu_array_new(L, result, x->ndim, x->shape)->ptr;   /* 4: the result */
+      lua_rawgeti(L, LUA_REGISTRYINDEX, c->ref);                      /* 4: x's Context */
+      ptrs[0] = array_new_in(L, c, 4, lua_upvalueindex(OP_BUFFER_MT), /* 5: the result */
+                             lua_upvalueindex(OP_ARRAY_MT), result, x->ndim, x->shape)->ptr;
       ptrs[1] = x->ptr;
       ptrs[2] = y->ptr;
       /* compile() and the allocation run Lua code and finalizers, which may free x or y */
       if (gpu_array_alive(x) && gpu_array_alive(y) &&
-          gpu_launch_1d(L, 3, x->buffer->ctx, (unsigned)(blocks < max_grid ? blocks : max_grid),
+          gpu_launch_1d(L, 3, c, (unsigned)(blocks < max_grid ? blocks : max_grid),
                         (unsigned)block, ptrs, 3, (lua_Integer)x->size))
         return 1;
       lua_settop(L, 2);         /* else the general path, which reports what is wrong */
@@ -342,7 +363,8 @@ static int gpu_array_binary_operator (lua_State *L) {
   luaL_getmetatable(L, GPU_ARRAY);
   lua_pushvalue(L, 3);
   lua_pushvalue(L, 4);
-  lua_pushcclosure(L, array_binary, 7);
+  luaL_getmetatable(L, GPU_BUFFER);
+  lua_pushcclosure(L, array_binary, 8);
   return 1;
 }
 

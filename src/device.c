@@ -4,7 +4,8 @@
 ** Work runs in each device's primary context (shared with every other CUDA user in the
 ** process).  A state retains a device's primary context the first time it needs it, keeps it
 ** in a gpu.Context userdata (registry table "gpu.contexts", keyed by ordinal), and releases
-** it when the state closes.  Objects pin that userdata, so it outlives them.
+** it when the state closes.  Objects pin that userdata, so it outlives them.  The state
+** remembers the current device's Context, so most calls reach it without a table lookup.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,6 +135,8 @@ static gpu_Context *context_new (lua_State *L, const gpu_Driver *d, int ordinal,
   };
   memset(c, 0, sizeof *c);
   luaL_setmetatable(L, GPU_CONTEXT);
+  lua_pushvalue(L, -1);
+  c->ref = luaL_ref(L, LUA_REGISTRYINDEX);      /* held for the state's life, as the lists do */
   /* listed before it retains anything: if a call below raises, the state still releases it */
   lua_getfield(L, LUA_REGISTRYINDEX, "gpu.contexts_made");
   lua_pushvalue(L, -2);
@@ -168,9 +171,17 @@ static gpu_Context *context_new (lua_State *L, const gpu_Driver *d, int ordinal,
 }
 
 gpu_Context *gpu_context_push (lua_State *L) {
-  const gpu_Driver *d = gpu_driver(L);
-  int ordinal = current_ordinal(L, d);
-  gpu_Context *c;
+  gpu_State *s = gpu_state(L);
+  const gpu_Driver *d;
+  int ordinal;
+  gpu_Context *c = s->current;
+  if (c != NULL && c->ordinal == s->device) {     /* every call but a device's first */
+    lua_rawgeti(L, LUA_REGISTRYINDEX, c->ref);
+    gpu_context_enter(L, c);
+    return c;
+  }
+  d = gpu_driver(L);
+  ordinal = current_ordinal(L, d);
   lua_getfield(L, LUA_REGISTRYINDEX, "gpu.contexts");
   if (lua_rawgeti(L, -1, ordinal) == LUA_TUSERDATA) {
     c = (gpu_Context *)lua_touserdata(L, -1);
@@ -182,6 +193,7 @@ gpu_Context *gpu_context_push (lua_State *L) {
     lua_rawseti(L, -3, ordinal);
     lua_remove(L, -2);
   }
+  s->current = c;
   gpu_context_enter(L, c);
   return c;
 }
@@ -216,6 +228,7 @@ gpu_Context *gpu_context_adopt (lua_State *L, CUcontext ctx) {
   lua_rawseti(L, -2, ordinal);          /* new work on this device goes to the host's context */
   lua_pop(L, 1);
   gpu_state(L)->device = ordinal;
+  gpu_state(L)->current = NULL;         /* it was the context this one replaces */
   return gpu_context_push(L);
 }
 

@@ -172,6 +172,7 @@ typedef struct gpu_State {
   int device;             /* ordinal for new work; -1 until chosen (CUDA_DEVICE or 0) */
   size_t gc_debt;         /* device bytes allocated since the collector was last stepped */
   const void *metatables[GPU_ARG_KINDS];  /* lua_topointer of each kind's metatable */
+  struct gpu_Context *current;  /* the Context of `device` once looked up (gpu_context_push) */
 } gpu_State;
 
 /* The state (registry key: a pointer, so no string is hashed on every allocation). */
@@ -196,6 +197,7 @@ typedef struct gpu_Context {
   int max_block[3], max_grid[3], max_threads;
   int cc_major, cc_minor;
   CUstream stream;        /* the host's stream for work that names none (lua_gpu_use_stream) */
+  int ref;                /* registry reference: hot paths push it without a table lookup */
 } gpu_Context;
 
 #define GPU_CONTEXT "gpu.Context"
@@ -238,6 +240,10 @@ GPU_INTERNAL gpu_Buffer *gpu_checkbuffer(lua_State *L, int arg);
 GPU_INTERNAL gpu_Buffer *gpu_testbuffer(lua_State *L, int idx);
 /* Allocates nbytes on the current device (collecting garbage and retrying on OOM). */
 GPU_INTERNAL gpu_Buffer *gpu_buffer_new(lua_State *L, size_t nbytes);
+/* The same in Context c, whose userdata is at ctx_idx, with the Buffer metatable at mt_idx
+** (0: looked up by name): for hot paths that already hold both. */
+GPU_INTERNAL gpu_Buffer *gpu_buffer_alloc(lua_State *L, gpu_Context *c, int ctx_idx, int mt_idx,
+                                          size_t nbytes);
 /* Steps the collector for nbytes of memory it cannot see (device or page-locked). */
 GPU_INTERNAL void gpu_gc_account(lua_State *L, gpu_State *s, size_t nbytes);
 /* Frees an owned allocation now (idempotent, never raises): __gc, __close and :free(). */

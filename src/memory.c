@@ -47,32 +47,47 @@ static CUresult device_alloc (const gpu_Driver *d, gpu_Context *c, CUdeviceptr *
   return c->pool ? d->cuMemAllocFromPoolAsync(p, n, c->pool, NULL) : d->cuMemAlloc(p, n);
 }
 
-gpu_Buffer *gpu_buffer_new (lua_State *L, size_t nbytes) {
-  const gpu_Driver *d = gpu_driver(L);
-  gpu_Buffer *b = (gpu_Buffer *)lua_newuserdatauv(L, sizeof(gpu_Buffer), 1);
+gpu_Buffer *gpu_buffer_alloc (lua_State *L, gpu_Context *c, int ctx_idx, int mt_idx,
+                              size_t nbytes) {
+  const gpu_Driver *d = c->driver;
+  gpu_Buffer *b;
   CUresult r;
+  ctx_idx = lua_absindex(L, ctx_idx);
+  b = (gpu_Buffer *)lua_newuserdatauv(L, sizeof(gpu_Buffer), 1);
   memset(b, 0, sizeof *b);                 /* closed until the allocation succeeds */
-  luaL_setmetatable(L, GPU_BUFFER);
-  b->ctx = gpu_context_push(L);
+  if (mt_idx == 0) luaL_setmetatable(L, GPU_BUFFER);
+  else {
+    lua_pushvalue(L, mt_idx);
+    lua_setmetatable(L, -2);
+  }
+  b->ctx = c;
+  lua_pushvalue(L, ctx_idx);
   lua_setiuservalue(L, -2, 1);
-  gpu_gc_account(L, b->ctx->state, nbytes);
-  r = device_alloc(d, b->ctx, &b->ptr, nbytes);
+  gpu_gc_account(L, c->state, nbytes);
+  gpu_context_enter(L, c);                 /* after the collector: finalizers may switch it */
+  r = device_alloc(d, c, &b->ptr, nbytes);
   if (r == CUDA_ERROR_OUT_OF_MEMORY) {     /* garbage may be holding device memory */
     lua_gc(L, LUA_GCCOLLECT);
-    gpu_context_enter(L, b->ctx);          /* finalizers may have switched contexts */
-    r = device_alloc(d, b->ctx, &b->ptr, nbytes);
-    if (r == CUDA_ERROR_OUT_OF_MEMORY && b->ctx->pool != NULL &&
+    gpu_context_enter(L, c);
+    r = device_alloc(d, c, &b->ptr, nbytes);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && c->pool != NULL &&
         d->cuCtxSynchronize() == CUDA_SUCCESS) {   /* then the pool's cache, for others */
-      d->cuMemPoolTrimTo(b->ctx->pool, 0);
-      r = device_alloc(d, b->ctx, &b->ptr, nbytes);
+      d->cuMemPoolTrimTo(c->pool, 0);
+      r = device_alloc(d, c, &b->ptr, nbytes);
     }
   }
   if (r != CUDA_SUCCESS) b->ptr = 0;
-  gpu_check(L, r, b->ctx->pool ? "cuMemAllocFromPoolAsync" : "cuMemAlloc");
+  gpu_check(L, r, c->pool ? "cuMemAllocFromPoolAsync" : "cuMemAlloc");
   b->size = nbytes;
   b->root = b;
   b->owned = 1;
-  b->pooled = b->ctx->pool != NULL;
+  b->pooled = c->pool != NULL;
+  return b;
+}
+
+gpu_Buffer *gpu_buffer_new (lua_State *L, size_t nbytes) {
+  gpu_Buffer *b = gpu_buffer_alloc(L, gpu_context_push(L), -1, 0, nbytes);
+  lua_remove(L, -2);                       /* the Context, pinned by the Buffer */
   return b;
 }
 

@@ -15,6 +15,13 @@
 **     The same with arguments: each v an 8-byte integer (a device address or a long long),
 **     passed as kernelParams, or with extra as one packed buffer
 **     (CU_LAUNCH_PARAM_BUFFER_POINTER), the way gpu.core passes them.
+**   require "bench_clock".raw_alloc_free(bytes, reps, per[, handle, grid, block, args])
+**     -> {us, ...}
+**     cuMemAllocFromPoolAsync + cuMemFreeAsync of `bytes` on the legacy stream, from a pool
+**     made like gpu.core's (device memory, everything cached), per times a repeat.  With
+**     handle, a launch of that kernel between the two, its arguments the 8-byte integers of
+**     the table args where a 0 stands for the new allocation: raw C's own small
+**     `c = a + b`, allocation included.
 **   require "bench_clock".launch_once_for() -> launch_once; launch_once(handle)
 **     One such launch per call: a Lua loop calling it is the floor of any Lua binding's
 **     launch (the interpreter, one C call, the driver), with none of lua-gpu's own work.
@@ -22,6 +29,7 @@
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include <cuda.h>
@@ -129,6 +137,89 @@ static int raw_launches_args (lua_State *L) {
   return 1;
 }
 
+typedef CUresult (*PoolCreate)(CUmemoryPool *, const CUmemPoolProps *);
+typedef CUresult (*PoolDestroy)(CUmemoryPool);
+typedef CUresult (*PoolSetAttribute)(CUmemoryPool, CUmemPool_attribute, void *);
+typedef CUresult (*AllocFromPool)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
+typedef CUresult (*FreeAsync)(CUdeviceptr, CUstream);
+typedef CUresult (*CtxGetDevice)(CUdevice *);
+
+static int raw_alloc_free (lua_State *L) {
+  size_t bytes = (size_t)luaL_checkinteger(L, 1);
+  lua_Integer reps = luaL_checkinteger(L, 2), per = luaL_checkinteger(L, 3), rep, i;
+  CUfunction f = (CUfunction)(uintptr_t)luaL_optinteger(L, 4, 0);
+  unsigned grid = (unsigned)luaL_optinteger(L, 5, 1), block = (unsigned)luaL_optinteger(L, 6, 1);
+  long long values[MAX_ARGS];
+  int nargs = 0, slot = -1, k;
+  size_t size;
+  void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, values, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                   CU_LAUNCH_PARAM_END};
+  const char *name = getenv("GPU_CUDA_LIBRARY");
+  void *lib = dlopen(name != NULL && *name != '\0' ? name : "libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  PoolCreate create; PoolDestroy destroy; PoolSetAttribute set; AllocFromPool alloc;
+  FreeAsync release; CtxGetDevice get_device;
+  CtxSynchronize synchronize;
+  LaunchKernel launch = driver_launch(L, &synchronize, NULL);
+  CUmemPoolProps props;
+  CUmemoryPool pool;
+  CUdevice dev;
+  cuuint64_t keep_all = UINT64_MAX;
+  CUresult r;
+  if (lib == NULL) return luaL_error(L, "the CUDA driver is not loaded (require \"gpu\" first)");
+  if (f != NULL) {
+    luaL_checktype(L, 7, LUA_TTABLE);
+    nargs = (int)lua_rawlen(L, 7);
+    luaL_argcheck(L, nargs <= MAX_ARGS, 7, "at most 16 arguments");
+    for (k = 0; k < nargs; k++) {
+      lua_rawgeti(L, 7, k + 1);
+      values[k] = (long long)luaL_checkinteger(L, -1);
+      if (values[k] == 0) slot = k;
+      lua_pop(L, 1);
+    }
+    luaL_argcheck(L, slot >= 0, 7, "a 0 marks where the allocation goes");
+  }
+  size = sizeof(long long) * (size_t)nargs;
+  *(void **)&create = dlsym(lib, "cuMemPoolCreate");
+  *(void **)&destroy = dlsym(lib, "cuMemPoolDestroy");
+  *(void **)&set = dlsym(lib, "cuMemPoolSetAttribute");
+  *(void **)&alloc = dlsym(lib, "cuMemAllocFromPoolAsync");
+  *(void **)&release = dlsym(lib, "cuMemFreeAsync");
+  *(void **)&get_device = dlsym(lib, "cuCtxGetDevice");
+  dlclose(lib);
+  if (!create || !destroy || !set || !alloc || !release || !get_device)
+    return luaL_error(L, "the CUDA driver lacks a symbol");
+  r = get_device(&dev);
+  memset(&props, 0, sizeof props);
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.handleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = (int)dev;   /* ordinal = CUdevice on every driver this bench runs on */
+  if (r == CUDA_SUCCESS) r = create(&pool, &props);
+  if (r != CUDA_SUCCESS) return luaL_error(L, "raw pool: CUDA error %d", (int)r);
+  r = set(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep_all);
+  lua_createtable(L, (int)reps, 0);
+  for (rep = 0; rep <= reps && r == CUDA_SUCCESS; rep++) {   /* repeat 0 warms the pool up */
+    double t0 = wall_us(), t;
+    for (i = 0; i < per && r == CUDA_SUCCESS; i++) {
+      CUdeviceptr c;
+      r = alloc(&c, bytes, pool, NULL);
+      if (slot >= 0) values[slot] = (long long)c;
+      if (r == CUDA_SUCCESS && f != NULL)
+        r = launch(f, grid, 1, 1, block, 1, 1, 0, NULL, NULL, extra);
+      if (r == CUDA_SUCCESS) r = release(c, NULL);
+    }
+    t = (wall_us() - t0) / (double)per;
+    if (r == CUDA_SUCCESS) r = synchronize();
+    if (rep > 0) {
+      lua_pushnumber(L, (lua_Number)t);
+      lua_rawseti(L, -2, rep);
+    }
+  }
+  if (synchronize() == CUDA_SUCCESS) destroy(pool);
+  if (r != CUDA_SUCCESS) return luaL_error(L, "raw alloc/free failed: CUDA error %d", (int)r);
+  return 1;
+}
+
 static int launch_once (lua_State *L) {
   CUfunction f = (CUfunction)(uintptr_t)lua_tointeger(L, 1);
   LaunchKernel launch = *(LaunchKernel *)lua_touserdata(L, lua_upvalueindex(1));
@@ -150,7 +241,8 @@ __attribute__((visibility("default"))) int luaopen_bench_clock (lua_State *L);
 int luaopen_bench_clock (lua_State *L) {
   static const luaL_Reg functions[] = {
     {"now_us", now_us}, {"raw_launches", raw_launches},
-    {"raw_launches_args", raw_launches_args}, {"launch_once_for", launch_once_for},
+    {"raw_launches_args", raw_launches_args}, {"raw_alloc_free", raw_alloc_free},
+    {"launch_once_for", launch_once_for},
     {NULL, NULL}
   };
   luaL_newlib(L, functions);

@@ -139,7 +139,7 @@ local function raw_ids()
 end
 
 -- Results: values[side][id], notes[id]
-local values = {raw = {}, lua = {}, cupy = {}, torch = {}}
+local values = {raw = {}, lua = {}, cupy = {}, torch = {}, paired = {}}
 local notes = {}
 local info = {}
 
@@ -264,9 +264,41 @@ end
 
 local lua_bench = {}
 
--- Launch figures alternate with the raw C launch loop of bench_clock run in this process on
--- the same CUfunction (when bench_clock has it): ROUNDS rounds, each timing every variant, and
--- a median over all of a variant's repeats.  Overrides bench-raw's launch figures.
+-- Host-timed figures that a shared machine's drift moves (launches, small a + b, allocation)
+-- are timed in paired rounds: each round runs every entry a few repeats, raw C's first, so a
+-- figure and its raw C bases are timed milliseconds apart.  An entry's time is the median of
+-- all its repeats; its ratio to a base is the median over rounds of the two medians' ratio
+-- in that round, which a burst of noise during one round cannot move.
+-- entries: {id = "x" or "raw.x", bases = {"raw.y", ...} (or nil), run = function() -> {us, ...}}.
+-- Returns times (id -> us) and paired ("x/y" -> ratio of x to raw.y).
+local function paired_rounds(rounds, entries)
+  local all, ratios = {}, {}
+  for _, e in ipairs(entries) do
+    all[e.id] = {}
+    for _, base in ipairs(e.bases or {}) do ratios[e.id .. "/" .. base:gsub("^raw%.", "")] = {} end
+  end
+  for _ = 1, rounds do
+    local round = {}
+    for _, e in ipairs(entries) do
+      local t = e.run()
+      for _, v in ipairs(t) do all[e.id][#all[e.id] + 1] = v end
+      round[e.id] = median(t)
+      for _, base in ipairs(e.bases or {}) do
+        local r = ratios[e.id .. "/" .. base:gsub("^raw%.", "")]
+        r[#r + 1] = round[e.id] / round[base]
+      end
+    end
+  end
+  local times, paired = {}, {}
+  for id, t in pairs(all) do times[id] = median(t) end
+  for key, r in pairs(ratios) do paired[key] = median(r) end
+  return times, paired
+end
+
+local ROUNDS = 40
+
+-- Launch figures against the raw C launch loop of bench_clock, run in this process on the
+-- same CUfunction (when bench_clock has it).  Overrides bench-raw's launch figures.
 function lua_bench.launch()
   local f = K.empty_kernel
   local opts = {block = 1, grid = 1}
@@ -276,39 +308,34 @@ function lua_bench.launch()
   for _ = 1, 1000 do f(opts) end
   gpu.synchronize()
   local sync = gpu.synchronize
-  local samples = {}
-  local function add(id, t)
-    local all = samples[id] or {}
-    samples[id] = all
-    for _, v in ipairs(t) do all[#all + 1] = v end
+  local async_bases = raw_launches and {"raw.launch_async"}
+  local sync_bases = raw_launches and {"raw.launch_sync"}
+  local entries = {}
+  if raw_launches then
+    entries[1] = {id = "raw.launch_async", run = function() return raw_launches(f.handle, 4, 256, false) end}
+    entries[2] = {id = "raw.launch_sync", run = function() return raw_launches(f.handle, 40, 1, true) end}
   end
-  local ROUNDS = 5
-  for _ = 1, ROUNDS do
-    if raw_launches then
-      add("raw.launch_async", raw_launches(f.handle, 40, 256, false))
-      add("raw.launch_sync", raw_launches(f.handle, 400, 1, true))
-    end
-    add("launch_async_f", walls(40, 256, function() for _ = 1, 256 do f(opts) end end, sync))
-    add("launch_async_prepared", walls(40, 256, function()
-      for _ = 1, 256 do f:prepared_call(grid, block) end
-    end, sync))
-    add("launch_async_prepared_ints", walls(40, 256, function()
-      for _ = 1, 256 do f:prepared_call(1, 1) end
-    end, sync))
-    add("launch_async_f_newopts", walls(40, 256, function()
-      for _ = 1, 256 do f({block = 1, grid = 1}) end
-    end, sync))
-    add("launch_sync_f", walls(400, 1, function() f(opts); sync() end))
-    add("launch_sync_prepared", walls(400, 1, function() f:prepared_call(grid, block); sync() end))
+  local function async(id, body)
+    entries[#entries + 1] = {id = id, bases = async_bases, run = function() return walls(4, 256, body, sync) end}
   end
-  local r = {raw = {}}
-  for id, t in pairs(samples) do
+  async("launch_async_f", function() for _ = 1, 256 do f(opts) end end)
+  async("launch_async_prepared", function() for _ = 1, 256 do f:prepared_call(grid, block) end end)
+  async("launch_async_prepared_ints", function() for _ = 1, 256 do f:prepared_call(1, 1) end end)
+  async("launch_async_f_newopts", function() for _ = 1, 256 do f({block = 1, grid = 1}) end end)
+  local function synced(id, body)
+    entries[#entries + 1] = {id = id, bases = sync_bases, run = function() return walls(40, 1, body) end}
+  end
+  synced("launch_sync_f", function() f(opts); sync() end)
+  synced("launch_sync_prepared", function() f:prepared_call(grid, block); sync() end)
+  local times, paired = paired_rounds(ROUNDS, entries)
+  local r = {raw = {}, paired = paired}
+  for id, v in pairs(times) do
     local raw_id = id:match("^raw%.(.*)")
-    if raw_id then r.raw[raw_id] = median(t) else r[id] = median(t) end
+    if raw_id then r.raw[raw_id] = v else r[id] = v end
   end
   if raw_launches then
-    r.note = ("launch rows: raw C timed in this process on the same CUfunction, alternating " ..
-              "with lua-gpu in %d rounds"):format(ROUNDS)
+    r.note = ("launch rows: raw C timed in this process on the same CUfunction, in %d rounds " ..
+              "alternating with lua-gpu"):format(ROUNDS)
   end
   return r
 end
@@ -326,34 +353,57 @@ function lua_bench.small_add()
     check(hc[i] == want, ("small a + b: c[%d] = %s, expected %s"):format(i, hc[i], want))
   end
   c = nil
-  -- rounds alternating with raw C's empty launch of this process (bench_clock), as the launch
-  -- rows do: the target's base then moves with the machine as the figure does
-  local add_t, raw_t = {}, {}
-  local empty = K.empty_kernel
-  local function append(all, t) for _, x in ipairs(t) do all[#all + 1] = x end end
-  for _ = 1, 5 do
-    if have_clock then append(raw_t, clock.raw_launches(empty.handle, 40, 256, false)) end
-    append(add_t, walls(40, 256, function()
-      for _ = 1, 256 do local _ = a + b end
-    end, gpu.synchronize))
-  end
-  local r = {small_add = median(add_t)}
+  -- the target's base, raw C's empty launch, and raw C's own a + b (pool allocation, launch
+  -- of a 4-argument kernel, free) timed in the same rounds, in this process
+  local empty, add = K.empty_kernel, K.add_f32
+  local blocks = (n + 255) // 256
+  local entries = {}
   if have_clock then
-    r.raw = {small_add_launch = median(raw_t)}
-    r.note = "small_add's target: raw C's empty launch timed in this process, alternating with " ..
-             "the small a + b in 5 rounds"
+    entries[1] = {id = "raw.small_add_launch", run = function()
+      return clock.raw_launches(empty.handle, 4, 256, false)
+    end}
+    entries[2] = {id = "raw.small_add", run = function()
+      return clock.raw_alloc_free(n * 4, 4, 256, add.handle, blocks, 256, {a.ptr, b.ptr, 0, n})
+    end}
+  end
+  entries[#entries + 1] = {id = "small_add",
+    bases = have_clock and {"raw.small_add_launch", "raw.small_add"} or nil,
+    run = function()
+      return walls(4, 256, function() for _ = 1, 256 do local _ = a + b end end, gpu.synchronize)
+    end}
+  local times, paired = paired_rounds(ROUNDS, entries)
+  local r = {small_add = times.small_add}
+  if have_clock then
+    r.raw = {small_add_launch = times["raw.small_add_launch"], small_add = times["raw.small_add"]}
+    r.paired = paired
+    r.note = ("small_add: raw C (its own pool allocation, add_f32 launch and free) and the " ..
+              "target's base (raw C's empty launch) timed in this process, in %d rounds " ..
+              "alternating with the small a + b"):format(ROUNDS)
   end
   return r
 end
 
 function lua_bench.alloc_free()
   local bytes = 4 << 20
-  local v = wall(100, 100, function()
-    for _ = 1, 100 do gpu.mem_alloc(bytes):free() end
-  end)
-  gpu.synchronize()
+  local entries = {}
+  if have_clock then
+    entries[1] = {id = "raw.alloc_free", run = function() return clock.raw_alloc_free(bytes, 4, 100) end}
+  end
+  entries[#entries + 1] = {id = "alloc_free", bases = have_clock and {"raw.alloc_free"} or nil,
+    run = function()
+      return walls(4, 100, function() for _ = 1, 100 do gpu.mem_alloc(bytes):free() end end,
+                   gpu.synchronize)
+    end}
+  local times, paired = paired_rounds(ROUNDS, entries)
   notes.alloc_free = "gpu.mem_alloc + :free()"
-  return {alloc_free = v}
+  local r = {alloc_free = times.alloc_free}
+  if have_clock then
+    r.raw = {alloc_free = times["raw.alloc_free"]}
+    r.paired = paired
+    r.note = ("alloc_free: raw C (a pool made like lua-gpu's) timed in this process, in %d " ..
+              "rounds alternating with lua-gpu"):format(ROUNDS)
+  end
+  return r
 end
 
 -- The raw kernels run from Lua: references for the lua-gpu results.
@@ -646,6 +696,8 @@ local function run_lua()
               end
               values.raw[raw_id] = x
             end
+          elseif id == "paired" then
+            for key, x in pairs(v) do values.paired[key] = x end
           elseif id == "note" then
             notes.raw = notes.raw and notes.raw .. "; " .. v or v
           else
@@ -695,15 +747,17 @@ end
 -- ratio lua/raw, the target's text, and "pass" / "FAIL" / "-"
 local function judge(f)
   local lua, raw = values.lua[f.id], f.raw and values.raw[f.raw]
-  local ratio = lua and raw and raw ~= 0 and lua / raw or nil
+  local ratio = values.paired[f.id .. "/" .. tostring(f.raw)] or
+                (lua and raw and raw ~= 0 and lua / raw or nil)
   local t = f.target
   if t == nil then return ratio, "", "" end
   local text, ok
   if t.vs then
+    local paired = t.vs_local and values.paired[f.id .. "/" .. t.vs_local]
     local base = values.raw[t.vs_local] or values.raw[t.vs]
     text = t.text
     if lua and base then
-      local r = lua / base
+      local r = paired or lua / base
       if t.ratio_max then ok = r <= t.ratio_max else ok = r >= t.ratio_min end
       text = ("%s (%.2fx)"):format(text, r)
     end
@@ -789,7 +843,9 @@ local function markdown(header, rows)
   out[#out + 1] = "- times are medians after warm-up (host wall time for launches, allocation, " ..
                   "compiles and graphs; CUDA events for device work); bandwidth counts each " ..
                   "input read once and each output written once; lua/raw is lua-gpu's figure " ..
-                  "over raw C's (times: lower is better; GB/s: higher is better)"
+                  "over raw C's (times: lower is better; GB/s: higher is better), except for " ..
+                  "rows timed in paired rounds (launches, small a + b, allocation): there it is the median " ..
+                  "over rounds of each round's ratio, as is the small a + b's target ratio"
   if notes.raw then out[#out + 1] = "- raw C: " .. notes.raw end
   out[#out + 1] = ""
   out[#out + 1] = "| " .. table.concat(header, " | ") .. " | what |"

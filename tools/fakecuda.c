@@ -269,6 +269,21 @@ EXPORT CUresult cuCtxSynchronize (void) { return CUDA_SUCCESS; }
 
 EXPORT CUresult cuCtxGetCurrent (CUcontext *c) { return get_current(c); }
 
+/* and bench_clock's raw allocation loop these */
+EXPORT CUresult cuCtxGetDevice (CUdevice *d) { return ctx_device(d); }
+EXPORT CUresult cuMemPoolCreate (CUmemoryPool *pool, const CUmemPoolProps *props) {
+  return pool_create(pool, props);
+}
+EXPORT CUresult cuMemPoolDestroy (CUmemoryPool pool) { (void)pool; return CUDA_SUCCESS; }
+EXPORT CUresult cuMemPoolSetAttribute (CUmemoryPool pool, CUmemPool_attribute a, void *v) {
+  (void)pool; (void)a; (void)v;
+  return CUDA_SUCCESS;
+}
+EXPORT CUresult cuMemAllocFromPoolAsync (CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) {
+  return pool_alloc(p, n, pool, s);
+}
+EXPORT CUresult cuMemFreeAsync (CUdeviceptr p, CUstream s) { return free_async(p, s); }
+
 EXPORT CUresult cuGetProcAddress_v2 (const char *symbol, void **fn, int version, cuuint64_t flags,
                               CUdriverProcAddressQueryResult *status) {
   size_t i;

@@ -357,19 +357,22 @@ function lua_bench.small_add()
   -- of a 4-argument kernel, free) timed in the same rounds, in this process
   local empty, add = K.empty_kernel, K.add_f32
   local blocks = (n + 255) // 256
+  -- One repeat of PER operations a round: long enough to hold the collector's whole cycle
+  -- (its atomic step and its finalizers), which a median of short repeats would leave out.
+  local PER = 2048
   local entries = {}
   if have_clock then
     entries[1] = {id = "raw.small_add_launch", run = function()
-      return clock.raw_launches(empty.handle, 4, 256, false)
+      return clock.raw_launches(empty.handle, 1, PER, false)
     end}
     entries[2] = {id = "raw.small_add", run = function()
-      return clock.raw_alloc_free(n * 4, 4, 256, add.handle, blocks, 256, {a.ptr, b.ptr, 0, n})
+      return clock.raw_alloc_free(n * 4, 1, PER, add.handle, blocks, 256, {a.ptr, b.ptr, 0, n})
     end}
   end
   entries[#entries + 1] = {id = "small_add",
     bases = have_clock and {"raw.small_add_launch", "raw.small_add"} or nil,
     run = function()
-      return walls(4, 256, function() for _ = 1, 256 do local _ = a + b end end, gpu.synchronize)
+      return walls(1, PER, function() for _ = 1, PER do local _ = a + b end end, gpu.synchronize)
     end}
   local times, paired = paired_rounds(ROUNDS, entries)
   local r = {small_add = times.small_add}
@@ -385,13 +388,14 @@ end
 
 function lua_bench.alloc_free()
   local bytes = 4 << 20
+  local PER = 1000        -- a repeat holds the finalizers of what it freed, as in small_add
   local entries = {}
   if have_clock then
-    entries[1] = {id = "raw.alloc_free", run = function() return clock.raw_alloc_free(bytes, 4, 100) end}
+    entries[1] = {id = "raw.alloc_free", run = function() return clock.raw_alloc_free(bytes, 1, PER) end}
   end
   entries[#entries + 1] = {id = "alloc_free", bases = have_clock and {"raw.alloc_free"} or nil,
     run = function()
-      return walls(4, 100, function() for _ = 1, 100 do gpu.mem_alloc(bytes):free() end end,
+      return walls(1, PER, function() for _ = 1, PER do gpu.mem_alloc(bytes):free() end end,
                    gpu.synchronize)
     end}
   local times, paired = paired_rounds(ROUNDS, entries)

@@ -13,10 +13,13 @@
 /* The address keys the gpu_State in the registry: a key no other code can name. */
 static const char state_key = 'S';
 
-gpu_State *gpu_state (lua_State *L) {
-  gpu_State *s;
+gpu_State *gpu_push_state (lua_State *L) {
   lua_rawgetp(L, LUA_REGISTRYINDEX, &state_key);
-  s = (gpu_State *)lua_touserdata(L, -1);
+  return (gpu_State *)lua_touserdata(L, -1);
+}
+
+gpu_State *gpu_state (lua_State *L) {
+  gpu_State *s = gpu_push_state(L);
   lua_pop(L, 1);
   return s;
 }

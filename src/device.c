@@ -171,7 +171,10 @@ static gpu_Context *context_new (lua_State *L, const gpu_Driver *d, int ordinal,
 }
 
 gpu_Context *gpu_context_push (lua_State *L) {
-  gpu_State *s = gpu_state(L);
+  return gpu_context_push_in(L, gpu_state(L));
+}
+
+gpu_Context *gpu_context_push_in (lua_State *L, gpu_State *s) {
   const gpu_Driver *d;
   int ordinal;
   gpu_Context *c = s->current;

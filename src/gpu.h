@@ -177,6 +177,8 @@ typedef struct gpu_State {
 
 /* The state (registry key: a pointer, so no string is hashed on every allocation). */
 GPU_INTERNAL gpu_State *gpu_state(lua_State *L);
+/* The same, and pushes its userdata: for hot functions that keep it as an upvalue. */
+GPU_INTERNAL gpu_State *gpu_push_state(lua_State *L);
 
 /* ---------------------------------------------------------------- device.c */
 
@@ -204,6 +206,8 @@ typedef struct gpu_Context {
 
 /* Pushes the Context of the current device (created on first use) and returns it. */
 GPU_INTERNAL gpu_Context *gpu_context_push(lua_State *L);
+/* The same for callers that hold the state already (no registry lookup). */
+GPU_INTERNAL gpu_Context *gpu_context_push_in(lua_State *L, gpu_State *s);
 /* Makes the host's context ctx the current device's context for new work (embed.c). */
 GPU_INTERNAL gpu_Context *gpu_context_adopt(lua_State *L, CUcontext ctx);
 /* Makes c current on the calling thread; raises if c was released. */

@@ -119,10 +119,12 @@ static int buffer_free (lua_State *L) {
   return 0;
 }
 
+/* mem_alloc(nbytes); upvalues: the state and the Buffer metatable (no registry lookups) */
 static int gpu_mem_alloc (lua_State *L) {
   lua_Integer n = luaL_checkinteger(L, 1);
+  gpu_State *s = (gpu_State *)lua_touserdata(L, lua_upvalueindex(1));
   luaL_argcheck(L, n >= 0, 1, "size must not be negative");
-  gpu_buffer_new(L, (size_t)n);
+  gpu_buffer_alloc(L, gpu_context_push_in(L, s), -1, lua_upvalueindex(2), (size_t)n);
   return 1;
 }
 
@@ -337,7 +339,6 @@ static int gpu_from_device (lua_State *L) {
 
 void gpu_memory_open (lua_State *L) {
   static const luaL_Reg functions[] = {
-    {"mem_alloc", gpu_mem_alloc},
     {"memcpy_htod", gpu_memcpy_htod}, {"memcpy_htod_async", gpu_memcpy_htod_async},
     {"memcpy_dtoh", gpu_memcpy_dtoh}, {"memcpy_dtoh_async", gpu_memcpy_dtoh_async},
     {"memcpy_dtod", gpu_memcpy_dtod}, {"memcpy_dtod_async", gpu_memcpy_dtod_async},
@@ -355,4 +356,8 @@ void gpu_memory_open (lua_State *L) {
   };
   luaL_setfuncs(L, functions, 0);
   gpu_newtype(L, GPU_BUFFER, meta, methods);
+  gpu_push_state(L);                       /* mem_alloc's upvalues: the state, the metatable */
+  lua_insert(L, -2);
+  lua_pushcclosure(L, gpu_mem_alloc, 2);
+  lua_setfield(L, -2, "mem_alloc");
 }

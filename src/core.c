@@ -126,6 +126,9 @@ static void remember_metatables (lua_State *L) {
     s->metatables[kinds[i].kind] = lua_topointer(L, -1);   /* anchored in the registry */
     lua_pop(L, 1);
   }
+  luaL_getmetatable(L, GPU_STREAM);
+  s->stream_metatable = lua_topointer(L, -1);
+  lua_pop(L, 1);
 }
 
 static void (*const subsystems[])(lua_State *L) = {

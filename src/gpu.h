@@ -172,6 +172,7 @@ typedef struct gpu_State {
   int device;             /* ordinal for new work; -1 until chosen (CUDA_DEVICE or 0) */
   size_t gc_debt;         /* device bytes allocated since the collector was last stepped */
   const void *metatables[GPU_ARG_KINDS];  /* lua_topointer of each kind's metatable */
+  const void *stream_metatable;           /* and of gpu.Stream's, for launch options */
   struct gpu_Context *current;  /* the Context of `device` once looked up (gpu_context_push) */
 } gpu_State;
 

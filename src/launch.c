@@ -293,10 +293,19 @@ static gpu_Function *check_function (lua_State *L, int arg) {
 ** would): the launch enters f's context once, just before cuLaunchKernel, so a launch costs
 ** one cuCtxGetCurrent.  Errors are those of gpu_optstream.
 */
-static gpu_Stream *launch_stream (lua_State *L, int arg) {
+static const void *metatable_of (lua_State *L, int idx);
+
+/* The Stream at idx, by its metatable's identity (no registry lookup), or NULL. */
+static gpu_Stream *to_stream (lua_State *L, int idx, const gpu_State *state) {
+  return metatable_of(L, idx) == state->stream_metatable ? (gpu_Stream *)lua_touserdata(L, idx)
+                                                         : NULL;
+}
+
+static gpu_Stream *launch_stream (lua_State *L, int arg, const gpu_State *state) {
   gpu_Stream *s;
   if (lua_isnoneornil(L, arg)) return NULL;
-  s = (gpu_Stream *)luaL_checkudata(L, arg, GPU_STREAM);
+  if ((s = to_stream(L, arg, state)) == NULL)
+    s = (gpu_Stream *)luaL_checkudata(L, arg, GPU_STREAM);   /* raises, with its message */
   if (!s->live) gpu_freed_error(L, arg, "stream");
   if (s->ctx->ctx == NULL) luaL_error(L, "the CUDA context of this object has been released");
   return s;
@@ -391,7 +400,7 @@ static const char *check_threads (lua_State *L, const gpu_LaunchConfig *cfg, con
 /* The trailing options table of f(...): block, grid, shared, stream, time. */
 static void read_call_options (lua_State *L, int idx, gpu_Function *f, gpu_LaunchConfig *cfg) {
   const char *bad = NULL;
-  int has_block = 0;
+  int has_block = 0, has_stream = 0;
   lua_pushnil(L);
   while (bad == NULL && lua_next(L, idx) != 0) {
     const char *key = lua_type(L, -2) == LUA_TSTRING ? lua_tostring(L, -2) : "";
@@ -407,13 +416,20 @@ static void read_call_options (lua_State *L, int idx, gpu_Function *f, gpu_Launc
       if (!isint || n < 0 || n > UINT32_MAX) bad = "shared must be a byte count (0 or more)";
       else cfg->shared = (unsigned)n;
     } else if (strcmp(key, "stream") == 0) {
-      if (!lua_isnil(L, v) && gpu_teststream(L, v) == NULL)
+      gpu_Stream *s = to_stream(L, v, f->ctx->state);
+      if (s == NULL && !lua_isnil(L, v))
         bad = lua_pushfstring(L, "stream must be a gpu.Stream, got %s", luaL_typename(L, v));
-      else if (!lua_isnil(L, v) && !gpu_teststream(L, v)->live)
+      else if (s != NULL && !s->live)
         bad = "stream has been freed";
       else {
-        cfg->stream_obj = launch_stream(L, v);
-        cfg->stream = cfg->stream_obj ? cfg->stream_obj->stream : NULL;
+        cfg->stream_obj = launch_stream(L, v, f->ctx->state);
+        cfg->stream = s != NULL ? s->stream : NULL;
+        if (!has_stream) {        /* a copy goes below the traversal's key, to idx + 1 */
+          lua_pushvalue(L, v);
+          lua_rotate(L, idx + 1, 1);
+          v++;
+          has_stream = 1;
+        }
       }
     } else if (strcmp(key, "time") == 0) {
       cfg->timed = lua_toboolean(L, v);
@@ -426,22 +442,26 @@ static void read_call_options (lua_State *L, int idx, gpu_Function *f, gpu_Launc
   if (bad == NULL && !has_block) bad = "missing option 'block'";
   if (bad == NULL) bad = check_threads(L, cfg, f->ctx);
   if (bad != NULL) luaL_error(L, "bad launch options for '%s' (%s)", f->name, bad);
-  if (cfg->stream != NULL) {       /* the Stream takes the options table's slot */
-    lua_getfield(L, idx, "stream");
-    lua_replace(L, idx);
-    cfg->stream_idx = idx;
-  }
+  if (has_stream) lua_replace(L, idx);   /* the Stream takes the options table's slot */
+  if (cfg->stream != NULL) cfg->stream_idx = idx;
 }
 
 /* ---------------------------------------------------------------- arguments */
 
-/* Which argument kind the value at idx is: one metatable fetch, no registry lookups. */
-static gpu_ArgKind classify (lua_State *L, int idx, const gpu_State *s) {
+/* The identity of a userdata's metatable, or NULL for anything else. */
+static const void *metatable_of (lua_State *L, int idx) {
   const void *mt;
-  int k;
-  if (lua_type(L, idx) != LUA_TUSERDATA || !lua_getmetatable(L, idx)) return GPU_ARG_OTHER;
+  if (lua_type(L, idx) != LUA_TUSERDATA || !lua_getmetatable(L, idx)) return NULL;
   mt = lua_topointer(L, -1);
   lua_pop(L, 1);
+  return mt;
+}
+
+/* Which argument kind the value at idx is: one metatable fetch, no registry lookups. */
+static gpu_ArgKind classify (lua_State *L, int idx, const gpu_State *s) {
+  const void *mt = metatable_of(L, idx);
+  int k;
+  if (mt == NULL) return GPU_ARG_OTHER;
   for (k = 1; k < GPU_ARG_KINDS; k++)
     if (s->metatables[k] == mt) return (gpu_ArgKind)k;
   return GPU_ARG_OTHER;
@@ -855,7 +875,7 @@ static int function_prepared_async_call (lua_State *L) {
   gpu_Function *f = check_function_alive(L, 1);
   gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, NULL, 0};
   int nargs = read_prepared(L, f, 2, 3, 5, &cfg);
-  cfg.stream_obj = launch_stream(L, 4);
+  cfg.stream_obj = launch_stream(L, 4, f->ctx->state);
   cfg.stream = cfg.stream_obj ? cfg.stream_obj->stream : NULL;
   cfg.stream_idx = cfg.stream_obj != NULL ? 4 : 0;
   gpu_context_enter(L, f->ctx);

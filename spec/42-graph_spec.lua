@@ -85,6 +85,55 @@ describe("graphs", function()
     s:end_capture():free()
   end)
 
+  -- The collector runs finalizers in the middle of captured code; a free reaching the driver
+  -- there would invalidate the capture (frees synchronize or join the legacy stream).
+  helpers.gpu_it("hold back what is freed during a capture until it ends", function()
+    local bump = gpu.SourceModule(source):get_function("bump")
+    local n = math.random(100, 1000)
+    local start = helpers.random_integers(n, -1000, 1000)
+    local counts <close> = gpu.to_device(gpu.host.from_table(start, "int32"))
+    collectgarbage()                -- earlier garbage, freed now rather than held back below
+    gpu.synchronize()
+    local used0 = gpu.mem_pool_info()
+    local freed_explicitly = gpu.mem_alloc(1 << 20)
+    do     -- garbage of every kind whose release calls the driver
+      local _ = gpu.mem_alloc(1 << 20), gpu.to_gpu(gpu.host.from_table(start, "int32")),
+                gpu.host.pagelocked_empty(64, "int32"),
+                gpu.SourceModule(source .. "// " .. math.random()), gpu.Stream(), gpu.Event(),
+                gpu.capture(function(s) bump(counts, n, 1, {block = 256, grid = 1, stream = s}) end)
+    end
+    local by = math.random(-9, 9)
+    local graph <close> = gpu.capture(function(s)
+      collectgarbage()
+      freed_explicitly:free()
+      bump(counts, n, by, {block = 256, grid = (n + 255) // 256, stream = s})
+    end)
+    graph:launch()
+    gpu.synchronize()
+    local got = gpu.from_device(counts, n, "int32")
+    for i = 1, n do assert.are.equal(start[i] + by, got[i]) end
+    assert.are.equal(used0, (gpu.mem_pool_info()))     -- held back, then freed at the end
+    helpers.assert_error("bad argument #1 to 'bump' (buffer has been freed)",
+                         bump, freed_explicitly, n, 1, {block = 256})
+  end)
+
+  helpers.gpu_it("release what they held back when an unfinished capture is collected", function()
+    collectgarbage()
+    gpu.synchronize()
+    local used0 = gpu.mem_pool_info()
+    local buffer = gpu.mem_alloc(1 << 20)
+    local s = gpu.Stream()
+    s:begin_capture()
+    buffer = nil
+    collectgarbage()                -- the buffer's finalizer runs during the capture
+    assert.are.equal(used0 + (1 << 20), (gpu.mem_pool_info()))
+    s = nil
+    collectgarbage()                -- the stream's finalizer abandons the capture
+    gpu.synchronize()
+    assert.are.equal(used0, (gpu.mem_pool_info()))
+    assert.is_nil(buffer or s)
+  end)
+
   helpers.gpu_it("are freed idempotently and unusable afterwards", function()
     local graph = gpu.capture(function() end)
     graph:free()

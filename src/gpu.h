@@ -174,6 +174,9 @@ typedef struct gpu_State {
   const void *metatables[GPU_ARG_KINDS];  /* lua_topointer of each kind's metatable */
   const void *stream_metatable;           /* and of gpu.Stream's, for launch options */
   struct gpu_Context *current;  /* the Context of `device` once looked up (gpu_context_push) */
+  int captures;           /* this state's streams between begin_capture and end_capture */
+  struct gpu_Release *held;     /* releases waiting for those captures to end (release.c) */
+  size_t nheld, held_capacity;
 } gpu_State;
 
 /* The state (registry key: a pointer, so no string is hashed on every allocation). */
@@ -323,6 +326,49 @@ typedef struct gpu_Stream {
 #define GPU_STREAM "gpu.Stream"
 #define GPU_EVENT "gpu.Event"
 #define GPU_GRAPH "gpu.Graph"
+
+/* ---------------------------------------------------------------- release.c */
+
+/*
+** What a finalizer or :free() hands back to the driver.  While one of the state's streams
+** captures, no such call may run on this thread: frees synchronize, stream-ordered frees
+** join the legacy stream, and either invalidates the capture.  The collector runs finalizers
+** whenever Lua allocates, so every release goes through gpu_release, which holds them back
+** until the last capture ends.
+*/
+typedef enum gpu_ReleaseKind {
+  GPU_RELEASE_POOLED,       /* cuMemFreeAsync on the legacy stream */
+  GPU_RELEASE_DEVICE,       /* cuMemFree */
+  GPU_RELEASE_HOST,         /* cuMemFreeHost */
+  GPU_RELEASE_MODULE,       /* cuModuleUnload */
+  GPU_RELEASE_STREAM,       /* cuStreamDestroy */
+  GPU_RELEASE_EVENT,        /* cuEventDestroy */
+  GPU_RELEASE_GRAPH,        /* cuGraphExecDestroy, then cuGraphDestroy */
+  GPU_RELEASE_CALLBACK      /* the host's release function (memory it lent Lua) */
+} gpu_ReleaseKind;
+
+typedef struct gpu_Release {
+  gpu_ReleaseKind kind;
+  struct gpu_Context *ctx;  /* made current for the call (not for CALLBACK) */
+  union {
+    CUdeviceptr device;
+    void *host;
+    CUmodule module;
+    CUstream stream;
+    CUevent event;
+    struct { CUgraphExec exec; CUgraph graph; } graph;
+    struct { void (*fn)(void *data); void *data; } callback;
+  } h;
+} gpu_Release;
+
+/* Runs r now, or holds it while s captures (s NULL: now).  Never raises; errors are ignored. */
+GPU_INTERNAL void gpu_release(gpu_State *s, const gpu_Release *r);
+/* A capture began on one of s's streams. */
+GPU_INTERNAL void gpu_capture_begun(gpu_State *s);
+/* One ended (or was abandoned): after the last, the held releases run. */
+GPU_INTERNAL void gpu_capture_ended(gpu_State *s);
+/* Runs the held releases (with no capture left: the last one ended, or the state closes). */
+GPU_INTERNAL void gpu_release_held(gpu_State *s);
 
 /* The CUstream for an optional stream argument (nil or absent: the default stream). */
 GPU_INTERNAL CUstream gpu_optstream(lua_State *L, int arg);

@@ -104,10 +104,12 @@ gpu_HostArray *gpu_hostarray_new (lua_State *L, gpu_DtypeId dtype, int ndim,
 
 static int host_free (lua_State *L) {
   gpu_HostArray *h = (gpu_HostArray *)luaL_checkudata(L, 1, GPU_HOSTARRAY);
-  CUcontext prev;
-  if (h->root == h && h->pagelocked && h->data != NULL && gpu_context_try_enter(h->ctx, &prev)) {
-    gpu_driver_load(NULL, NULL)->cuMemFreeHost(h->data);
-    gpu_context_restore(h->ctx, prev);
+  if (h->root == h && h->pagelocked && h->data != NULL) {
+    gpu_Release r;
+    r.kind = GPU_RELEASE_HOST;
+    r.ctx = h->ctx;
+    r.h.host = h->data;
+    gpu_release(h->ctx->state, &r);
   }
   h->data = NULL;
   if (h->root != h) h->root = NULL;

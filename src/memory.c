@@ -92,24 +92,23 @@ gpu_Buffer *gpu_buffer_new (lua_State *L, size_t nbytes) {
 }
 
 void gpu_buffer_release (gpu_Buffer *b) {
-  const gpu_Driver *d = gpu_driver_load(NULL, NULL);
-  CUcontext prev;
+  gpu_Release r;
+  r.ctx = b->ctx;
   if (b->owned && b->ptr != 0) {
     /* freed before the collector was stepped for them: those bytes need no collecting */
     gpu_State *s = b->ctx->state;
     s->gc_debt -= b->size < s->gc_debt ? b->size : s->gc_debt;
-    if (gpu_context_try_enter(b->ctx, &prev)) {
-      /* errors ignored: this is also the finalizer */
-      if (b->pooled) d->cuMemFreeAsync(b->ptr, NULL);
-      else d->cuMemFree(b->ptr);
-      gpu_context_restore(b->ctx, prev);
-    }
+    r.kind = b->pooled ? GPU_RELEASE_POOLED : GPU_RELEASE_DEVICE;
+    r.h.device = b->ptr;
+    gpu_release(s, &r);
   }
   b->ptr = 0;
   if (b->root == b && b->release != NULL) {          /* memory the host owns: hand it back */
-    void (*release)(void *) = b->release;
+    r.kind = GPU_RELEASE_CALLBACK;
+    r.h.callback.fn = b->release;
+    r.h.callback.data = b->release_data;
     b->release = NULL;                               /* once, whichever way Lua lets go */
-    release(b->release_data);
+    gpu_release(b->ctx != NULL ? b->ctx->state : NULL, &r);
   }
   if (b->root != b) b->root = NULL;                  /* a freed view drops its parent */
 }

@@ -60,10 +60,12 @@ static int gpu_module_from_buffer (lua_State *L) {
 
 static int module_free (lua_State *L) {
   gpu_Module *m = (gpu_Module *)luaL_checkudata(L, 1, GPU_MODULE);
-  CUcontext prev;
-  if (m->module != NULL && gpu_context_try_enter(m->ctx, &prev)) {
-    gpu_driver_load(NULL, NULL)->cuModuleUnload(m->module);
-    gpu_context_restore(m->ctx, prev);
+  if (m->module != NULL) {
+    gpu_Release r;
+    r.kind = GPU_RELEASE_MODULE;
+    r.ctx = m->ctx;
+    r.h.module = m->module;
+    gpu_release(m->ctx->state, &r);
   }
   m->module = NULL;
   m->globals.ptr = 0;       /* every global's Buffer is now dead too */

@@ -50,17 +50,24 @@ static int stream_free (lua_State *L) {
   gpu_Stream *s = (gpu_Stream *)luaL_checkudata(L, 1, GPU_STREAM);
   const gpu_Driver *d = gpu_driver_load(NULL, NULL);
   CUcontext prev;
-  if (s->live && gpu_context_try_enter(s->ctx, &prev)) {
-    if (s->capturing) {             /* abandon the capture rather than leak its graph */
-      CUgraph graph = NULL;
+  if (s->capturing) {               /* abandon the capture rather than leak its graph */
+    CUgraph graph = NULL;
+    if (gpu_context_try_enter(s->ctx, &prev)) {
       if (d->cuStreamEndCapture(s->stream, &graph) == CUDA_SUCCESS && graph != NULL)
         d->cuGraphDestroy(graph);
+      gpu_context_restore(s->ctx, prev);
     }
-    d->cuStreamDestroy(s->stream);
-    gpu_context_restore(s->ctx, prev);
+    s->capturing = 0;
+    gpu_capture_ended(s->ctx->state);
+  }
+  if (s->live) {
+    gpu_Release r;
+    r.kind = GPU_RELEASE_STREAM;
+    r.ctx = s->ctx;
+    r.h.stream = s->stream;
+    gpu_release(s->ctx->state, &r);
   }
   s->live = 0;
-  s->capturing = 0;
   return 0;
 }
 
@@ -133,6 +140,7 @@ static int stream_begin_capture (lua_State *L) {
   gpu_check(L, gpu_driver(L)->cuStreamBeginCapture(s->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
             "cuStreamBeginCapture");
   s->capturing = 1;
+  gpu_capture_begun(s->ctx->state);
   return 0;
 }
 
@@ -152,6 +160,7 @@ static int stream_end_capture (lua_State *L) {
   lua_setiuservalue(L, -2, 1);
   s->capturing = 0;
   r = d->cuStreamEndCapture(s->stream, &g->graph);
+  gpu_capture_ended(s->ctx->state);         /* ended either way: what it held back may go */
   if (r != CUDA_SUCCESS) gpu_cuerror(L, r, "cuStreamEndCapture");
   r = d->cuGraphInstantiateWithFlags(&g->exec, g->graph, 0);
   if (r != CUDA_SUCCESS) {
@@ -206,12 +215,13 @@ static int graph_launch (lua_State *L) {
 
 static int graph_free (lua_State *L) {
   gpu_Graph *g = (gpu_Graph *)luaL_checkudata(L, 1, GPU_GRAPH);
-  const gpu_Driver *d = gpu_driver_load(NULL, NULL);
-  CUcontext prev;
-  if (g->exec != NULL && gpu_context_try_enter(g->ctx, &prev)) {
-    d->cuGraphExecDestroy(g->exec);
-    d->cuGraphDestroy(g->graph);
-    gpu_context_restore(g->ctx, prev);
+  if (g->exec != NULL) {
+    gpu_Release r;
+    r.kind = GPU_RELEASE_GRAPH;
+    r.ctx = g->ctx;
+    r.h.graph.exec = g->exec;
+    r.h.graph.graph = g->graph;
+    gpu_release(g->ctx->state, &r);
   }
   g->exec = NULL;
   g->graph = NULL;
@@ -257,10 +267,12 @@ static int gpu_Event_new (lua_State *L) {
 
 static int event_free (lua_State *L) {
   gpu_Event *e = (gpu_Event *)luaL_checkudata(L, 1, GPU_EVENT);
-  CUcontext prev;
-  if (e->live && gpu_context_try_enter(e->ctx, &prev)) {
-    gpu_driver_load(NULL, NULL)->cuEventDestroy(e->event);
-    gpu_context_restore(e->ctx, prev);
+  if (e->live) {
+    gpu_Release r;
+    r.kind = GPU_RELEASE_EVENT;
+    r.ctx = e->ctx;
+    r.h.event = e->event;
+    gpu_release(e->ctx->state, &r);
   }
   e->live = 0;
   return 0;

@@ -69,11 +69,7 @@ static gpu_Array *new_header (lua_State *L, int buf_idx, gpu_Buffer *b, size_t o
     a->size *= shape[i];
   }
   a->contiguous = is_contiguous(a);
-  if (mt_idx == 0) luaL_setmetatable(L, GPU_ARRAY);
-  else {
-    lua_pushvalue(L, mt_idx);
-    lua_setmetatable(L, -2);
-  }
+  gpu_setmetatable(L, mt_idx, GPU_ARRAY);
   gpu_pin(L, -1, buf_idx, 1);
   return a;
 }

@@ -72,6 +72,14 @@ void gpu_newtype (lua_State *L, const char *tname, const luaL_Reg *meta,
   lua_pop(L, 1);
 }
 
+void gpu_setmetatable (lua_State *L, int mt_idx, const char *tname) {
+  if (mt_idx == 0) luaL_setmetatable(L, tname);
+  else {
+    lua_pushvalue(L, mt_idx);
+    lua_setmetatable(L, -2);
+  }
+}
+
 int gpu_hasmetatable (lua_State *L, int idx, int mt_idx) {
   int is;
   mt_idx = lua_absindex(L, mt_idx);             /* pseudo-indices (upvalues) stay as they are */

@@ -171,16 +171,17 @@ static gpu_Context *context_new (lua_State *L, const gpu_Driver *d, int ordinal,
 }
 
 gpu_Context *gpu_context_push (lua_State *L) {
-  return gpu_context_push_in(L, gpu_state(L));
+  gpu_Context *c = gpu_context_find(L, gpu_state(L));
+  gpu_context_enter(L, c);
+  return c;
 }
 
-gpu_Context *gpu_context_push_in (lua_State *L, gpu_State *s) {
+gpu_Context *gpu_context_find (lua_State *L, gpu_State *s) {
   const gpu_Driver *d;
   int ordinal;
   gpu_Context *c = s->current;
   if (c != NULL && c->ordinal == s->device) {     /* every call but a device's first */
     lua_rawgeti(L, LUA_REGISTRYINDEX, c->ref);
-    gpu_context_enter(L, c);
     return c;
   }
   d = gpu_driver(L);
@@ -197,7 +198,6 @@ gpu_Context *gpu_context_push_in (lua_State *L, gpu_State *s) {
     lua_remove(L, -2);
   }
   s->current = c;
-  gpu_context_enter(L, c);
   return c;
 }
 

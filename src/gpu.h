@@ -210,8 +210,9 @@ typedef struct gpu_Context {
 
 /* Pushes the Context of the current device (created on first use) and returns it. */
 GPU_INTERNAL gpu_Context *gpu_context_push(lua_State *L);
-/* The same for callers that hold the state already (no registry lookup). */
-GPU_INTERNAL gpu_Context *gpu_context_push_in(lua_State *L, gpu_State *s);
+/* Pushes the same Context without making it current, for callers that hold the state and
+** enter the context themselves (an allocation, after its collector step). */
+GPU_INTERNAL gpu_Context *gpu_context_find(lua_State *L, gpu_State *s);
 /* Makes the host's context ctx the current device's context for new work (embed.c). */
 GPU_INTERNAL gpu_Context *gpu_context_adopt(lua_State *L, CUcontext ctx);
 /* Makes c current on the calling thread; raises if c was released. */
@@ -437,6 +438,9 @@ GPU_INTERNAL int gpu_checkoptions(lua_State *L, int arg, const char *const known
 ** metatable (see gpu_checkself).  Leaves the metatable on the stack. */
 GPU_INTERNAL void gpu_newtype(lua_State *L, const char *tname, const luaL_Reg *meta,
                               const luaL_Reg *methods);
+/* Sets the metatable of the value on top: the table at mt_idx (an upvalue, say), or where
+** mt_idx is 0 the one registered as tname. */
+GPU_INTERNAL void gpu_setmetatable(lua_State *L, int mt_idx, const char *tname);
 /* Whether the value at idx has the table at mt_idx as metatable (an identity test). */
 GPU_INTERNAL int gpu_hasmetatable(lua_State *L, int idx, int mt_idx);
 /* luaL_checkudata for the methods and metamethods of gpu_newtype: when the value's

@@ -301,14 +301,19 @@ static gpu_Stream *to_stream (lua_State *L, int idx, const gpu_State *state) {
                                                          : NULL;
 }
 
+/* s, checked usable for a launch (its freed check words the error for argument arg). */
+static gpu_Stream *usable_stream (lua_State *L, gpu_Stream *s, int arg) {
+  if (!s->live) gpu_freed_error(L, arg, "stream");
+  if (s->ctx->ctx == NULL) luaL_error(L, "the CUDA context of this object has been released");
+  return s;
+}
+
 static gpu_Stream *launch_stream (lua_State *L, int arg, const gpu_State *state) {
   gpu_Stream *s;
   if (lua_isnoneornil(L, arg)) return NULL;
   if ((s = to_stream(L, arg, state)) == NULL)
     s = (gpu_Stream *)luaL_checkudata(L, arg, GPU_STREAM);   /* raises, with its message */
-  if (!s->live) gpu_freed_error(L, arg, "stream");
-  if (s->ctx->ctx == NULL) luaL_error(L, "the CUDA context of this object has been released");
-  return s;
+  return usable_stream(L, s, arg);
 }
 
 /* "bad argument #n to 'kernel' (...)", numbering the kernel's own arguments from 1 */
@@ -417,13 +422,13 @@ static void read_call_options (lua_State *L, int idx, gpu_Function *f, gpu_Launc
       else cfg->shared = (unsigned)n;
     } else if (strcmp(key, "stream") == 0) {
       gpu_Stream *s = to_stream(L, v, f->ctx->state);
-      if (s == NULL && !lua_isnil(L, v))
+      if (s == NULL)              /* (a table holds no nil values) */
         bad = lua_pushfstring(L, "stream must be a gpu.Stream, got %s", luaL_typename(L, v));
-      else if (s != NULL && !s->live)
+      else if (!s->live)
         bad = "stream has been freed";
       else {
-        cfg->stream_obj = launch_stream(L, v, f->ctx->state);
-        cfg->stream = s != NULL ? s->stream : NULL;
+        cfg->stream_obj = usable_stream(L, s, v);   /* the freed case is worded above */
+        cfg->stream = s->stream;
         if (!has_stream) {        /* a copy goes below the traversal's key, to idx + 1 */
           lua_pushvalue(L, v);
           lua_rotate(L, idx + 1, 1);

@@ -55,11 +55,7 @@ gpu_Buffer *gpu_buffer_alloc (lua_State *L, gpu_Context *c, int ctx_idx, int mt_
   ctx_idx = lua_absindex(L, ctx_idx);
   b = (gpu_Buffer *)lua_newuserdatauv(L, sizeof(gpu_Buffer), 1);
   memset(b, 0, sizeof *b);                 /* closed until the allocation succeeds */
-  if (mt_idx == 0) luaL_setmetatable(L, GPU_BUFFER);
-  else {
-    lua_pushvalue(L, mt_idx);
-    lua_setmetatable(L, -2);
-  }
+  gpu_setmetatable(L, mt_idx, GPU_BUFFER);
   b->ctx = c;
   lua_pushvalue(L, ctx_idx);
   lua_setiuservalue(L, -2, 1);
@@ -86,7 +82,7 @@ gpu_Buffer *gpu_buffer_alloc (lua_State *L, gpu_Context *c, int ctx_idx, int mt_
 }
 
 gpu_Buffer *gpu_buffer_new (lua_State *L, size_t nbytes) {
-  gpu_Buffer *b = gpu_buffer_alloc(L, gpu_context_push(L), -1, 0, nbytes);
+  gpu_Buffer *b = gpu_buffer_alloc(L, gpu_context_find(L, gpu_state(L)), -1, 0, nbytes);
   lua_remove(L, -2);                       /* the Context, pinned by the Buffer */
   return b;
 }
@@ -123,7 +119,7 @@ static int gpu_mem_alloc (lua_State *L) {
   lua_Integer n = luaL_checkinteger(L, 1);
   gpu_State *s = (gpu_State *)lua_touserdata(L, lua_upvalueindex(1));
   luaL_argcheck(L, n >= 0, 1, "size must not be negative");
-  gpu_buffer_alloc(L, gpu_context_push_in(L, s), -1, lua_upvalueindex(2), (size_t)n);
+  gpu_buffer_alloc(L, gpu_context_find(L, s), -1, lua_upvalueindex(2), (size_t)n);
   return 1;
 }
 

@@ -133,6 +133,26 @@ describe("graphs", function()
     assert.is_nil(buffer or s)
   end)
 
+  -- Synchronizing the context while any thread captures is invalid (the 580 driver has
+  -- crashed in cuCtxSynchronize for it): refused before the driver sees it.
+  helpers.gpu_it("refuse to synchronize the device during a capture, which stays valid", function()
+    local bump = gpu.SourceModule(source):get_function("bump")
+    local n = math.random(1, 256)
+    local by = math.random(1, 100)
+    local counts <close> = gpu.to_device(gpu.host.zeros(n, "int32"))
+    local message = "cannot synchronize the device while a stream capture is open (in any " ..
+                    "thread): end the capture first, or synchronize a stream"
+    local graph <close> = gpu.capture(function(s)
+      helpers.assert_error(message, gpu.synchronize)
+      helpers.assert_error(message, gpu.free_pool)
+      bump(counts, n, by, {block = 256, stream = s})
+    end)
+    graph:launch()
+    gpu.synchronize()
+    local got = gpu.from_device(counts, n, "int32")
+    for i = 1, n do assert.are.equal(by, got[i]) end
+  end)
+
   helpers.gpu_it("are freed idempotently and unusable afterwards", function()
     local graph = gpu.capture(function() end)
     graph:free()

@@ -107,7 +107,7 @@ void gpu_pin (lua_State *L, int ud, int idx, int n) {
 /* Runs last among the module's finalizers at lua_close (see gpu_contexts_release). */
 static int state_close (lua_State *L) {
   gpu_State *s = (gpu_State *)lua_touserdata(L, 1);
-  s->captures = 0;                      /* every stream is finalized: no capture is left */
+  while (s->captures > 0) gpu_capture_ended(s);   /* none should be left: streams went first */
   gpu_release_held(s);                  /* before the contexts those releases need */
   gpu_contexts_release(L);
   return 0;

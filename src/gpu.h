@@ -370,6 +370,11 @@ GPU_INTERNAL void gpu_capture_begun(gpu_State *s);
 GPU_INTERNAL void gpu_capture_ended(gpu_State *s);
 /* Runs the held releases (with no capture left: the last one ended, or the state closes). */
 GPU_INTERNAL void gpu_release_held(gpu_State *s);
+/* Whether a capture is open anywhere in the process (any state, any thread): the context
+** must not be synchronized meanwhile. */
+GPU_INTERNAL int gpu_capture_open(void);
+/* Raises the error of synchronizing the device while a capture is open, when one is. */
+GPU_INTERNAL void gpu_check_no_capture(lua_State *L);
 
 /* The CUstream for an optional stream argument (nil or absent: the default stream). */
 GPU_INTERNAL CUstream gpu_optstream(lua_State *L, int arg);

@@ -66,7 +66,7 @@ gpu_Buffer *gpu_buffer_alloc (lua_State *L, gpu_Context *c, int ctx_idx, int mt_
     lua_gc(L, LUA_GCCOLLECT);
     gpu_context_enter(L, c);
     r = device_alloc(d, c, &b->ptr, nbytes);
-    if (r == CUDA_ERROR_OUT_OF_MEMORY && c->pool != NULL &&
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && c->pool != NULL && !gpu_capture_open() &&
         d->cuCtxSynchronize() == CUDA_SUCCESS) {   /* then the pool's cache, for others */
       d->cuMemPoolTrimTo(c->pool, 0);
       r = device_alloc(d, c, &b->ptr, nbytes);

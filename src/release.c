@@ -8,9 +8,17 @@
 ** gpu_release: while the state captures, they wait in a list of the state's (plain malloc
 ** memory: finalizers cannot allocate Lua objects safely) and run when the last capture ends.
 */
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "gpu.h"
+
+/*
+** Captures open in the whole process, every state's.  While one is, synchronizing the context
+** from any thread is invalid: the driver refuses it or, as the 580 driver did on the H100,
+** crashes in cuCtxSynchronize.  A property of the process, not of a state: hence a global.
+*/
+static atomic_int open_captures;
 
 static void release_now (const gpu_Release *r) {
   const gpu_Driver *d = gpu_driver_load(NULL, NULL);
@@ -56,10 +64,17 @@ void gpu_release (gpu_State *s, const gpu_Release *r) {
 
 void gpu_capture_begun (gpu_State *s) {
   s->captures++;
+  atomic_fetch_add(&open_captures, 1);
 }
 
 void gpu_capture_ended (gpu_State *s) {
-  if (s->captures > 0 && --s->captures == 0) gpu_release_held(s);
+  if (s->captures == 0) return;
+  atomic_fetch_sub(&open_captures, 1);
+  if (--s->captures == 0) gpu_release_held(s);
+}
+
+int gpu_capture_open (void) {
+  return atomic_load(&open_captures) > 0;
 }
 
 void gpu_release_held (gpu_State *s) {
@@ -68,4 +83,10 @@ void gpu_release_held (gpu_State *s) {
   free(s->held);
   s->held = NULL;
   s->nheld = s->held_capacity = 0;
+}
+
+void gpu_check_no_capture (lua_State *L) {
+  if (gpu_capture_open())
+    luaL_error(L, "cannot synchronize the device while a stream capture is open (in any "
+               "thread): end the capture first, or synchronize a stream");
 }

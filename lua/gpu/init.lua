@@ -296,13 +296,15 @@ gpu.signature = signature
 -- gpu.capture(fn[, stream]) -> gpu.Graph: runs fn(stream) while the stream (a new one by
 -- default) captures, and returns what was queued on it as a graph to replay with
 -- graph:launch().  Buffers must exist before the capture; the graph keeps them alive and
--- refuses to launch once one has been freed.
+-- refuses to launch once one has been freed.  The new stream is non-blocking: nothing runs
+-- while it captures, and a blocking one would make every use of the default stream, by
+-- any thread, invalidate the capture.
 function gpu.capture(fn, stream)
   if type(fn) ~= "function" then argerror(1, "capture", "function expected, got " .. type(fn)) end
   if stream ~= nil and getmetatable(stream) ~= core.types.Stream then
     argerror(2, "capture", "gpu.Stream expected, got " .. type(stream))
   end
-  stream = stream or core.Stream()
+  stream = stream or core.Stream({non_blocking = true})
   stream:begin_capture()
   local ok, err = pcall(fn, stream)
   if not ok then

@@ -333,8 +333,7 @@ static int gpu_device_ordinal (lua_State *L) {
 static int gpu_synchronize (lua_State *L) {
   const gpu_Driver *d = gpu_driver(L);
   gpu_context_push(L);
-  gpu_check_no_capture(L);
-  gpu_check(L, d->cuCtxSynchronize(), "cuCtxSynchronize");
+  gpu_synchronize_checked(L, d);
   return 0;
 }
 
@@ -359,8 +358,7 @@ static int gpu_free_pool (lua_State *L) {
   const gpu_Driver *d = gpu_driver(L);
   gpu_Context *c = gpu_context_push(L);
   if (c->pool != NULL) {
-    gpu_check_no_capture(L);
-    gpu_check(L, d->cuCtxSynchronize(), "cuCtxSynchronize");   /* let pending frees land */
+    gpu_synchronize_checked(L, d);          /* let pending frees land */
     gpu_check(L, d->cuMemPoolTrimTo(c->pool, 0), "cuMemPoolTrimTo");
   }
   return 0;

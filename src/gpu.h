@@ -364,17 +364,18 @@ typedef struct gpu_Release {
 
 /* Runs r now, or holds it while s captures (s NULL: now).  Never raises; errors are ignored. */
 GPU_INTERNAL void gpu_release(gpu_State *s, const gpu_Release *r);
-/* A capture began on one of s's streams. */
-GPU_INTERNAL void gpu_capture_begun(gpu_State *s);
+/* A capture is about to begin on one of s's streams (waits for device synchronizations
+** under way); if cuStreamBeginCapture fails, gpu_capture_ended undoes it. */
+GPU_INTERNAL void gpu_capture_opening(gpu_State *s);
 /* One ended (or was abandoned): after the last, the held releases run. */
 GPU_INTERNAL void gpu_capture_ended(gpu_State *s);
 /* Runs the held releases (with no capture left: the last one ended, or the state closes). */
 GPU_INTERNAL void gpu_release_held(gpu_State *s);
-/* Whether a capture is open anywhere in the process (any state, any thread): the context
-** must not be synchronized meanwhile. */
-GPU_INTERNAL int gpu_capture_open(void);
-/* Raises the error of synchronizing the device while a capture is open, when one is. */
-GPU_INTERNAL void gpu_check_no_capture(lua_State *L);
+/* cuCtxSynchronize, unless a capture is open anywhere in the process (any state, any
+** thread): then *refused is set and nothing is called. */
+GPU_INTERNAL CUresult gpu_synchronize_device(const gpu_Driver *d, int *refused);
+/* The same for a Lua function: raises when refused or on failure. */
+GPU_INTERNAL void gpu_synchronize_checked(lua_State *L, const gpu_Driver *d);
 
 /* The CUstream for an optional stream argument (nil or absent: the default stream). */
 GPU_INTERNAL CUstream gpu_optstream(lua_State *L, int arg);

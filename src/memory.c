@@ -52,6 +52,7 @@ gpu_Buffer *gpu_buffer_alloc (lua_State *L, gpu_Context *c, int ctx_idx, int mt_
   const gpu_Driver *d = c->driver;
   gpu_Buffer *b;
   CUresult r;
+  int refused;
   ctx_idx = lua_absindex(L, ctx_idx);
   b = (gpu_Buffer *)lua_newuserdatauv(L, sizeof(gpu_Buffer), 1);
   memset(b, 0, sizeof *b);                 /* closed until the allocation succeeds */
@@ -66,8 +67,8 @@ gpu_Buffer *gpu_buffer_alloc (lua_State *L, gpu_Context *c, int ctx_idx, int mt_
     lua_gc(L, LUA_GCCOLLECT);
     gpu_context_enter(L, c);
     r = device_alloc(d, c, &b->ptr, nbytes);
-    if (r == CUDA_ERROR_OUT_OF_MEMORY && c->pool != NULL && !gpu_capture_open() &&
-        d->cuCtxSynchronize() == CUDA_SUCCESS) {   /* then the pool's cache, for others */
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && c->pool != NULL &&   /* then the pool's cache */
+        gpu_synchronize_device(d, &refused) == CUDA_SUCCESS) {
       d->cuMemPoolTrimTo(c->pool, 0);
       r = device_alloc(d, c, &b->ptr, nbytes);
     }

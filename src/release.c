@@ -8,17 +8,22 @@
 ** gpu_release: while the state captures, they wait in a list of the state's (plain malloc
 ** memory: finalizers cannot allocate Lua objects safely) and run when the last capture ends.
 */
-#include <stdatomic.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "gpu.h"
 
 /*
-** Captures open in the whole process, every state's.  While one is, synchronizing the context
-** from any thread is invalid: the driver refuses it or, as the 580 driver did on the H100,
-** crashes in cuCtxSynchronize.  A property of the process, not of a state: hence a global.
+** Captures open in the whole process, every state's, and device synchronizations under way.
+** Synchronizing the context while a capture is open, from any thread, is invalid: the driver
+** refuses it or, as the 580 driver did on the H100, crashes in cuCtxSynchronize.  So a
+** synchronization is refused while a capture is open, and a capture waits for the
+** synchronizations under way to finish before it begins.  A property of the process, not of
+** a state: hence globals, under one lock.
 */
-static atomic_int open_captures;
+static pthread_mutex_t capture_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t synchronized = PTHREAD_COND_INITIALIZER;
+static int open_captures, synchronizing;
 
 static void release_now (const gpu_Release *r) {
   const gpu_Driver *d = gpu_driver_load(NULL, NULL);
@@ -62,19 +67,43 @@ void gpu_release (gpu_State *s, const gpu_Release *r) {
   if (s == NULL || s->captures == 0 || !hold(s, r)) release_now(r);
 }
 
-void gpu_capture_begun (gpu_State *s) {
+void gpu_capture_opening (gpu_State *s) {
+  pthread_mutex_lock(&capture_lock);
+  while (synchronizing > 0) pthread_cond_wait(&synchronized, &capture_lock);
+  open_captures++;
+  pthread_mutex_unlock(&capture_lock);
   s->captures++;
-  atomic_fetch_add(&open_captures, 1);
 }
 
 void gpu_capture_ended (gpu_State *s) {
   if (s->captures == 0) return;
-  atomic_fetch_sub(&open_captures, 1);
+  pthread_mutex_lock(&capture_lock);
+  open_captures--;
+  pthread_mutex_unlock(&capture_lock);
   if (--s->captures == 0) gpu_release_held(s);
 }
 
-int gpu_capture_open (void) {
-  return atomic_load(&open_captures) > 0;
+CUresult gpu_synchronize_device (const gpu_Driver *d, int *refused) {
+  CUresult r;
+  pthread_mutex_lock(&capture_lock);
+  *refused = open_captures > 0;
+  if (!*refused) synchronizing++;
+  pthread_mutex_unlock(&capture_lock);
+  if (*refused) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+  r = d->cuCtxSynchronize();
+  pthread_mutex_lock(&capture_lock);
+  if (--synchronizing == 0) pthread_cond_broadcast(&synchronized);
+  pthread_mutex_unlock(&capture_lock);
+  return r;
+}
+
+void gpu_synchronize_checked (lua_State *L, const gpu_Driver *d) {
+  int refused;
+  CUresult r = gpu_synchronize_device(d, &refused);
+  if (refused)
+    luaL_error(L, "cannot synchronize the device while a stream capture is open (in any "
+               "thread): end the capture first, or synchronize a stream");
+  gpu_check(L, r, "cuCtxSynchronize");
 }
 
 void gpu_release_held (gpu_State *s) {
@@ -83,10 +112,4 @@ void gpu_release_held (gpu_State *s) {
   free(s->held);
   s->held = NULL;
   s->nheld = s->held_capacity = 0;
-}
-
-void gpu_check_no_capture (lua_State *L) {
-  if (gpu_capture_open())
-    luaL_error(L, "cannot synchronize the device while a stream capture is open (in any "
-               "thread): end the capture first, or synchronize a stream");
 }

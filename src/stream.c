@@ -134,13 +134,17 @@ void gpu_capture_note (lua_State *L, int stream_idx, int obj_idx) {
 /* s:begin_capture(): work queued on s from now on is recorded into a graph, not run */
 static int stream_begin_capture (lua_State *L) {
   gpu_Stream *s = check_stream(L, 1);
+  CUresult r;
   if (s->capturing) return luaL_error(L, "stream is already capturing");
   lua_newtable(L);          /* first: once capturing, gpu_capture_note needs it */
   lua_setiuservalue(L, 1, 2);
-  gpu_check(L, gpu_driver(L)->cuStreamBeginCapture(s->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
-            "cuStreamBeginCapture");
+  gpu_capture_opening(s->ctx->state);
+  r = gpu_driver(L)->cuStreamBeginCapture(s->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+  if (r != CUDA_SUCCESS) {
+    gpu_capture_ended(s->ctx->state);
+    gpu_cuerror(L, r, "cuStreamBeginCapture");
+  }
   s->capturing = 1;
-  gpu_capture_begun(s->ctx->state);
   return 0;
 }
 

@@ -1,6 +1,6 @@
 #!/bin/bash
 # The GPU machine's checks in one call (see docs/testing.md), each step's log under $OUT:
-#   STEPS="suite examples embed threads sanitize fuzz bench" bash tools/gpu-checks.sh
+#   STEPS="suite examples embed threads capture sanitize fuzz bench" bash tools/gpu-checks.sh
 # Needs the Lua prefix from ../shared/device/make-prefix (.devprefix).  STEP_TIMEOUT (s),
 # THREAD_SECONDS, FUZZ_SECONDS and TAILN (log lines shown per step) tune it.  The suite takes
 # longer than one device call allows, so SUITE_FILES (globs; default every spec) picks the
@@ -45,12 +45,13 @@ step() {
   tail -"${TAILN:-5}" "$OUT/$name.log"
 }
 
-for s in ${STEPS:-suite examples embed threads}; do
+for s in ${STEPS:-suite examples embed threads capture}; do
   case $s in
     suite) echo "== suite"; suite_files ;;
     examples) step examples make -s examples "${vars[@]}" ;;
     embed) step embed make -s embed-run "${vars[@]}" ;;
     threads) step threads make -s threads THREADS=8 SECONDS="${THREAD_SECONDS:-60}" "${vars[@]}" ;;
+    capture) step capture make -s threads-capture SECONDS="${THREAD_SECONDS:-60}" "${vars[@]}" ;;
     sanitize) step sanitize make -s sanitize "${vars[@]}" SPECS="${SANITIZE_SPECS:-}" ;;
     fuzz) step fuzz make -s fuzz FUZZ_GPU=1 FUZZ_SECONDS="${FUZZ_SECONDS:-60}" "${vars[@]}" ;;
     bench) step bench make -s bench "${vars[@]}" ;;

@@ -104,13 +104,8 @@ gpu_HostArray *gpu_hostarray_new (lua_State *L, gpu_DtypeId dtype, int ndim,
 
 static int host_free (lua_State *L) {
   gpu_HostArray *h = (gpu_HostArray *)luaL_checkudata(L, 1, GPU_HOSTARRAY);
-  if (h->root == h && h->pagelocked && h->data != NULL) {
-    gpu_Release r;
-    r.kind = GPU_RELEASE_HOST;
-    r.ctx = h->ctx;
-    r.h.host = h->data;
-    gpu_release(h->ctx->state, &r);
-  }
+  if (h->root == h && h->pagelocked && h->data != NULL)
+    gpu_release(h->ctx->state, &(gpu_Release){GPU_RELEASE_HOST, h->ctx, {.host = h->data}});
   h->data = NULL;
   if (h->root != h) h->root = NULL;
   return 0;

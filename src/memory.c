@@ -89,21 +89,16 @@ gpu_Buffer *gpu_buffer_new (lua_State *L, size_t nbytes) {
 }
 
 void gpu_buffer_release (gpu_Buffer *b) {
-  gpu_Release r;
-  r.ctx = b->ctx;
   if (b->owned && b->ptr != 0) {
     /* freed before the collector was stepped for them: those bytes need no collecting */
     gpu_State *s = b->ctx->state;
     s->gc_debt -= b->size < s->gc_debt ? b->size : s->gc_debt;
-    r.kind = b->pooled ? GPU_RELEASE_POOLED : GPU_RELEASE_DEVICE;
-    r.h.device = b->ptr;
-    gpu_release(s, &r);
+    gpu_release(s, &(gpu_Release){b->pooled ? GPU_RELEASE_POOLED : GPU_RELEASE_DEVICE, b->ctx,
+                                  {.device = b->ptr}});
   }
   b->ptr = 0;
   if (b->root == b && b->release != NULL) {          /* memory the host owns: hand it back */
-    r.kind = GPU_RELEASE_CALLBACK;
-    r.h.callback.fn = b->release;
-    r.h.callback.data = b->release_data;
+    gpu_Release r = {GPU_RELEASE_CALLBACK, b->ctx, {.callback = {b->release, b->release_data}}};
     b->release = NULL;                               /* once, whichever way Lua lets go */
     gpu_release(b->ctx != NULL ? b->ctx->state : NULL, &r);
   }

@@ -60,13 +60,8 @@ static int gpu_module_from_buffer (lua_State *L) {
 
 static int module_free (lua_State *L) {
   gpu_Module *m = (gpu_Module *)luaL_checkudata(L, 1, GPU_MODULE);
-  if (m->module != NULL) {
-    gpu_Release r;
-    r.kind = GPU_RELEASE_MODULE;
-    r.ctx = m->ctx;
-    r.h.module = m->module;
-    gpu_release(m->ctx->state, &r);
-  }
+  if (m->module != NULL)
+    gpu_release(m->ctx->state, &(gpu_Release){GPU_RELEASE_MODULE, m->ctx, {.module = m->module}});
   m->module = NULL;
   m->globals.ptr = 0;       /* every global's Buffer is now dead too */
   return 0;

@@ -44,7 +44,7 @@ static void release_now (const gpu_Release *r) {
       d->cuGraphExecDestroy(r->h.graph.exec);
       d->cuGraphDestroy(r->h.graph.graph);
       break;
-    case GPU_RELEASE_CALLBACK: break;
+    case GPU_RELEASE_CALLBACK: break;                        /* run above */
   }
   gpu_context_restore(r->ctx, prev);
 }

@@ -60,13 +60,8 @@ static int stream_free (lua_State *L) {
     s->capturing = 0;
     gpu_capture_ended(s->ctx->state);
   }
-  if (s->live) {
-    gpu_Release r;
-    r.kind = GPU_RELEASE_STREAM;
-    r.ctx = s->ctx;
-    r.h.stream = s->stream;
-    gpu_release(s->ctx->state, &r);
-  }
+  if (s->live)
+    gpu_release(s->ctx->state, &(gpu_Release){GPU_RELEASE_STREAM, s->ctx, {.stream = s->stream}});
   s->live = 0;
   return 0;
 }
@@ -219,14 +214,9 @@ static int graph_launch (lua_State *L) {
 
 static int graph_free (lua_State *L) {
   gpu_Graph *g = (gpu_Graph *)luaL_checkudata(L, 1, GPU_GRAPH);
-  if (g->exec != NULL) {
-    gpu_Release r;
-    r.kind = GPU_RELEASE_GRAPH;
-    r.ctx = g->ctx;
-    r.h.graph.exec = g->exec;
-    r.h.graph.graph = g->graph;
-    gpu_release(g->ctx->state, &r);
-  }
+  if (g->exec != NULL)
+    gpu_release(g->ctx->state, &(gpu_Release){GPU_RELEASE_GRAPH, g->ctx,
+                                              {.graph = {g->exec, g->graph}}});
   g->exec = NULL;
   g->graph = NULL;
   return 0;
@@ -271,13 +261,8 @@ static int gpu_Event_new (lua_State *L) {
 
 static int event_free (lua_State *L) {
   gpu_Event *e = (gpu_Event *)luaL_checkudata(L, 1, GPU_EVENT);
-  if (e->live) {
-    gpu_Release r;
-    r.kind = GPU_RELEASE_EVENT;
-    r.ctx = e->ctx;
-    r.h.event = e->event;
-    gpu_release(e->ctx->state, &r);
-  }
+  if (e->live)
+    gpu_release(e->ctx->state, &(gpu_Release){GPU_RELEASE_EVENT, e->ctx, {.event = e->event}});
   e->live = 0;
   return 0;
 }

@@ -105,7 +105,8 @@ static gpu_Array *array_new_in (lua_State *L, gpu_Context *c, int ctx_idx, int b
 }
 
 gpu_Array *gpu_array_new (lua_State *L, gpu_DtypeId dtype, int ndim, const int64_t *shape) {
-  gpu_Array *a = array_new_in(L, gpu_context_push(L), -1, 0, 0, dtype, ndim, shape);
+  /* found, not entered: gpu_buffer_alloc makes it current after its collector step */
+  gpu_Array *a = array_new_in(L, gpu_context_find(L, gpu_state(L)), -1, 0, 0, dtype, ndim, shape);
   lua_remove(L, -2);                       /* the Context, pinned by the array's Buffer */
   return a;
 }

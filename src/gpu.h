@@ -170,7 +170,9 @@ typedef enum gpu_ArgKind {
 /* Per-lua_State data of the module: a userdata kept in the registry. */
 typedef struct gpu_State {
   int device;             /* ordinal for new work; -1 until chosen (CUDA_DEVICE or 0) */
-  size_t gc_debt;         /* device bytes allocated since the collector was last stepped */
+  size_t gc_bytes;        /* device and page-locked bytes allocated and not yet released */
+  size_t gc_debt;         /* of those, bytes allocated since the last collection (memory.c) */
+  size_t gc_threshold;    /* the debt at which the next collection runs */
   const void *metatables[GPU_ARG_KINDS];  /* lua_topointer of each kind's metatable */
   const void *stream_metatable;           /* and of gpu.Stream's, for launch options */
   struct gpu_Context *current;  /* the Context of `device` once looked up (gpu_context_push) */
@@ -253,8 +255,11 @@ GPU_INTERNAL gpu_Buffer *gpu_buffer_new(lua_State *L, size_t nbytes);
 ** (0: looked up by name): for hot paths that already hold both. */
 GPU_INTERNAL gpu_Buffer *gpu_buffer_alloc(lua_State *L, gpu_Context *c, int ctx_idx, int mt_idx,
                                           size_t nbytes);
-/* Steps the collector for nbytes of memory it cannot see (device or page-locked). */
+/* Tells the collector of nbytes of memory it cannot see (device or page-locked), about to
+** be allocated: collects when enough has been allocated since the last collection. */
 GPU_INTERNAL void gpu_gc_account(lua_State *L, gpu_State *s, size_t nbytes);
+/* A full collection, after which the threshold of gpu_gc_account is set anew. */
+GPU_INTERNAL void gpu_gc_collect(lua_State *L, gpu_State *s);
 /* Frees an owned allocation now (idempotent, never raises): __gc, __close and :free(). */
 GPU_INTERNAL void gpu_buffer_release(gpu_Buffer *b);
 GPU_INTERNAL void gpu_memory_open(lua_State *L);

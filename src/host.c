@@ -88,15 +88,16 @@ gpu_HostArray *gpu_hostarray_new (lua_State *L, gpu_DtypeId dtype, int ndim,
     CUresult r;
     h->ctx = gpu_context_push(L);
     lua_setiuservalue(L, -2, 1);
-    gpu_gc_account(L, gpu_state(L), h->nbytes);
+    gpu_gc_account(L, h->ctx->state, h->nbytes);
     r = d->cuMemHostAlloc(&h->data, h->nbytes ? h->nbytes : 1, CU_MEMHOSTALLOC_PORTABLE);
     if (r == CUDA_ERROR_OUT_OF_MEMORY) {
-      lua_gc(L, LUA_GCCOLLECT);
+      gpu_gc_collect(L, h->ctx->state);
       gpu_context_enter(L, h->ctx);
       r = d->cuMemHostAlloc(&h->data, h->nbytes ? h->nbytes : 1, CU_MEMHOSTALLOC_PORTABLE);
     }
     if (r != CUDA_SUCCESS) h->data = NULL;
     gpu_check(L, r, "cuMemHostAlloc");
+    h->ctx->state->gc_bytes += h->nbytes;
     memset(h->data, 0, h->nbytes);
   }
   return h;
@@ -104,8 +105,10 @@ gpu_HostArray *gpu_hostarray_new (lua_State *L, gpu_DtypeId dtype, int ndim,
 
 static int host_free (lua_State *L) {
   gpu_HostArray *h = (gpu_HostArray *)luaL_checkudata(L, 1, GPU_HOSTARRAY);
-  if (h->root == h && h->pagelocked && h->data != NULL)
+  if (h->root == h && h->pagelocked && h->data != NULL) {
+    h->ctx->state->gc_bytes -= h->nbytes;
     gpu_release(h->ctx->state, &(gpu_Release){GPU_RELEASE_HOST, h->ctx, {.host = h->data}});
+  }
   h->data = NULL;
   if (h->root != h) h->root = NULL;
   return 0;

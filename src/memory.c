@@ -12,11 +12,17 @@
 #include "gpu.h"
 
 /*
-** Step the collector every this many device bytes not yet freed, so dropped buffers get
-** collected.  Above the size of an ordinary array: a loop that frees what it allocates pays
-** its debt back (gpu_buffer_release) and never steps the collector.
+** The collector cannot see device memory, so allocations tell it: once the bytes allocated
+** and not freed since the last collection reach gc_threshold, a full collection runs.  Not a
+** step: in generational mode (the standalone lua's default) a step is a minor collection, and
+** a temporary still referenced during two of them (`2*a` while `3*b` allocates) is old by
+** then, so only a major collection frees it; steps let 1 GiB temporaries pile up to 50 GB.
+** Like Lua's own pause, the threshold follows what the last collection left and what the
+** next one costs: the largest of GPU_GC_MIN_BYTES, the bytes still allocated, and the Lua
+** heap.  A loop that frees what it allocates pays its debt back (gpu_buffer_release) and
+** never collects.
 */
-#define GPU_GC_STEP_BYTES ((size_t)32 << 20)
+#define GPU_GC_MIN_BYTES ((size_t)32 << 20)
 
 /* A view is alive while it and the allocation it looks into are. */
 static int buffer_alive (const gpu_Buffer *b) {
@@ -33,13 +39,19 @@ gpu_Buffer *gpu_checkbuffer (lua_State *L, int arg) {
   return b;
 }
 
+void gpu_gc_collect (lua_State *L, gpu_State *s) {
+  size_t heap;
+  if (lua_gc(L, LUA_GCCOLLECT) < 0) return;      /* refused inside a finalizer: debt stays */
+  heap = (size_t)lua_gc(L, LUA_GCCOUNT) << 10;
+  s->gc_debt = 0;
+  s->gc_threshold = GPU_GC_MIN_BYTES;
+  if (s->gc_threshold < s->gc_bytes) s->gc_threshold = s->gc_bytes;
+  if (s->gc_threshold < heap) s->gc_threshold = heap;
+}
+
 void gpu_gc_account (lua_State *L, gpu_State *s, size_t nbytes) {
   s->gc_debt += nbytes;
-  if (s->gc_debt >= GPU_GC_STEP_BYTES) {
-    /* a step as if these bytes had been allocated by Lua, so garbage buffers get finalized */
-    lua_gc(L, LUA_GCSTEP, (int)(s->gc_debt >> 10 < INT32_MAX ? s->gc_debt >> 10 : INT32_MAX));
-    s->gc_debt = 0;
-  }
+  if (s->gc_debt >= s->gc_threshold) gpu_gc_collect(L, s);
 }
 
 static CUresult device_alloc (const gpu_Driver *d, gpu_Context *c, CUdeviceptr *p, size_t n) {
@@ -64,7 +76,7 @@ gpu_Buffer *gpu_buffer_alloc (lua_State *L, gpu_Context *c, int ctx_idx, int mt_
   gpu_context_enter(L, c);                 /* after the collector: finalizers may switch it */
   r = device_alloc(d, c, &b->ptr, nbytes);
   if (r == CUDA_ERROR_OUT_OF_MEMORY) {     /* garbage may be holding device memory */
-    lua_gc(L, LUA_GCCOLLECT);
+    gpu_gc_collect(L, c->state);
     gpu_context_enter(L, c);
     r = device_alloc(d, c, &b->ptr, nbytes);
     if (r == CUDA_ERROR_OUT_OF_MEMORY && c->pool != NULL &&   /* then the pool's cache */
@@ -75,6 +87,7 @@ gpu_Buffer *gpu_buffer_alloc (lua_State *L, gpu_Context *c, int ctx_idx, int mt_
   }
   if (r != CUDA_SUCCESS) b->ptr = 0;
   gpu_check(L, r, c->pool ? "cuMemAllocFromPoolAsync" : "cuMemAlloc");
+  c->state->gc_bytes += nbytes;
   b->size = nbytes;
   b->root = b;
   b->owned = 1;
@@ -93,6 +106,7 @@ void gpu_buffer_release (gpu_Buffer *b) {
     /* freed before the collector was stepped for them: those bytes need no collecting */
     gpu_State *s = b->ctx->state;
     s->gc_debt -= b->size < s->gc_debt ? b->size : s->gc_debt;
+    s->gc_bytes -= b->size;
     gpu_release(s, &(gpu_Release){b->pooled ? GPU_RELEASE_POOLED : GPU_RELEASE_DEVICE, b->ctx,
                                   {.device = b->ptr}});
   }
@@ -347,8 +361,8 @@ void gpu_memory_open (lua_State *L) {
   };
   luaL_setfuncs(L, functions, 0);
   gpu_newtype(L, GPU_BUFFER, meta, methods);
-  gpu_push_state(L);                       /* mem_alloc's upvalues: the state, the metatable */
-  lua_insert(L, -2);
+  gpu_push_state(L)->gc_threshold = GPU_GC_MIN_BYTES;
+  lua_insert(L, -2);                       /* mem_alloc's upvalues: the state, the metatable */
   lua_pushcclosure(L, gpu_mem_alloc, 2);
   lua_setfield(L, -2, "mem_alloc");
 }

@@ -272,6 +272,14 @@ describe("array operators", function()
     gpu.gpuarray.div(z, 2, {out = z})
     h = z:get()
     for i = 1, 64 do R.check(R.f32(R.f32(R.f32(R.f32(va[i] * 2) + vb[i]) - vb[i]) / 2), h[i], "float32", "sub/div #" .. i) end
+    local w = gpu.empty(64, "float32")                  -- out as the last argument, PyCUDA's style
+    assert.are.equal(w, b:mul(z, w))
+    assert.are.equal(z, gpu.gpuarray.sub(w, b, z))
+    local hw, hz = w:get(), z:get()
+    for i = 1, 64 do
+      R.check(R.f32(vb[i] * h[i]), hw[i], "float32", "mul positional out #" .. i)
+      R.check(R.f32(hw[i] - vb[i]), hz[i], "float32", "sub positional out #" .. i)
+    end
   end)
 
   helpers.gpu_it("compiles each generated kernel once", function()

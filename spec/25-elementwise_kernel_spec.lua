@@ -57,10 +57,51 @@ describe("ElementwiseKernel", function()
       local hit = i >= 11 and i <= 20 and (i - 11) % 3 == 0
       if not hit then assert.are.equal(0, h[i], "untouched #" .. i) else assert.are_not.equal(0, h[i]) end
     end
+    -- ranges read like slice: negatives count from the end, a negative step runs downward
+    for _, case in ipairs{{{-10, -1, 4}, {n - 9, n - 5, n - 1}}, {{20, 11, -3}, {11, 14, 17, 20}},
+                          {{-1, -3, -1}, {n - 2, n - 1, n}}, {{5, 4}, {}}} do
+      z:fill(0)
+      lin(2, x, 3, y, z, {range = case[1]})
+      h = z:get()
+      local hits = {}
+      for _, i in ipairs(case[2]) do hits[i] = true end
+      for i = 1, n do
+        if hits[i] then
+          helpers.assert_close(f32(f32(2 * f32(xv[i])) + f32(3 * f32(yv[i]))), h[i], 1e-6, "hit #" .. i)
+        else
+          assert.are.equal(0, h[i], "untouched #" .. i)
+        end
+      end
+    end
     local idx = gpu.ElementwiseKernel("long long *out", "out[i] = i")
     local o = gpu.empty(5, "int64")
     idx(o)
     assert.are.same({0, 1, 2, 3, 4}, o:get():totable())
+  end)
+
+  helpers.gpu_it("takes non-contiguous views, in their row-major order, and writes them back", function()
+    local mv = helpers.random_floats(6 * 5, 4)
+    local m = gpu.to_gpu(gpu.host.from_table(mv, "float32")):reshape(6, 5)
+    local t = m:transpose()                        -- 5 x 6; element (r, c) is m[c][r]
+    local out = gpu.zeros({6, 5}, "float32")
+    local out_t = out:transpose()                  -- written through a view
+    local k = gpu.ElementwiseKernel("const float *x, float *y", "y[i] = 2.0f * x[i] + i", "twice_plus_i")
+    k(t, out_t)
+    local f32 = helpers.f32
+    local h = out:get()                            -- out[c][r] = out_t[r][c]
+    for r = 1, 5 do
+      for c = 1, 6 do
+        local i = (r - 1) * 6 + c                  -- 1-based row-major position in t and out_t
+        local want = f32(f32(2 * f32(mv[(c - 1) * 5 + r])) + (i - 1))
+        helpers.assert_close(want, h[(c - 1) * 5 + r], 1e-6, ("(%d, %d)"):format(r, c))
+      end
+    end
+    -- every other element of a vector, in place, with a range over the view
+    local v = gpu.zeros(10, "float32")
+    local odd = v:slice(1, -1, 2)                  -- elements 1, 3, 5, 7, 9
+    local set = gpu.ElementwiseKernel("float *p", "p[i] = i + 1", "set_position")
+    set(odd, {range = {2, 4}})
+    assert.are.same({0, 0, 2, 0, 3, 0, 4, 0, 0, 0}, v:get():totable())
   end)
 
   helpers.gpu_it("checks its arguments", function()
@@ -69,11 +110,17 @@ describe("ElementwiseKernel", function()
     helpers.assert_error("bad argument #1 to 'setn' (expected a float32 array, got float64)", k, a, 1)
     local f = gpu.zeros(4, "float32")
     helpers.assert_error("bad argument #2 to 'setn' (2.5 is not an integer (for int32))", k, f, 2.5)
-    helpers.assert_error("bad argument #3 to 'setn' (range step must be positive)", k, f, 1, {range = {1, 4, 0}})
+    helpers.assert_error("bad argument #3 to 'setn' (range step must not be 0)", k, f, 1, {range = {1, 4, 0}})
     helpers.assert_error("bad argument #3 to 'setn' (range {1, 5} reaches outside the arrays (size 4))",
                          k, f, 1, {range = {1, 5}})
-    helpers.assert_error("bad argument #1 to 'setn' (array is not contiguous (pass a:copy()))",
-                         k, gpu.zeros(8, "float32"):slice(1, -1, 2), 1)
+    helpers.assert_error("bad argument #3 to 'setn' (range {-5, -1} reaches outside the arrays (size 4))",
+                         k, f, 1, {range = {-5, -1}})
+    helpers.assert_error("bad argument #3 to 'setn' (range {0, 2} reaches outside the arrays (size 4))",
+                         k, f, 1, {range = {0, 2}})
+    local fill = gpu.ElementwiseKernel("int *p, int v", "p[i] = v", "fillv")
+    local raw = gpu.mem_alloc(16)
+    helpers.assert_error("bad argument #3 to 'fillv' (range {-2, -1} counts from the end, but no "
+                         .. "array argument has a size)", fill, raw, 1, {range = {-2, -1}})
     helpers.assert_error("kernel 'setn' takes 2 arguments, got 1", k, f)
     f:free()
     helpers.assert_error("bad argument #1 to 'setn' (array has been freed)", k, f, 1)

@@ -306,6 +306,17 @@ function M.kernel(p, layout)
 end
 
 -- launch(p, out, stream, fname, values...) -> out (allocated when nil)
+-- The program that copies an array of dtype into an array of any layout.
+local copy_programs = {}
+function M.copy_program(dtype)
+  local p = copy_programs[dtype]
+  if p == nil then
+    p = M.program{expr = "x", out = dtype, name = "copy_" .. dtype, operands = {{name = "x", dtype = dtype}}}
+    copy_programs[dtype] = p
+  end
+  return p
+end
+
 function M.launch(p, out, stream, fname, ...)
   local nvalues = select("#", ...)
   local values = {...}
@@ -482,6 +493,36 @@ end
 
 local RANGE_STREAM = {range = true, stream = true}
 
+-- {first, last[, step]} as slice reads it (1-based, inclusive, negatives count from the end,
+-- a negative step runs downward) -> 0-based start, positive step, count.  Unlike slice, a
+-- bound beyond the arrays is an error, not clamped: it is more likely a bug than a wish.
+local function read_range(r, size, argn, fname)
+  local function fail(msg) argerror(argn, fname, msg, 3) end   -- blames the kernel's caller
+  if type(r) ~= "table" then fail("range must be {first, last[, step]}") end
+  local first, last, step = math.tointeger(r[1]), math.tointeger(r[2]), math.tointeger(r[3] or 1)
+  if first == nil or last == nil or step == nil then
+    fail("range must be {first, last[, step]} of whole numbers")
+  end
+  if step == 0 then fail("range step must not be 0") end
+  local given = ("{%d, %d}"):format(first, last)
+  if first < 0 or last < 0 then
+    if size == nil then
+      fail(("range %s counts from the end, but no array argument has a size"):format(given))
+    end
+    if first < 0 then first = size + first + 1 end
+    if last < 0 then last = size + last + 1 end
+  end
+  local low, high = math.min(first, last), math.max(first, last)
+  if low < 1 or (size and high > size) then
+    fail(("range %s reaches outside the arrays (size %d)"):format(given, size or 0))
+  end
+  if step > 0 then
+    return first - 1, step, last >= first and (last - first) // step + 1 or 0
+  end
+  local count = first >= last and (first - last) // -step + 1 or 0
+  return first + (count - 1) * step - 1, -step, count   -- the same elements, upward
+end
+
 function Kernel.__call(k, ...)
   local n = select("#", ...)
   local values = {...}
@@ -498,14 +539,13 @@ function Kernel.__call(k, ...)
     error(("kernel '%s' takes %d arguments, got %d"):format(k.name, #k.arguments, n), 2)
   end
   local size, device, first_array
+  local views = {}        -- [i] = argument i, a view the kernel cannot index as a flat array
   for i, a in ipairs(k.arguments) do
     local v = values[i]
     if a.pointer then
       if M.is_array(v) then
         check_array(v, i, k.name, a.dtype)
-        if not v.is_contiguous then
-          argerror(i, k.name, "array is not contiguous (pass a:copy())")
-        end
+        if not v.is_contiguous then views[i] = v end
         if device == nil then device, first_array, size = v.device, i, v.size
         elseif v.device ~= device then
           argerror(i, k.name, ("array is on device %d, argument #%d on device %d")
@@ -520,19 +560,7 @@ function Kernel.__call(k, ...)
   end
   local start, step, count = 0, 1, size
   if opts.range ~= nil then
-    local r = opts.range
-    if type(r) ~= "table" then argerror(n + 1, k.name, "range must be {first, last[, step]}") end
-    local first, last, st = math.tointeger(r[1]), math.tointeger(r[2]), math.tointeger(r[3] or 1)
-    if first == nil or last == nil or st == nil then
-      argerror(n + 1, k.name, "range must be {first, last[, step]} of whole numbers")
-    end
-    if st <= 0 then argerror(n + 1, k.name, "range step must be positive") end
-    if first < 1 or (size and last > size) then
-      argerror(n + 1, k.name, ("range {%d, %d} reaches outside the arrays (size %d)")
-                              :format(first, last, size or 0))
-    end
-    start, step = first - 1, st
-    count = last >= first and (last - first) // st + 1 or 0
+    start, step, count = read_range(opts.range, size, n + 1, k.name)
   end
   if count == nil then
     argerror(n + 1, k.name, "no array argument to take the size from: pass {range = {first, last}}")
@@ -541,8 +569,12 @@ function Kernel.__call(k, ...)
   local f = kernel_cache.get("ek\0" .. k.source, function()
     return k.source, k.name, k.letters, {no_extern_c = true, name = k.name .. ".cu"}
   end)
+  -- a view goes in as a contiguous copy in its row-major order, and comes back afterwards
+  -- (the operation may write any argument)
+  for i, v in pairs(views) do values[i] = M.launch(M.copy_program(v.dtype), nil, opts.stream, k.name, v) end
   values[n + 1], values[n + 2], values[n + 3] = start, step, count
   f:prepared_async_call({grid_for(count)}, {BLOCK}, opts.stream, table.unpack(values, 1, n + 3))
+  for i, v in pairs(views) do M.launch(M.copy_program(v.dtype), v, opts.stream, k.name, values[i]) end
 end
 
 return M

@@ -194,16 +194,7 @@ local function binary_operator(op)
   return core.array_binary_operator(compile, general, BLOCK, MAX_GRID)
 end
 
-local copy_programs = {}
-local function copy_program(dtype)
-  local p = copy_programs[dtype]
-  if p == nil then
-    p = ew.program{expr = "x", out = dtype, name = "copy_" .. dtype,
-                   operands = {{name = "x", dtype = dtype}}}
-    copy_programs[dtype] = p
-  end
-  return p
-end
+local copy_program = ew.copy_program
 
 -- Constructors ----------------------------------------------------------------------------
 
@@ -248,7 +239,8 @@ function M.arange(...)
   if type(args[args.n]) == "string" then dtype = args[args.n]; args.n = args.n - 1 end
   local start, stop, step
   if args.n == 1 then start, stop, step = 0, args[1], 1
-  else start, stop, step = args[1], args[2], args[3] or 1 end
+  elseif args.n == 2 then start, stop, step = args[1], args[2], 1
+  else start, stop, step = args[1], args[2], args[3] == nil and 1 or args[3] end
   local one = args.n <= 1                       -- arange(stop): stop is argument #1
   local values = {start, stop, step}
   for i = 1, 3 do
@@ -606,13 +598,15 @@ local binary = {
 for op, event in pairs(binary) do
   local operator = binary_operator(op)
   GPUArray[event] = operator
-  -- gpuarray.add(x, y[, {out =, stream =}]) and a:add(y[, opts])
+  -- gpuarray.add(x, y[, {out =, stream =}]) and a:add(y[, opts]); an array for opts is out
   M[op] = function(x, y, opts)
     if opts == nil then return operator(x, y) end
+    if is_array(opts) then opts = {out = opts} end
     return apply(op, op, {x, y}, check_options(opts, 3, op, OUT_STREAM))
   end
   methods[op] = function(x, y, opts)
     if opts == nil then return operator(x, y) end
+    if is_array(opts) then opts = {out = opts} end
     return apply(op, op, {x, y}, check_options(opts, 2, op, OUT_STREAM))
   end
   -- in place: a:iadd(y[, {stream =}]) -> a

@@ -581,7 +581,8 @@ function ReductionKernel:__call(...)
     local v = args[i]
     if p.pointer then
       check_array(v, i, self.name)
-      if not v.is_contiguous then argerror(i, self.name, "array is not contiguous") end
+      -- a view goes in as a contiguous copy, in its row-major order
+      if not v.is_contiguous then args[i] = v:copy(opts.stream and {stream = opts.stream}) end
     end
   end
   local n = args[self.first_vector].size

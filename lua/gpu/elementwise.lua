@@ -575,6 +575,8 @@ function Kernel.__call(k, ...)
   values[n + 1], values[n + 2], values[n + 3] = start, step, count
   f:prepared_async_call({grid_for(count)}, {BLOCK}, opts.stream, table.unpack(values, 1, n + 3))
   for i, v in pairs(views) do M.launch(M.copy_program(v.dtype), v, opts.stream, k.name, values[i]) end
+  -- the copies are freed in the legacy stream's order, which a non-blocking stream ignores
+  if next(views) ~= nil and opts.stream ~= nil then opts.stream:synchronize() end
 end
 
 return M

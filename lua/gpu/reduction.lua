@@ -456,10 +456,13 @@ local function check_dot(a, b, opts)
   return opts
 end
 
--- gpuarray.dot(a, b[, {stream = s}]) -> 0-d GPUArray: the sum of a * b over all elements
+-- gpuarray.dot(a, b) -> Lua value: the sum of a * b over all elements (synchronizes);
+-- gpuarray.dot(a, b, {stream = s}) -> 0-d GPUArray that stays on the device
 function M.dot(a, b, opts)
   opts = check_dot(a, b, opts)
-  return (reduce_all("dot", a, b, opts.stream))
+  local result, buf, dtype = reduce_all("dot", a, b, opts.stream)
+  if opts.stream ~= nil then return result end
+  return fetch(buf, dtype, nil)
 end
 
 -- a:dot(b[, {stream = s}]) -> Lua value
@@ -577,12 +580,15 @@ function ReductionKernel:__call(...)
   if args.n ~= #self.params then
     error(("'%s' takes %d arguments, got %d"):format(self.name, #self.params, args.n), 2)
   end
+  local copied = false
   for i, p in ipairs(self.params) do
     local v = args[i]
     if p.pointer then
       check_array(v, i, self.name)
       -- a view goes in as a contiguous copy, in its row-major order
-      if not v.is_contiguous then args[i] = v:copy(opts.stream and {stream = opts.stream}) end
+      if not v.is_contiguous then
+        args[i], copied = v:copy(opts.stream and {stream = opts.stream}), true
+      end
     end
   end
   local n = args[self.first_vector].size
@@ -594,6 +600,8 @@ function ReductionKernel:__call(...)
   args[args.n + 1], args[args.n + 2], args[args.n + 3], args[args.n + 4] = n, partials, out, n
   run(self:_function("gpu_reduce_index"), grid, opts.stream, table.unpack(args, 1, args.n + 4))
   if grid > 1 then run(self:_function("gpu_reduce_finish"), 1, opts.stream, partials, grid, out, n) end
+  -- the copies are freed in the legacy stream's order, which a non-blocking stream ignores
+  if copied and opts.stream ~= nil then opts.stream:synchronize() end
   return out
 end
 

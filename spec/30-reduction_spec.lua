@@ -266,6 +266,7 @@ describe("reductions", function()
   end)
 
   helpers.gpu_it("dot products, any and all", function()
+    local stream = gpu.Stream()
     for _, pair in ipairs{{"float32", "float32"}, {"int32", "int32"}, {"float32", "float64"},
                           {"int8", "int16"}, {"float64", "float64"}} do
       for _, n in ipairs{1, 7, 33, 1025, 100001} do
@@ -277,10 +278,17 @@ describe("reductions", function()
           abs = abs + math.abs(av[i] * bv[i])
         end
         local out = reduction.promote(pair[1], pair[2])
-        local d = gpu.gpuarray.dot(a, b)
+        local d = gpu.gpuarray.dot(a, b, {stream = stream})   -- stays on the device
         assert.are.equal(out, d.dtype)
+        assert.are.equal(0, d.ndim)
+        stream:synchronize()
+        local v = gpu.gpuarray.dot(a, b)                       -- a Lua number, like a:dot(b)
+        assert.are.equal("number", type(v))
         if is_float(out) then
-          check_sum(ref, abs, a:dot(b), out, ("dot %s.%s[%d]"):format(pair[1], pair[2], n))
+          local what = ("dot %s.%s[%d]"):format(pair[1], pair[2], n)
+          check_sum(ref, abs, a:dot(b), out, what)
+          check_sum(ref, abs, v, out, what)
+          check_sum(ref, abs, R.value(d), out, what)
         else
           -- integers wrap at the result's width, as in NumPy
           local bits = tonumber(out:match("%d+"))
@@ -288,6 +296,7 @@ describe("reductions", function()
           if wrapped >= 1 << (bits - 1) then wrapped = wrapped - (1 << bits) end
           assert.are.equal(wrapped, a:dot(b))
           assert.are.equal(wrapped, R.value(d))
+          assert.are.equal(wrapped, v)
         end
       end
     end

@@ -112,8 +112,12 @@ describe("gpu.compile", function()
   end)
 
   if not helpers.has_gpu then
-    it("without a device needs opts.arch, and says so", function()
-      local err = helpers.error_of(function() gpu.compile(add) end)
+    it("without a device builds portable PTX, and needs opts.arch for a cubin", function()
+      local oldest = math.min(table.unpack(gpu.nvrtc_supported_archs()))
+      local ptx = gpu.compile(add)
+      assert.is_truthy(ptx:find("\n.target sm_" .. oldest .. "\n", 1, true), ptx:sub(1, 400))
+      assert.is_truthy(ptx:find(".entry add(", 1, true))
+      local err = helpers.error_of(function() gpu.compile(add, {target = "cubin"}) end)
       assert.are.equal("no device to choose an architecture for (" .. helpers.no_gpu_reason
                        .. "): pass opts.arch, e.g. 'sm_90'", err)
     end)

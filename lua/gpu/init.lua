@@ -232,11 +232,19 @@ local function build_image(job)
   return image, log
 end
 
--- gpu.compile(source[, opts]) -> image (cubin or PTX bytes), log.  Needs no GPU when
--- opts.arch is given.
+-- gpu.compile(source[, opts]) -> image (cubin or PTX bytes), log.  Needs no GPU: without
+-- one and without opts.arch it builds PTX for the oldest architecture NVRTC knows, which
+-- every newer device can load (a cubin needs opts.arch then).
 function gpu.compile(source, opts)
   if type(source) ~= "string" then argerror(1, "compile", "source string expected, got " .. type(source)) end
   opts = check_options(opts, 2, "compile", compile_options)
+  if opts.arch == nil and opts.target ~= "cubin" and not core.available() then
+    local portable = {}
+    for k, v in pairs(opts) do portable[k] = v end
+    portable.arch = "compute_" .. math.min(table.unpack(core.nvrtc_supported_archs()))
+    portable.target = "ptx"
+    opts = portable
+  end
   return build_image(compile_job(source, opts, "compile"))
 end
 

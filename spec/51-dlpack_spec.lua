@@ -24,11 +24,16 @@ local expect_error = [[
 ]]
 
 describe("gpu.from_dlpack", function()
-  it("refuses what is neither a capsule nor a tensor pointer", function()
-    assert_error("bad argument #1 to 'from_dlpack' (gpu.DLPack or DLManagedTensorVersioned "
-                 .. "pointer expected, got number)", function() local a = gpu.from_dlpack(42) end)
-    assert_error("bad argument #1 to 'from_dlpack' (gpu.DLPack or DLManagedTensorVersioned "
-                 .. "pointer expected, got no value)", function() local a = gpu.from_dlpack() end)
+  it("refuses what is neither a capsule, a tensor pointer nor a producer", function()
+    local expected = "bad argument #1 to 'from_dlpack' (gpu.DLPack, DLManagedTensorVersioned "
+                     .. "pointer or object with __dlpack__ expected, got "
+    assert_error(expected .. "number)", function() local a = gpu.from_dlpack(42) end)
+    assert_error(expected .. "no value)", function() local a = gpu.from_dlpack() end)
+    assert_error(expected .. "table)", function() local a = gpu.from_dlpack({}) end)
+    assert_error(expected .. "table)", function() local a = gpu.from_dlpack({__dlpack__ = 1}) end)
+    -- a producer whose __dlpack__ gives something else is blamed the same way
+    assert_error(expected .. "string)",
+                 function() local a = gpu.from_dlpack({__dlpack__ = function() return "x" end}) end)
   end)
 
   it("refuses tensors it cannot import, leaving them with their owner", function()
@@ -207,6 +212,10 @@ describe("DLPack round trips", function()
     local b = gpu.from_dlpack(a:to_dlpack())
     assert.are.equal(a.ptr, b.ptr)
     assert.are.same(a.shape, b.shape)
+    local c = gpu.from_dlpack(a)            -- a producer: from_dlpack calls a:__dlpack__()
+    assert.are.equal(a.ptr, c.ptr)
+    assert.are.same(a.shape, c.shape)
+    c:free()
     local seen = gpu.from_device(b.gpudata, n, "int32")
     for i = 1, n do assert.are.equal(values[i], seen[i]) end
     -- write through b, read through a

@@ -256,18 +256,29 @@ static void consume (gpu_DLPack *cap) {
   cap->consumed = 1;
 }
 
-/* from_dlpack(capsule or DLManagedTensorVersioned* light userdata) -> GPUArray (zero copy) */
+/* from_dlpack(capsule, DLManagedTensorVersioned* light userdata, or an object with a
+** __dlpack__ method) -> GPUArray (zero copy) */
 static int gpu_from_dlpack (lua_State *L) {
   gpu_DLPack *cap = (gpu_DLPack *)luaL_testudata(L, 1, GPU_DLPACK);
   DLManagedTensorVersioned *t;
   const char *why;
   gpu_Buffer *b;
+  if (cap == NULL && (lua_type(L, 1) == LUA_TTABLE || lua_type(L, 1) == LUA_TUSERDATA)) {
+    if (lua_getfield(L, 1, "__dlpack__") == LUA_TFUNCTION) {   /* a producer: ask it */
+      lua_pushvalue(L, 1);
+      lua_call(L, 1, 1);
+      lua_replace(L, 1);
+      cap = (gpu_DLPack *)luaL_testudata(L, 1, GPU_DLPACK);
+    }
+    lua_settop(L, 1);
+  }
   if (cap != NULL) t = check_capsule(L, 1);
   else if (lua_type(L, 1) == LUA_TLIGHTUSERDATA) {
     t = (DLManagedTensorVersioned *)lua_touserdata(L, 1);
     luaL_argcheck(L, t != NULL, 1, "null DLPack tensor pointer");
   } else {
-    return luaL_typeerror(L, 1, "gpu.DLPack or DLManagedTensorVersioned pointer");
+    return luaL_typeerror(L, 1, "gpu.DLPack, DLManagedTensorVersioned pointer or object with "
+                                "__dlpack__");
   }
   sweep_exports(L, 0);
   if ((b = import_tensor(L, t, &why)) == NULL) return luaL_argerror(L, 1, why);

@@ -231,6 +231,46 @@ describe("launches", function()
     f(out, gpu.int64(0), {block = 1})                 -- a typed scalar of the same size is bytes too
   end)
 
+  -- Drivers before CUDA 12.4 cannot tell a kernel's parameter layout (cuFuncGetParamInfo);
+  -- GPU_CUDA_NO_OPTIONAL=1 makes this one act the same.  A struct's size then comes from its
+  -- bytes at each call, and the library's own kernels that take layout structs still work.
+  helpers.gpu_it("pass structs by value on drivers that cannot tell the parameter layout", function()
+    local out, ok = helpers.run_lua([[
+      local gpu = require "gpu"
+      local m = gpu.SourceModule([=[
+        struct Wide { long long a; int b; };
+        __global__ void take(long long *out, int tag, Wide w, short s, double d) {
+          out[0] = tag; out[1] = w.a; out[2] = w.b; out[3] = s; out[4] = (long long)d;
+        }]=], {cache = false})
+      local tag, a, b, s = math.random(-1e6, 1e6), math.random(-1 << 40, 1 << 40), math.random(-1e6, 1e6), math.random(-3e4, 3e4)
+      local out = gpu.zeros(5, "int64")
+      m.take(out, tag, string.pack("=i8i4xxxx", a, b), s, 12345.0, {block = 1})
+      local got = out:get():totable()
+      assert(got[1] == tag and got[2] == a and got[3] == b and got[4] == s and got[5] == 12345,
+             table.concat(got, " "))
+      local rows, cols, values = 7, 300, {}
+      for i = 1, rows * cols do values[i] = math.random(-1000, 1000) end
+      local x = gpu.to_gpu(gpu.host.from_table(values, "int32")):reshape(rows, cols)
+      local sums = x:sum({axis = 1}):get()          -- the axis reduction takes a layout struct
+      for c = 1, cols do
+        local want = 0
+        for r = 1, rows do want = want + values[(r - 1) * cols + c] end
+        assert(sums[c] == want, ("column %d: %d, expected %d"):format(c, sums[c], want))
+      end
+      local running = gpu.cumsum(x:transpose()):get()   -- the scan of a view, too
+      local acc, i = 0, 0
+      for c = 1, cols do
+        for r = 1, rows do
+          i, acc = i + 1, acc + values[(r - 1) * cols + c]
+          assert(running[i] == acc, ("cumsum %d: %d, expected %d"):format(i, running[i], acc))
+        end
+      end
+      print("all match")
+    ]], {GPU_CUDA_NO_OPTIONAL = "1", GPU_CACHE_DISABLE = "1"})
+    assert.is_true(ok, out)
+    assert.are.equal("all match\n", out)
+  end)
+
   helpers.gpu_it("check launch options", function()
     local axpy = module().axpy
     local out <close> = gpu.mem_alloc(16)

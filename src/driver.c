@@ -28,6 +28,9 @@ typedef CUresult (*GetProcAddress11)(const char *, void **, int, cuuint64_t);
 
 static void load_driver (void) {
   const char *libname = getenv("GPU_CUDA_LIBRARY");
+  /* GPU_CUDA_NO_OPTIONAL=1: act as on a driver without the optional entry points (testing) */
+  const char *no_optional = getenv("GPU_CUDA_NO_OPTIONAL");
+  int without_optional = no_optional != NULL && strcmp(no_optional, "1") == 0;
   void *lib;
   GetProcAddress12 get12;
   GetProcAddress11 get11 = NULL;
@@ -63,7 +66,9 @@ static void load_driver (void) {
     memcpy(&d->field, &fn, sizeof fn);                                                   \
   }
 #define GPU_REQUIRED(name, version) GPU_RESOLVE(#name, name, version, 1)
-#define GPU_OPTIONAL(name, version) GPU_RESOLVE(#name, name, version, 0)
+#define GPU_OPTIONAL(name, version)                                                      \
+  GPU_RESOLVE(#name, name, version, 0)                                                   \
+  if (without_optional) d->name = NULL;
   GPU_DRIVER_SYMBOLS(GPU_REQUIRED, GPU_OPTIONAL)
 #undef GPU_REQUIRED
 #undef GPU_OPTIONAL

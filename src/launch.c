@@ -32,6 +32,7 @@ typedef struct gpu_Function {
   const gpu_Buffer *module;   /* the module's liveness flag (its globals root) */
   int nparams;                /* -1: unknown, laid out from the arguments at each call */
   int sizes_known;            /* offsets and sizes came from the driver */
+  int sized_by_arguments;     /* by-value parameters of unknown size: each call lays them out */
   gpu_Param *params;          /* in the layout userdata, user value 2 */
   unsigned char *argbuf;      /* ditto */
   size_t argbuf_size;
@@ -140,6 +141,8 @@ static void set_layout (lua_State *L, int fidx, gpu_Function *f, const char *typ
   }
   f->nparams = n;              /* -1: laid out from the arguments at each call */
   f->sizes_known = ndriver >= 0;
+  f->sized_by_arguments = 0;
+  for (i = 0; i < n && ndriver < 0; i++) f->sized_by_arguments |= f->params[i].type == GPU_PARAM_BYVALUE;
   f->argbuf_size = bytes;
   lua_setiuservalue(L, fidx, 2);
 }
@@ -658,6 +661,13 @@ static size_t pack_arguments (lua_State *L, gpu_Function *f, int first, int narg
                                      "gpu.int32(x), or prepare() the kernel",
                         luaL_typename(L, idx));
       dyn.size = dyn.type == GPU_PARAM_BYVALUE ? lua_rawlen(L, idx) : type_size(dyn.type);
+    } else if (f->sized_by_arguments) {   /* a struct's size only its bytes tell (no driver layout) */
+      dyn = *p;
+      if (dyn.type == GPU_PARAM_BYVALUE)
+        dyn.size = scalar ? gpu_dtypes[scalar->dtype].itemsize : lua_rawlen(L, idx);
+      p = &dyn;
+    }
+    if (p == &dyn) {               /* C's layout: each at its natural alignment (at most 8) */
       dyn.offset = off = align_up(off, natural_alignment(dyn.size));
       off += dyn.size;
       if (off > GPU_MAX_PARAM_BYTES)
@@ -685,7 +695,7 @@ static size_t pack_arguments (lua_State *L, gpu_Function *f, int first, int narg
     }
     memcpy(dst, &ptr, sizeof ptr);
   }
-  return f->nparams >= 0 ? f->argbuf_size : off;
+  return f->nparams >= 0 && !f->sized_by_arguments ? f->argbuf_size : off;
 }
 
 /* cuLaunchKernel with the packed arguments; *call names the call that failed, if any. */

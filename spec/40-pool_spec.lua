@@ -86,6 +86,32 @@ describe("the memory pool", function()
     end)
   end
 
+  -- The Lua layer's temporaries (copies of views, a scan's state) are freed this way, so a
+  -- non-blocking stream's kernels never see their memory reused under them.
+  helpers.gpu_it("frees a buffer in a stream's order (core.free_after)", function()
+    local core = require "gpu.core"
+    local s = gpu.Stream({non_blocking = true})
+    collectgarbage()
+    collectgarbage()
+    gpu.synchronize()
+    local used0 = gpu.mem_pool_info()
+    local n = 64 << 20
+    local b = gpu.mem_alloc(n)
+    gpu.memset_d8_async(b, 7, n, s)
+    core.free_after(b, s)
+    helpers.assert_error("bad argument #1 to 'len' (buffer has been freed)", function() return #b end)
+    core.free_after(b, s)                  -- idempotent, like :free()
+    s:synchronize()
+    assert.are.equal(used0, (gpu.mem_pool_info()))
+    local c = gpu.mem_alloc(16)
+    core.free_after(c)                     -- no stream: the legacy stream's order, as :free()
+    helpers.assert_error("bad argument #1 to 'len' (buffer has been freed)", function() return #c end)
+    helpers.assert_error("bad argument #2 to 'gpu.core.free_after' (gpu.Stream or nil expected, got number)",
+                         core.free_after, gpu.mem_alloc(16), 5)
+    helpers.assert_error("bad argument #1 to 'gpu.core.free_after' (gpu.Buffer expected, got no value)",
+                         core.free_after)
+  end)
+
   helpers.gpu_it("collects and retries when the device is full, then raises a clear error", function()
     local free = gpu.mem_get_info()
     local keep = {}

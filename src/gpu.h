@@ -262,6 +262,8 @@ GPU_INTERNAL void gpu_gc_account(lua_State *L, gpu_State *s, size_t nbytes);
 GPU_INTERNAL void gpu_gc_collect(lua_State *L, gpu_State *s);
 /* Frees an owned allocation now (idempotent, never raises): __gc, __close and :free(). */
 GPU_INTERNAL void gpu_buffer_release(gpu_Buffer *b);
+/* The same in the order of stream (NULL, or while the state captures: the legacy stream's). */
+GPU_INTERNAL void gpu_buffer_release_on(gpu_Buffer *b, CUstream stream);
 GPU_INTERNAL void gpu_memory_open(lua_State *L);
 
 /* ---------------------------------------------------------------- host.c */
@@ -344,6 +346,7 @@ typedef struct gpu_Stream {
 */
 typedef enum gpu_ReleaseKind {
   GPU_RELEASE_POOLED,       /* cuMemFreeAsync on the legacy stream */
+  GPU_RELEASE_POOLED_ON_STREAM,  /* cuMemFreeAsync on a stream of the caller's (never held) */
   GPU_RELEASE_DEVICE,       /* cuMemFree */
   GPU_RELEASE_HOST,         /* cuMemFreeHost */
   GPU_RELEASE_MODULE,       /* cuModuleUnload */
@@ -358,6 +361,7 @@ typedef struct gpu_Release {
   struct gpu_Context *ctx;  /* made current for the call (not for CALLBACK) */
   union {
     CUdeviceptr device;
+    struct { CUdeviceptr device; CUstream stream; } on_stream;
     void *host;
     CUmodule module;
     CUstream stream;

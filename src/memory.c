@@ -101,14 +101,18 @@ gpu_Buffer *gpu_buffer_new (lua_State *L, size_t nbytes) {
   return b;
 }
 
-void gpu_buffer_release (gpu_Buffer *b) {
+void gpu_buffer_release_on (gpu_Buffer *b, CUstream stream) {
   if (b->owned && b->ptr != 0) {
     /* freed before the collector was stepped for them: those bytes need no collecting */
     gpu_State *s = b->ctx->state;
     s->gc_debt -= b->size < s->gc_debt ? b->size : s->gc_debt;
     s->gc_bytes -= b->size;
-    gpu_release(s, &(gpu_Release){b->pooled ? GPU_RELEASE_POOLED : GPU_RELEASE_DEVICE, b->ctx,
-                                  {.device = b->ptr}});
+    if (stream != NULL && b->pooled && s->captures == 0)
+      gpu_release(s, &(gpu_Release){GPU_RELEASE_POOLED_ON_STREAM, b->ctx,
+                                    {.on_stream = {b->ptr, stream}}});
+    else
+      gpu_release(s, &(gpu_Release){b->pooled ? GPU_RELEASE_POOLED : GPU_RELEASE_DEVICE, b->ctx,
+                                    {.device = b->ptr}});
   }
   b->ptr = 0;
   if (b->root == b && b->release != NULL) {          /* memory the host owns: hand it back */
@@ -119,8 +123,26 @@ void gpu_buffer_release (gpu_Buffer *b) {
   if (b->root != b) b->root = NULL;                  /* a freed view drops its parent */
 }
 
+void gpu_buffer_release (gpu_Buffer *b) {
+  gpu_buffer_release_on(b, NULL);
+}
+
 static int buffer_free (lua_State *L) {
   gpu_buffer_release((gpu_Buffer *)gpu_checkself(L, 1, GPU_BUFFER));
+  return 0;
+}
+
+/*
+** free_after(buffer, stream): frees the Buffer now, in the order of the stream (a live,
+** uncapturing gpu.Stream; else as :free() does), so that the memory is reused only after the
+** work queued there.  For the Lua layer's temporaries: a plain free follows the legacy
+** stream, which a non-blocking stream's kernels do not wait for.
+*/
+static int gpu_free_after (lua_State *L) {
+  gpu_Buffer *b = (gpu_Buffer *)luaL_checkudata(L, 1, GPU_BUFFER);
+  gpu_Stream *s = gpu_teststream(L, 2);
+  luaL_argexpected(L, s != NULL || lua_isnoneornil(L, 2), 2, "gpu.Stream or nil");
+  gpu_buffer_release_on(b, s != NULL && s->live && !s->capturing ? s->stream : NULL);
   return 0;
 }
 
@@ -350,7 +372,8 @@ void gpu_memory_open (lua_State *L) {
     {"memset_d8", gpu_memset_d8}, {"memset_d16", gpu_memset_d16},
     {"memset_d32", gpu_memset_d32}, {"memset_d8_async", gpu_memset_d8_async},
     {"memset_d16_async", gpu_memset_d16_async}, {"memset_d32_async", gpu_memset_d32_async},
-    {"to_device", gpu_to_device}, {"from_device", gpu_from_device}, {NULL, NULL},
+    {"to_device", gpu_to_device}, {"from_device", gpu_from_device},
+    {"free_after", gpu_free_after}, {NULL, NULL},
   };
   static const luaL_Reg meta[] = {
     {"__gc", buffer_free}, {"__close", buffer_free}, {"__len", buffer_len},

@@ -35,6 +35,9 @@ static void release_now (const gpu_Release *r) {
   if (d == NULL || !gpu_context_try_enter(r->ctx, &prev)) return;   /* the context is gone */
   switch (r->kind) {
     case GPU_RELEASE_POOLED: d->cuMemFreeAsync(r->h.device, NULL); break;
+    case GPU_RELEASE_POOLED_ON_STREAM:
+      d->cuMemFreeAsync(r->h.on_stream.device, r->h.on_stream.stream);
+      break;
     case GPU_RELEASE_DEVICE: d->cuMemFree(r->h.device); break;
     case GPU_RELEASE_HOST: d->cuMemFreeHost(r->h.host); break;
     case GPU_RELEASE_MODULE: d->cuModuleUnload(r->h.module); break;

@@ -574,9 +574,10 @@ function Kernel.__call(k, ...)
   for i, v in pairs(views) do values[i] = M.launch(M.copy_program(v.dtype), nil, opts.stream, k.name, v) end
   values[n + 1], values[n + 2], values[n + 3] = start, step, count
   f:prepared_async_call({grid_for(count)}, {BLOCK}, opts.stream, table.unpack(values, 1, n + 3))
-  for i, v in pairs(views) do M.launch(M.copy_program(v.dtype), v, opts.stream, k.name, values[i]) end
-  -- the copies are freed in the legacy stream's order, which a non-blocking stream ignores
-  if next(views) ~= nil and opts.stream ~= nil then opts.stream:synchronize() end
+  for i, v in pairs(views) do
+    M.launch(M.copy_program(v.dtype), v, opts.stream, k.name, values[i])
+    core.free_after(values[i].gpudata, opts.stream)   -- once the stream is done with it
+  end
 end
 
 return M

@@ -580,14 +580,15 @@ function ReductionKernel:__call(...)
   if args.n ~= #self.params then
     error(("'%s' takes %d arguments, got %d"):format(self.name, #self.params, args.n), 2)
   end
-  local copied = false
+  local copies = {}
   for i, p in ipairs(self.params) do
     local v = args[i]
     if p.pointer then
       check_array(v, i, self.name)
       -- a view goes in as a contiguous copy, in its row-major order
       if not v.is_contiguous then
-        args[i], copied = v:copy(opts.stream and {stream = opts.stream}), true
+        args[i] = v:copy(opts.stream and {stream = opts.stream})
+        copies[#copies + 1] = args[i]
       end
     end
   end
@@ -600,8 +601,7 @@ function ReductionKernel:__call(...)
   args[args.n + 1], args[args.n + 2], args[args.n + 3], args[args.n + 4] = n, partials, out, n
   run(self:_function("gpu_reduce_index"), grid, opts.stream, table.unpack(args, 1, args.n + 4))
   if grid > 1 then run(self:_function("gpu_reduce_finish"), 1, opts.stream, partials, grid, out, n) end
-  -- the copies are freed in the legacy stream's order, which a non-blocking stream ignores
-  if copied and opts.stream ~= nil then opts.stream:synchronize() end
+  for _, c in ipairs(copies) do core.free_after(c.gpudata, opts.stream) end
   return out
 end
 

@@ -2,6 +2,7 @@
 -- Kernels come from the template kernels/scan.cu; see there for the algorithm.
 
 local core = require "gpu.core"
+local ew = require "gpu.elementwise"
 local kernel_cache = require "gpu.kernel_cache"
 local reduction = require "gpu.reduction"
 
@@ -69,6 +70,7 @@ local function scan(spec, input, out, stream)
   end
   local layout = reduction.pack_layout(reduction.collapse(input.shape, input.strides))
   f(input, layout, n, out, state, {block = BLOCK, grid = tiles, stream = stream})
+  if state then core.free_after(state, stream) end   -- once the stream is done with it
   return out
 end
 M.scan = scan
@@ -120,9 +122,6 @@ function ScanKernel:__call(input, output, opts)
     argerror(1, self.name, ("array of %s expected, got %s"):format(self.dtype, input.dtype))
   end
   if output == nil then
-    if not input.is_contiguous then
-      argerror(1, self.name, "an in-place scan needs a contiguous array (pass an output)")
-    end
     output = input
   else
     check_array(output, 2, self.name)
@@ -132,14 +131,23 @@ function ScanKernel:__call(input, output, opts)
     if output.size ~= input.size then
       argerror(2, self.name, ("output has %d elements, input %d"):format(output.size, input.size))
     end
-    if not output.is_contiguous then argerror(2, self.name, "output is not contiguous") end
+  end
+  local stream, result, copy = opts.stream, output, nil
+  if not output.is_contiguous then       -- scanned into a contiguous array, then copied there
+    output = core.array_empty(output.shape, self.dtype)
+  elseif output ~= input and ew.needs_copy(output, input) then
     -- tiles write their outputs while later tiles still read: an input that shares bytes
     -- with the output through another layout (a reversed view of it) is copied first
-    if require("gpu.elementwise").needs_copy(output, input) then
-      input = input:copy(opts.stream and {stream = opts.stream} or nil)
-    end
+    input = input:copy(stream and {stream = stream})
+    copy = input
   end
-  return scan(self, input, output, opts.stream)
+  scan(self, input, output, stream)
+  if output ~= result then
+    ew.launch(ew.copy_program(self.dtype), result, stream, self.name, output)
+    core.free_after(output.gpudata, stream)             -- once the stream is done with them
+  end
+  if copy then core.free_after(copy.gpudata, stream) end
+  return result
 end
 
 -- gpu.cumsum(a[, {stream = s}]) -> a new 1-d array of the running sums of a's elements (in

@@ -46,3 +46,8 @@ __device__ __forceinline__ unsigned short gpu_float_to_bf16(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return (unsigned short)(u >> 16);
 }
+
+// Elementwise kernels compute float16 and bfloat16 values in float; each operation that
+// yields one rounds its result to the 16-bit type, as NumPy does.
+__device__ __forceinline__ float lg_round_half(float x) { return gpu_half_to_float(gpu_float_to_half(x)); }
+__device__ __forceinline__ float lg_round_bf16(float x) { return gpu_bf16_to_float(gpu_float_to_bf16(x)); }

@@ -310,4 +310,51 @@ describe("array operators", function()
     assert.are.equal(10, a[(1 << 31) + 2])
     a:free(); b:free()
   end)
+
+  -- 16-bit floats are computed in float and each result rounded to the 16-bit type, as NumPy
+  -- does; the references round the same way on the host (gpu.float16(x).value rounds once).
+  for _, t in ipairs{"float16", "bfloat16"} do
+    helpers.gpu_it("compute on " .. t .. " arrays: fill, astype, operators, cumath, views", function()
+      local round = function(x) return gpu[t](x).value end
+      local f32 = helpers.f32
+      local n = 1000
+      local av, bv = {}, {}
+      for i = 1, n do
+        av[i] = round((math.random() * 2 - 1) * 8)
+        bv[i] = round(math.random() * 4 + 0.25)
+      end
+      local a = gpu.to_gpu(gpu.host.from_table(av, t))
+      local b = gpu.to_gpu(gpu.host.from_table(bv, t))
+      assert.are.equal(t, (a + b).dtype)
+      local sum, prod, diff = (a + b):get(), (a * b):get(), (a - 2.5 * b):get()
+      local quot, root = (a / b):get(), gpu.cumath.sqrt(b):get()
+      local wide = (a:astype("float32") + 1):get()
+      local back = a:astype("float32"):astype(t):get()
+      local less = a:lt(b):get()
+      for i = 1, n do
+        local x, y = av[i], bv[i]
+        assert.are.equal(round(f32(x + y)), sum[i], "add #" .. i)
+        assert.are.equal(round(f32(x * y)), prod[i], "mul #" .. i)
+        assert.are.equal(round(f32(x - round(f32(round(2.5) * y)))), diff[i], "a - 2.5 * b #" .. i)
+        helpers.assert_close(round(f32(x / y)), quot[i], 2^-7, "div #" .. i)
+        helpers.assert_close(round(f32(math.sqrt(y))), root[i], 2^-7, "sqrt #" .. i)
+        assert.are.equal(f32(x + 1), wide[i], "astype float32 #" .. i)
+        assert.are.equal(x, back[i], "astype back #" .. i)
+        assert.are.equal(x < y, less[i], "lt #" .. i)
+      end
+      -- constructors and fill round their value once
+      assert.are.same({round(0.1), round(0.1), round(0.1)}, gpu.full(3, 0.1, t):get():totable())
+      assert.are.same({1, 1}, gpu.ones(2, t):get():totable())
+      local z = gpu.zeros({4, 5}, t)
+      z:transpose():fill(3.3)                     -- through a non-contiguous view
+      for _, v in ipairs(z:get():totable()) do
+        for _, e in ipairs(v) do assert.are.equal(round(3.3), e) end
+      end
+      -- integers convert to them and back
+      local ints = gpu.arange(-5, 6, "int32"):astype(t):astype("int32"):get():totable()
+      assert.are.same({-5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5}, ints)
+      -- cumath of 1-byte integers gives float16, as NumPy's does
+      assert.are.equal("float16", gpu.cumath.sin(gpu.arange(3, "int8")).dtype)
+    end)
+  end
 end)

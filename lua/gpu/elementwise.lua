@@ -32,7 +32,7 @@ local BLOCK, MAX_GRID = 256, 65535
 
 local letters = {
   bool = "?", int8 = "b", uint8 = "B", int16 = "h", uint16 = "H", int32 = "i", uint32 = "I",
-  int64 = "q", uint64 = "Q", float32 = "f", float64 = "d",
+  int64 = "q", uint64 = "Q", float16 = "e", bfloat16 = "E", float32 = "f", float64 = "d",
 }
 M.letters = letters
 
@@ -96,7 +96,21 @@ end
 
 local function ctype(dtype) return core.dtype(dtype).ctype end
 
-local HELPERS = core.kernel_sources["elementwise.cu"]
+-- float16 and bfloat16 are stored as their 16 bits (no CUDA header has to be found at run
+-- time) and computed in float: loads widen them, stores round them (kernels/common.cu).
+local sixteen = {float16 = {"gpu_half_to_float", "gpu_float_to_half"},
+                 bfloat16 = {"gpu_bf16_to_float", "gpu_float_to_bf16"}}
+local function stored_ctype(dtype) return sixteen[dtype] and "unsigned short" or ctype(dtype) end
+local function value_ctype(dtype) return sixteen[dtype] and "float" or ctype(dtype) end
+local function widen(dtype, e)
+  return sixteen[dtype] and ("%s(%s)"):format(sixteen[dtype][1], e) or e
+end
+local function narrow(dtype, e)
+  if sixteen[dtype] then return ("%s((float)(%s))"):format(sixteen[dtype][2], e) end
+  return ("(%s)(%s)"):format(ctype(dtype), e)
+end
+
+local HELPERS = core.kernel_sources["common.cu"] .. core.kernel_sources["elementwise.cu"]
 
 local LOOP = "  for (long long lg_i = (long long)blockIdx.x * blockDim.x + threadIdx.x; " ..
              "lg_i < lg_n;\n       lg_i += (long long)blockDim.x * gridDim.x) {\n"
@@ -125,16 +139,22 @@ end
 
 function M.source(p, layout)
   local nd = layout_ndim(layout)
-  local out_t = ctype(p.out)
+  local out_t = stored_ctype(p.out)
   local params, loads = {}, {}
+  -- a scalar is a parameter; a 16-bit float one arrives as its bits, widened once
+  local function scalar_param(op)
+    if not sixteen[op.dtype] then return ctype(op.dtype) .. " " .. op.name end
+    loads[#loads + 1] = ("    const float %s = %s;\n"):format(op.name, widen(op.dtype, "lg_b_" .. op.name))
+    return "unsigned short lg_b_" .. op.name
+  end
   if nd == 0 then
     params[1] = out_t .. " *lg_out"
     for _, op in ipairs(p.operands) do
-      local t = ctype(op.dtype)
-      if op.scalar then params[#params + 1] = t .. " " .. op.name
+      if op.scalar then params[#params + 1] = scalar_param(op)
       else
-        params[#params + 1] = ("const %s *lg_p_%s"):format(t, op.name)
-        loads[#loads + 1] = ("    const %s %s = lg_p_%s[lg_i];\n"):format(t, op.name, op.name)
+        params[#params + 1] = ("const %s *lg_p_%s"):format(stored_ctype(op.dtype), op.name)
+        loads[#loads + 1] = ("    const %s %s = %s;\n"):format(value_ctype(op.dtype), op.name,
+                                                              widen(op.dtype, "lg_p_" .. op.name .. "[lg_i]"))
       end
     end
     params[#params + 1] = "long long lg_n"
@@ -142,7 +162,7 @@ function M.source(p, layout)
     params[1] = "char *lg_out"
     local arrays = {}
     for _, op in ipairs(p.operands) do
-      if op.scalar then params[#params + 1] = ctype(op.dtype) .. " " .. op.name
+      if op.scalar then params[#params + 1] = scalar_param(op)
       else
         params[#params + 1] = "const char *lg_p_" .. op.name
         arrays[#arrays + 1] = op
@@ -157,7 +177,7 @@ function M.source(p, layout)
     -- the flat index split into coordinates, innermost first, each adding its stride
     local offsets = {"lg_oo = 0"}
     for _, op in ipairs(arrays) do offsets[#offsets + 1] = "lg_o_" .. op.name .. " = 0" end
-    loads[1] = "    long long lg_r = lg_i, lg_c, " .. table.concat(offsets, ", ") .. ";\n"
+    loads[#loads + 1] = "    long long lg_r = lg_i, lg_c, " .. table.concat(offsets, ", ") .. ";\n"
     for d = nd - 1, 0, -1 do
       local line = d > 0 and ("    lg_c = lg_r %% lg_d%d; lg_r /= lg_d%d;"):format(d, d)
                          or "    lg_c = lg_r;"
@@ -168,14 +188,12 @@ function M.source(p, layout)
       loads[#loads + 1] = line .. "\n"
     end
     for _, op in ipairs(arrays) do
-      local t = ctype(op.dtype)
-      loads[#loads + 1] = ("    const %s %s = *(const %s *)(lg_p_%s + lg_o_%s);\n")
-                          :format(t, op.name, t, op.name, op.name)
+      local at = ("*(const %s *)(lg_p_%s + lg_o_%s)"):format(stored_ctype(op.dtype), op.name, op.name)
+      loads[#loads + 1] = ("    const %s %s = %s;\n"):format(value_ctype(op.dtype), op.name, widen(op.dtype, at))
     end
   end
-  local store = nd == 0 and "    lg_out[lg_i] = (%s)(%s);\n"
-                         or "    *(%s *)(lg_out + lg_oo) = (%s)(%s);\n"
-  store = nd == 0 and store:format(out_t, p.expr) or store:format(out_t, out_t, p.expr)
+  local store = nd == 0 and "    lg_out[lg_i] = %s;\n" or "    *(%s *)(lg_out + lg_oo) = %s;\n"
+  store = nd == 0 and store:format(narrow(p.out, p.expr)) or store:format(out_t, narrow(p.out, p.expr))
   return table.concat{
     HELPERS, "\n", p.preamble, "\n",
     'extern "C" __global__ void ', kernel_name(p, layout), "(", table.concat(params, ", "), ") {\n",

@@ -17,9 +17,14 @@ local promote = require "gpu.promote"
 
 local M = {}
 
+-- float16 and bfloat16 values are floats in expressions (gpu.elementwise widens their loads
+-- and rounds their stores), and each operation that yields one rounds to it, as NumPy does.
+local round16 = {float16 = "lg_round_half", bfloat16 = "lg_round_bf16"}
+
 local function ctype(t)
   if t == "weak-int" then return "long long" end
   if t == "weak-float" then return "double" end
+  if round16[t] then return "float" end
   return core.dtype(t).ctype
 end
 M.ctype = ctype
@@ -34,6 +39,7 @@ local wrap_ctype = {
 
 local function cast(e, from, to)
   if from == to then return e end
+  if round16[to] then return ("%s((float)(%s))"):format(round16[to], e) end
   return ("((%s)(%s))"):format(ctype(to), e)
 end
 
@@ -71,13 +77,14 @@ local bitwise = {band = "&", bor = "|", bxor = "^"}
 
 local function is_int(t) local k = promote.kind(t); return k == "i" or k == "u" end
 
--- The float dtype math on t is computed in (ints of 1 or 2 bytes in float32: there is no
--- float16 arithmetic yet).
+-- The float dtype math on t gives, as NumPy's: t for floats, else the smallest float that
+-- holds every value of t (float16 for bool and 1-byte ints, float32 for 2-byte ones).
 local function float_for(t)
   local k = promote.kind(t)
   if t == "weak-int" or t == "weak-float" then return "float64" end
   if k == "f" then return t end
-  return promote.info[t].size <= 2 and "float32" or "float64"
+  local size = promote.info[t].size
+  return size == 1 and "float16" or size == 2 and "float32" or "float64"
 end
 
 -- Integer + - * with NumPy's wrap-around and no undefined behaviour (see wrap_ctype).
@@ -89,7 +96,18 @@ local function wrapping(t, a, cop, b)
   return ("((%s)((%s) %s (%s)))"):format(ctype(t), a, cop, b)
 end
 
+local expression_of
+
+-- try_expression(op, types, exprs[, target]) -> c_expr, dtype, or nil, why[, operand]
 function M.try_expression(op, types, exprs, target)
+  local e, t, bad = expression_of(op, types, exprs, target)
+  if e ~= nil and round16[t] and op ~= "astype" and op ~= "where" then   -- those cast already
+    e = ("%s(%s)"):format(round16[t], e)
+  end
+  return e, t, bad
+end
+
+function expression_of(op, types, exprs, target)
   local n = arity[op]
   if n == nil then return nil, ("unknown operation '%s'"):format(tostring(op)) end
   if #types ~= n or #exprs ~= n then
@@ -100,10 +118,6 @@ function M.try_expression(op, types, exprs, target)
     if not promote.is_weak(t) and promote.info[t] == nil then
       return nil, ("unknown dtype '%s'"):format(tostring(t))
     end
-    if t == "float16" or t == "bfloat16" then
-      return nil, ("%s on %s is not supported yet (convert with astype('float32'))")
-                  :format(opname(op), t)
-    end
   end
   local a, b = exprs[1], exprs[2]
   local ta, tb = types[1], types[2]
@@ -111,9 +125,6 @@ function M.try_expression(op, types, exprs, target)
   if op == "astype" then
     if promote.info[target] == nil then
       return nil, ("unknown dtype '%s'"):format(tostring(target))
-    end
-    if target == "float16" or target == "bfloat16" then
-      return nil, ("astype to %s is not supported yet"):format(target)
     end
     if target == "bool" then return ("((bool)(%s))"):format(a), "bool" end
     if promote.kind(ta) == "f" and is_int(target) then
@@ -124,7 +135,7 @@ function M.try_expression(op, types, exprs, target)
 
   if unary_math[op] then
     local ft = float_for(ta)
-    local f = unary_math[op][ft == "float32" and 1 or 2]
+    local f = unary_math[op][ft == "float64" and 2 or 1]   -- 16-bit floats in float
     return ("%s(%s)"):format(f, cast(a, ta, ft)), ft
   end
 

@@ -68,6 +68,21 @@ describe("gpuarray", function()
     s:synchronize()
     for i = 1, 5 do assert.are.equal(v[i] * 2, back[i]) end
     assert.is_true(back:is_pagelocked())
+    -- a view goes through a temporary, which a non-blocking stream must keep until it is done
+    local ns = gpu.Stream({non_blocking = true})
+    local m = gpu.zeros({300, 400}, "int32")
+    local view = m:transpose()
+    local hv = gpu.host.pagelocked_empty({400, 300}, "int32")
+    local values = helpers.random_integers(400 * 300, -1e6, 1e6)
+    for i = 1, #values do hv[i] = values[i] end
+    for _ = 1, 3 do
+      view:set_async(hv, ns)
+      local got = view:get_async(ns)
+      collectgarbage()                       -- the temporaries are garbage now
+      ns:synchronize()
+      for i = 1, #values, 97 do assert.are.equal(values[i], got[i]) end
+      assert.are.equal(values[#values], got[#values])
+    end
   end)
 
   helpers.gpu_it("copies, fills and converts", function()

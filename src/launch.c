@@ -142,7 +142,8 @@ static void set_layout (lua_State *L, int fidx, gpu_Function *f, const char *typ
   f->nparams = n;              /* -1: laid out from the arguments at each call */
   f->sizes_known = ndriver >= 0;
   f->sized_by_arguments = 0;
-  for (i = 0; i < n && ndriver < 0; i++) f->sized_by_arguments |= f->params[i].type == GPU_PARAM_BYVALUE;
+  for (i = 0; i < n && ndriver < 0; i++)
+    f->sized_by_arguments |= f->params[i].type == GPU_PARAM_BYVALUE;
   f->argbuf_size = bytes;
   lua_setiuservalue(L, fidx, 2);
 }

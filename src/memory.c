@@ -134,15 +134,16 @@ static int buffer_free (lua_State *L) {
 
 /*
 ** free_after(buffer, stream): frees the Buffer now, in the order of the stream (a live,
-** uncapturing gpu.Stream; else as :free() does), so that the memory is reused only after the
-** work queued there.  For the Lua layer's temporaries: a plain free follows the legacy
+** uncapturing gpu.Stream of the buffer's device; else as :free() does), so that the memory is
+** reused only after the work queued there.  For temporaries: a plain free follows the legacy
 ** stream, which a non-blocking stream's kernels do not wait for.
 */
 static int gpu_free_after (lua_State *L) {
   gpu_Buffer *b = (gpu_Buffer *)luaL_checkudata(L, 1, GPU_BUFFER);
   gpu_Stream *s = gpu_teststream(L, 2);
   luaL_argexpected(L, s != NULL || lua_isnoneornil(L, 2), 2, "gpu.Stream or nil");
-  gpu_buffer_release_on(b, s != NULL && s->live && !s->capturing ? s->stream : NULL);
+  if (s != NULL && (!s->live || s->capturing || s->ctx != b->ctx)) s = NULL;
+  gpu_buffer_release_on(b, s != NULL ? s->stream : NULL);
   return 0;
 }
 

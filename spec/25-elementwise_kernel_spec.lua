@@ -96,6 +96,17 @@ describe("ElementwiseKernel", function()
         helpers.assert_close(want, h[(c - 1) * 5 + r], 1e-6, ("(%d, %d)"):format(r, c))
       end
     end
+    -- a view declared const is not copied back, so it may alias what the kernel writes
+    local double = gpu.ElementwiseKernel("const float *x, float *y", "y[i] = 2.0f * x[i]", "double_into")
+    double(t, m)                                   -- m's row-major element i = 2 * t's i-th
+    local hm = m:get():totable()
+    for r = 1, 5 do
+      for c = 1, 6 do
+        local i = (r - 1) * 6 + c
+        local row, col = (i - 1) // 5 + 1, (i - 1) % 5 + 1
+        assert.are.equal(f32(2 * f32(mv[(c - 1) * 5 + r])), hm[row][col], ("aliased #%d"):format(i))
+      end
+    end
     -- every other element of a vector, in place, with a range over the view
     local v = gpu.zeros(10, "float32")
     local odd = v:slice(1, -1, 2)                  -- elements 1, 3, 5, 7, 9

@@ -144,7 +144,8 @@ function M.source(p, layout)
   -- a scalar is a parameter; a 16-bit float one arrives as its bits, widened once
   local function scalar_param(op)
     if not sixteen[op.dtype] then return ctype(op.dtype) .. " " .. op.name end
-    loads[#loads + 1] = ("    const float %s = %s;\n"):format(op.name, widen(op.dtype, "lg_b_" .. op.name))
+    loads[#loads + 1] = ("    const float %s = %s;\n")
+                        :format(op.name, widen(op.dtype, "lg_b_" .. op.name))
     return "unsigned short lg_b_" .. op.name
   end
   if nd == 0 then
@@ -153,8 +154,9 @@ function M.source(p, layout)
       if op.scalar then params[#params + 1] = scalar_param(op)
       else
         params[#params + 1] = ("const %s *lg_p_%s"):format(stored_ctype(op.dtype), op.name)
-        loads[#loads + 1] = ("    const %s %s = %s;\n"):format(value_ctype(op.dtype), op.name,
-                                                              widen(op.dtype, "lg_p_" .. op.name .. "[lg_i]"))
+        local at = "lg_p_" .. op.name .. "[lg_i]"
+        loads[#loads + 1] = ("    const %s %s = %s;\n")
+                            :format(value_ctype(op.dtype), op.name, widen(op.dtype, at))
       end
     end
     params[#params + 1] = "long long lg_n"
@@ -188,12 +190,15 @@ function M.source(p, layout)
       loads[#loads + 1] = line .. "\n"
     end
     for _, op in ipairs(arrays) do
-      local at = ("*(const %s *)(lg_p_%s + lg_o_%s)"):format(stored_ctype(op.dtype), op.name, op.name)
-      loads[#loads + 1] = ("    const %s %s = %s;\n"):format(value_ctype(op.dtype), op.name, widen(op.dtype, at))
+      local at = ("*(const %s *)(lg_p_%s + lg_o_%s)"):format(stored_ctype(op.dtype), op.name,
+                                                               op.name)
+      loads[#loads + 1] = ("    const %s %s = %s;\n")
+                          :format(value_ctype(op.dtype), op.name, widen(op.dtype, at))
     end
   end
   local store = nd == 0 and "    lg_out[lg_i] = %s;\n" or "    *(%s *)(lg_out + lg_oo) = %s;\n"
-  store = nd == 0 and store:format(narrow(p.out, p.expr)) or store:format(out_t, narrow(p.out, p.expr))
+  store = nd == 0 and store:format(narrow(p.out, p.expr))
+                  or store:format(out_t, narrow(p.out, p.expr))
   return table.concat{
     HELPERS, "\n", p.preamble, "\n",
     'extern "C" __global__ void ', kernel_name(p, layout), "(", table.concat(params, ", "), ") {\n",
@@ -323,18 +328,19 @@ function M.kernel(p, layout)
   end)
 end
 
--- launch(p, out, stream, fname, values...) -> out (allocated when nil)
 -- The program that copies an array of dtype into an array of any layout.
 local copy_programs = {}
 function M.copy_program(dtype)
   local p = copy_programs[dtype]
   if p == nil then
-    p = M.program{expr = "x", out = dtype, name = "copy_" .. dtype, operands = {{name = "x", dtype = dtype}}}
+    p = M.program{expr = "x", out = dtype, name = "copy_" .. dtype,
+                  operands = {{name = "x", dtype = dtype}}}
     copy_programs[dtype] = p
   end
   return p
 end
 
+-- launch(p, out, stream, fname, values...) -> out (allocated when nil)
 function M.launch(p, out, stream, fname, ...)
   local nvalues = select("#", ...)
   local values = {...}
@@ -587,13 +593,17 @@ function Kernel.__call(k, ...)
   local f = kernel_cache.get("ek\0" .. k.source, function()
     return k.source, k.name, k.letters, {no_extern_c = true, name = k.name .. ".cu"}
   end)
-  -- a view goes in as a contiguous copy in its row-major order, and comes back afterwards
-  -- (the operation may write any argument)
-  for i, v in pairs(views) do values[i] = M.launch(M.copy_program(v.dtype), nil, opts.stream, k.name, v) end
+  -- a view goes in as a contiguous copy in its row-major order, and unless it is declared
+  -- const (pointing to const) it is copied back afterwards: the operation may write it
+  for i, v in pairs(views) do
+    values[i] = M.launch(M.copy_program(v.dtype), nil, opts.stream, k.name, v)
+  end
   values[n + 1], values[n + 2], values[n + 3] = start, step, count
   f:prepared_async_call({grid_for(count)}, {BLOCK}, opts.stream, table.unpack(values, 1, n + 3))
   for i, v in pairs(views) do
-    M.launch(M.copy_program(v.dtype), v, opts.stream, k.name, values[i])
+    if not k.arguments[i].decl:match("^[^%*%[]*%f[%w_]const%f[^%w_]") then
+      M.launch(M.copy_program(v.dtype), v, opts.stream, k.name, values[i])
+    end
     core.free_after(values[i].gpudata, opts.stream)   -- once the stream is done with it
   end
 end

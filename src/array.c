@@ -258,11 +258,11 @@ static int array_len (lua_State *L) {
 ** 1 kernels (key -> Function, or false where the pair has no plain kernel), 2 result dtypes
 ** (key -> dtype id), 3 compile(x, y) -> Function, result dtype (or nothing), 4 the general
 ** path general(x, y), 5 the GPUArray metatable, 6 threads per block, 7 the most blocks, 8 the
-** Buffer metatable.
+** Buffer metatable, 9 the elements each thread takes before the grid is capped.
 ** A key is device ordinal * GPU_NDTYPES^2 + x's dtype * GPU_NDTYPES + y's dtype.
 */
 enum { OP_KERNELS = 1, OP_DTYPES, OP_COMPILE, OP_GENERAL, OP_ARRAY_MT, OP_BLOCK, OP_MAX_GRID,
-       OP_BUFFER_MT };
+       OP_BUFFER_MT, OP_PER_THREAD };
 
 /* The GPUArray at idx, by its metatable (an upvalue: no registry lookup), or NULL. */
 static const gpu_Array *operand (lua_State *L, int idx) {
@@ -325,7 +325,8 @@ static int array_binary (lua_State *L) {
     if (push_kernel(L, key, &result)) {        /* 3: the kernel */
       lua_Integer block = lua_tointeger(L, lua_upvalueindex(OP_BLOCK));
       lua_Integer max_grid = lua_tointeger(L, lua_upvalueindex(OP_MAX_GRID));
-      lua_Integer blocks = (x->size + block - 1) / block;
+      lua_Integer per_block = block * lua_tointeger(L, lua_upvalueindex(OP_PER_THREAD));
+      lua_Integer blocks = (x->size + per_block - 1) / per_block;
       gpu_Context *c = x->buffer->ctx;
       CUdeviceptr ptrs[3];
       lua_rawgeti(L, LUA_REGISTRYINDEX, c->ref);                      /* 4: x's Context */
@@ -347,12 +348,16 @@ static int array_binary (lua_State *L) {
   return 1;
 }
 
-/* array_binary_operator(compile, general, block, max_grid) -> a binary metamethod */
+/* array_binary_operator(compile, general, block, max_grid[, per_thread]) -> a binary
+** metamethod */
 static int gpu_array_binary_operator (lua_State *L) {
+  lua_Integer per_thread = luaL_optinteger(L, 5, 1);
   luaL_checktype(L, 1, LUA_TFUNCTION);
   luaL_checktype(L, 2, LUA_TFUNCTION);
   luaL_argcheck(L, luaL_checkinteger(L, 3) >= 1, 3, "threads per block must be positive");
   luaL_argcheck(L, luaL_checkinteger(L, 4) >= 1, 4, "the block count must be positive");
+  luaL_argcheck(L, per_thread >= 1, 5, "elements per thread must be positive");
+  lua_settop(L, 4);
   lua_newtable(L);
   lua_newtable(L);
   lua_pushvalue(L, 1);
@@ -361,7 +366,8 @@ static int gpu_array_binary_operator (lua_State *L) {
   lua_pushvalue(L, 3);
   lua_pushvalue(L, 4);
   luaL_getmetatable(L, GPU_BUFFER);
-  lua_pushcclosure(L, array_binary, 8);
+  lua_pushinteger(L, per_thread);
+  lua_pushcclosure(L, array_binary, 9);
   return 1;
 }
 

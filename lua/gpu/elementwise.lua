@@ -29,6 +29,10 @@ local M = {}
 
 local GPUArray = core.types.GPUArray
 local BLOCK, MAX_GRID = 256, 65535
+-- Contiguous kernels load UNROLL elements of each operand before they compute any (and get a
+-- thread per UNROLL elements): with one load in flight per thread, 2*a on 2^28 float32
+-- reached 2480 GB/s of a 2960 GB/s copy.
+local UNROLL = 4
 
 local letters = {
   bool = "?", int8 = "b", uint8 = "B", int16 = "h", uint16 = "H", int32 = "i", uint32 = "I",
@@ -137,72 +141,94 @@ local function param_letters(p, layout)
   return table.concat(t)
 end
 
+local function contiguous_body(p, arrays)
+  local function values(at)
+    local t = {}
+    for _, op in ipairs(arrays) do
+      t[#t + 1] = ("      const %s %s = %s;\n"):format(value_ctype(op.dtype), op.name,
+                                                      widen(op.dtype, at(op.name)))
+    end
+    return table.concat(t)
+  end
+  local store = ("      lg_out[lg_i] = %s;\n"):format(narrow(p.out, p.expr))
+  local t = {
+    "  const long long lg_stride = (long long)blockDim.x * gridDim.x;\n",
+    "  long long lg_i0 = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n",
+    ("  for (; lg_i0 + %d * lg_stride < lg_n; lg_i0 += %d * lg_stride) {\n"):format(UNROLL - 1, UNROLL),
+  }
+  for _, op in ipairs(arrays) do
+    t[#t + 1] = ("    %s lg_v_%s[%d];\n"):format(stored_ctype(op.dtype), op.name, UNROLL)
+  end
+  t[#t + 1] = ("#pragma unroll\n    for (int lg_u = 0; lg_u < %d; lg_u++) {\n"):format(UNROLL)
+  for _, op in ipairs(arrays) do
+    t[#t + 1] = ("      lg_v_%s[lg_u] = lg_p_%s[lg_i0 + lg_u * lg_stride];\n"):format(op.name, op.name)
+  end
+  t[#t + 1] = ("    }\n#pragma unroll\n    for (int lg_u = 0; lg_u < %d; lg_u++) {\n"):format(UNROLL)
+  t[#t + 1] = "      const long long lg_i = lg_i0 + lg_u * lg_stride;\n"
+  t[#t + 1] = values(function(name) return ("lg_v_%s[lg_u]"):format(name) end)
+  t[#t + 1] = store
+  t[#t + 1] = "    }\n  }\n  for (; lg_i0 < lg_n; lg_i0 += lg_stride) {   // the last elements\n"
+  t[#t + 1] = "      const long long lg_i = lg_i0;\n"
+  t[#t + 1] = values(function(name) return ("lg_p_%s[lg_i]"):format(name) end)
+  t[#t + 1] = store
+  t[#t + 1] = "  }\n"
+  return table.concat(t)
+end
+
+-- Strided kernels: each operand read through its byte strides, in a grid-stride loop.
+local function strided_body(p, arrays, nd)
+  local t = {LOOP}
+  -- the flat index split into coordinates, innermost first, each adding its stride
+  local offsets = {"lg_oo = 0"}
+  for _, op in ipairs(arrays) do offsets[#offsets + 1] = "lg_o_" .. op.name .. " = 0" end
+  t[#t + 1] = "    long long lg_r = lg_i, lg_c, " .. table.concat(offsets, ", ") .. ";\n"
+  for d = nd - 1, 0, -1 do
+    local line = d > 0 and ("    lg_c = lg_r %% lg_d%d; lg_r /= lg_d%d;"):format(d, d)
+                       or "    lg_c = lg_r;"
+    line = line .. (" lg_oo += lg_c * lg_so%d;"):format(d)
+    for _, op in ipairs(arrays) do
+      line = line .. (" lg_o_%s += lg_c * lg_s_%s_%d;"):format(op.name, op.name, d)
+    end
+    t[#t + 1] = line .. "\n"
+  end
+  for _, op in ipairs(arrays) do
+    local at = ("*(const %s *)(lg_p_%s + lg_o_%s)"):format(stored_ctype(op.dtype), op.name,
+                                                             op.name)
+    t[#t + 1] = ("    const %s %s = %s;\n"):format(value_ctype(op.dtype), op.name, widen(op.dtype, at))
+  end
+  t[#t + 1] = ("    *(%s *)(lg_out + lg_oo) = %s;\n  }\n"):format(stored_ctype(p.out),
+                                                              narrow(p.out, p.expr))
+  return table.concat(t)
+end
+
 function M.source(p, layout)
   local nd = layout_ndim(layout)
-  local out_t = stored_ctype(p.out)
-  local params, loads = {}, {}
-  -- a scalar is a parameter; a 16-bit float one arrives as its bits, widened once
-  local function scalar_param(op)
-    if not sixteen[op.dtype] then return ctype(op.dtype) .. " " .. op.name end
-    loads[#loads + 1] = ("    const float %s = %s;\n")
-                        :format(op.name, widen(op.dtype, "lg_b_" .. op.name))
-    return "unsigned short lg_b_" .. op.name
-  end
-  if nd == 0 then
-    params[1] = out_t .. " *lg_out"
-    for _, op in ipairs(p.operands) do
-      if op.scalar then params[#params + 1] = scalar_param(op)
-      else
-        params[#params + 1] = ("const %s *lg_p_%s"):format(stored_ctype(op.dtype), op.name)
-        local at = "lg_p_" .. op.name .. "[lg_i]"
-        loads[#loads + 1] = ("    const %s %s = %s;\n")
-                            :format(value_ctype(op.dtype), op.name, widen(op.dtype, at))
-      end
-    end
-    params[#params + 1] = "long long lg_n"
-  else
-    params[1] = "char *lg_out"
-    local arrays = {}
-    for _, op in ipairs(p.operands) do
-      if op.scalar then params[#params + 1] = scalar_param(op)
-      else
-        params[#params + 1] = "const char *lg_p_" .. op.name
-        arrays[#arrays + 1] = op
-      end
-    end
-    params[#params + 1] = "long long lg_n"
-    for d = 0, nd - 1 do params[#params + 1] = "long long lg_d" .. d end
-    for d = 0, nd - 1 do params[#params + 1] = "long long lg_so" .. d end
-    for _, op in ipairs(arrays) do
-      for d = 0, nd - 1 do params[#params + 1] = ("long long lg_s_%s_%d"):format(op.name, d) end
-    end
-    -- the flat index split into coordinates, innermost first, each adding its stride
-    local offsets = {"lg_oo = 0"}
-    for _, op in ipairs(arrays) do offsets[#offsets + 1] = "lg_o_" .. op.name .. " = 0" end
-    loads[#loads + 1] = "    long long lg_r = lg_i, lg_c, " .. table.concat(offsets, ", ") .. ";\n"
-    for d = nd - 1, 0, -1 do
-      local line = d > 0 and ("    lg_c = lg_r %% lg_d%d; lg_r /= lg_d%d;"):format(d, d)
-                         or "    lg_c = lg_r;"
-      line = line .. (" lg_oo += lg_c * lg_so%d;"):format(d)
-      for _, op in ipairs(arrays) do
-        line = line .. (" lg_o_%s += lg_c * lg_s_%s_%d;"):format(op.name, op.name, d)
-      end
-      loads[#loads + 1] = line .. "\n"
-    end
-    for _, op in ipairs(arrays) do
-      local at = ("*(const %s *)(lg_p_%s + lg_o_%s)"):format(stored_ctype(op.dtype), op.name,
-                                                               op.name)
-      loads[#loads + 1] = ("    const %s %s = %s;\n")
-                          :format(value_ctype(op.dtype), op.name, widen(op.dtype, at))
+  local params, prelude, arrays = {}, {}, {}
+  params[1] = nd == 0 and stored_ctype(p.out) .. " *lg_out" or "char *lg_out"
+  for _, op in ipairs(p.operands) do
+    if op.scalar and sixteen[op.dtype] then   -- arrives as its bits, widened once
+      params[#params + 1] = "unsigned short lg_b_" .. op.name
+      prelude[#prelude + 1] = ("  const float %s = %s;\n"):format(op.name,
+                                                                 widen(op.dtype, "lg_b_" .. op.name))
+    elseif op.scalar then
+      params[#params + 1] = ctype(op.dtype) .. " " .. op.name
+    else
+      params[#params + 1] = nd == 0 and ("const %s *lg_p_%s"):format(stored_ctype(op.dtype), op.name)
+                                    or "const char *lg_p_" .. op.name
+      arrays[#arrays + 1] = op
     end
   end
-  local store = nd == 0 and "    lg_out[lg_i] = %s;\n" or "    *(%s *)(lg_out + lg_oo) = %s;\n"
-  store = nd == 0 and store:format(narrow(p.out, p.expr))
-                  or store:format(out_t, narrow(p.out, p.expr))
+  params[#params + 1] = "long long lg_n"
+  for d = 0, nd - 1 do params[#params + 1] = "long long lg_d" .. d end
+  for d = 0, nd - 1 do params[#params + 1] = "long long lg_so" .. d end
+  for _, op in ipairs(arrays) do
+    for d = 0, nd - 1 do params[#params + 1] = ("long long lg_s_%s_%d"):format(op.name, d) end
+  end
   return table.concat{
     HELPERS, "\n", p.preamble, "\n",
     'extern "C" __global__ void ', kernel_name(p, layout), "(", table.concat(params, ", "), ") {\n",
-    LOOP, table.concat(loads), store, "  }\n}\n",
+    table.concat(prelude), nd == 0 and contiguous_body(p, arrays) or strided_body(p, arrays, nd),
+    "}\n",
   }
 end
 
@@ -224,7 +250,7 @@ local function grid_for(n)
   return blocks
 end
 M.grid_for = grid_for
-M.BLOCK, M.MAX_GRID = BLOCK, MAX_GRID
+M.BLOCK, M.MAX_GRID, M.UNROLL = BLOCK, MAX_GRID, UNROLL
 
 -- Merges dimensions that are contiguous for every operand and drops those of length 1.
 -- shape: the output's; strides: list of stride lists (output first).  Returns both, >= 1 dim.
@@ -315,10 +341,13 @@ function M.needs_copy(out, v)
   return false
 end
 
+-- The program that copies an array of dtype into an array of any layout (programs are
+-- cached by content, so each dtype's is made once).
 local function copy_program(dtype)
   return M.program{expr = "x", out = dtype, name = "copy_" .. dtype,
                    operands = {{name = "x", dtype = dtype}}}
 end
+M.copy_program = copy_program
 
 -- The prepared Function of (p, layout) on the current device, compiled once.
 function M.kernel(p, layout)
@@ -326,18 +355,6 @@ function M.kernel(p, layout)
     return M.source(p, layout), kernel_name(p, layout), param_letters(p, layout),
            {no_extern_c = true, name = kernel_name(p, layout) .. ".cu"}
   end)
-end
-
--- The program that copies an array of dtype into an array of any layout.
-local copy_programs = {}
-function M.copy_program(dtype)
-  local p = copy_programs[dtype]
-  if p == nil then
-    p = M.program{expr = "x", out = dtype, name = "copy_" .. dtype,
-                  operands = {{name = "x", dtype = dtype}}}
-    copy_programs[dtype] = p
-  end
-  return p
 end
 
 -- launch(p, out, stream, fname, values...) -> out (allocated when nil)
@@ -431,7 +448,8 @@ function M.launch(p, out, stream, fname, ...)
     end
   end
   local f = M.kernel(p, layout)
-  f:prepared_async_call({grid_for(n)}, {BLOCK}, stream, table.unpack(call, 1, #call))
+  local threads = contiguous and (n + UNROLL - 1) // UNROLL or n
+  f:prepared_async_call({grid_for(threads)}, {BLOCK}, stream, table.unpack(call, 1, #call))
   return out
 end
 
@@ -596,13 +614,13 @@ function Kernel.__call(k, ...)
   -- a view goes in as a contiguous copy in its row-major order, and unless it is declared
   -- const (pointing to const) it is copied back afterwards: the operation may write it
   for i, v in pairs(views) do
-    values[i] = M.launch(M.copy_program(v.dtype), nil, opts.stream, k.name, v)
+    values[i] = M.launch(copy_program(v.dtype), nil, opts.stream, k.name, v)
   end
   values[n + 1], values[n + 2], values[n + 3] = start, step, count
   f:prepared_async_call({grid_for(count)}, {BLOCK}, opts.stream, table.unpack(values, 1, n + 3))
   for i, v in pairs(views) do
     if not k.arguments[i].decl:match("^[^%*%[]*%f[%w_]const%f[^%w_]") then
-      M.launch(M.copy_program(v.dtype), v, opts.stream, k.name, values[i])
+      M.launch(copy_program(v.dtype), v, opts.stream, k.name, values[i])
     end
     core.free_after(values[i].gpudata, opts.stream)   -- once the stream is done with it
   end

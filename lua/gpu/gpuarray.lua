@@ -183,7 +183,7 @@ M._apply = apply
 -- promotion, broadcasting or key building per call, just the result and one launch of the
 -- kernel compile() gave for the dtype pair, the one the general path uses.  Everything else
 -- (and every error) is apply's.
-local BLOCK, MAX_GRID = ew.BLOCK, ew.MAX_GRID
+local BLOCK, MAX_GRID, UNROLL = ew.BLOCK, ew.MAX_GRID, ew.UNROLL
 
 local function binary_operator(op)
   local function compile(x, y)
@@ -191,7 +191,7 @@ local function binary_operator(op)
     if p then return ew.kernel(p, "c"), p.out end
   end
   local function general(x, y) return apply(op, op, {x, y}, {}) end
-  return core.array_binary_operator(compile, general, BLOCK, MAX_GRID)
+  return core.array_binary_operator(compile, general, BLOCK, MAX_GRID, UNROLL)
 end
 
 local copy_program = ew.copy_program

@@ -86,6 +86,22 @@ describe("the memory pool", function()
     end)
   end
 
+  helpers.gpu_it("leaves a stopped collector stopped", function()
+    collectgarbage()
+    gpu.synchronize()
+    local used0 = gpu.mem_pool_info()
+    local n = 64 << 20
+    collectgarbage("stop")
+    for _ = 1, 20 do local _ = gpu.mem_alloc(n) end      -- 1.25 GiB of garbage
+    gpu.synchronize()
+    local used1 = gpu.mem_pool_info()
+    collectgarbage("restart")
+    assert.is_true(used1 - used0 >= 20 * n, ("%d MiB held"):format((used1 - used0) >> 20))
+    collectgarbage()
+    gpu.synchronize()
+    assert.are.equal(used0, (gpu.mem_pool_info()))
+  end)
+
   -- The Lua layer's temporaries (copies of views, a scan's state) are freed this way, so a
   -- non-blocking stream's kernels never see their memory reused under them.
   helpers.gpu_it("frees a buffer in a stream's order (core.free_after)", function()

@@ -51,7 +51,9 @@ void gpu_gc_collect (lua_State *L, gpu_State *s) {
 
 void gpu_gc_account (lua_State *L, gpu_State *s, size_t nbytes) {
   s->gc_debt += nbytes;
-  if (s->gc_debt >= s->gc_threshold) gpu_gc_collect(L, s);
+  /* a host that stopped the collector (collectgarbage("stop")) keeps it stopped: only an
+  ** allocation that finds the device full collects then */
+  if (s->gc_debt >= s->gc_threshold && lua_gc(L, LUA_GCISRUNNING)) gpu_gc_collect(L, s);
 }
 
 static CUresult device_alloc (const gpu_Driver *d, gpu_Context *c, CUdeviceptr *p, size_t n) {

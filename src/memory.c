@@ -105,7 +105,7 @@ gpu_Buffer *gpu_buffer_new (lua_State *L, size_t nbytes) {
 
 void gpu_buffer_release_on (gpu_Buffer *b, CUstream stream) {
   if (b->owned && b->ptr != 0) {
-    /* freed before the collector was stepped for them: those bytes need no collecting */
+    /* freed before a collection counted them: those bytes need no collecting */
     gpu_State *s = b->ctx->state;
     s->gc_debt -= b->size < s->gc_debt ? b->size : s->gc_debt;
     s->gc_bytes -= b->size;

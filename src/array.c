@@ -258,11 +258,11 @@ static int array_len (lua_State *L) {
 ** 1 kernels (key -> Function, or false where the pair has no plain kernel), 2 result dtypes
 ** (key -> dtype id), 3 compile(x, y) -> Function, result dtype (or nothing), 4 the general
 ** path general(x, y), 5 the GPUArray metatable, 6 threads per block, 7 the most blocks, 8 the
-** Buffer metatable, 9 the elements each thread takes before the grid is capped.
+** Buffer metatable, 9 the elements a block takes before the grid is capped.
 ** A key is device ordinal * GPU_NDTYPES^2 + x's dtype * GPU_NDTYPES + y's dtype.
 */
 enum { OP_KERNELS = 1, OP_DTYPES, OP_COMPILE, OP_GENERAL, OP_ARRAY_MT, OP_BLOCK, OP_MAX_GRID,
-       OP_BUFFER_MT, OP_PER_THREAD };
+       OP_BUFFER_MT, OP_PER_BLOCK };
 
 /* The GPUArray at idx, by its metatable (an upvalue: no registry lookup), or NULL. */
 static const gpu_Array *operand (lua_State *L, int idx) {
@@ -325,7 +325,7 @@ static int array_binary (lua_State *L) {
     if (push_kernel(L, key, &result)) {        /* 3: the kernel */
       lua_Integer block = lua_tointeger(L, lua_upvalueindex(OP_BLOCK));
       lua_Integer max_grid = lua_tointeger(L, lua_upvalueindex(OP_MAX_GRID));
-      lua_Integer per_block = block * lua_tointeger(L, lua_upvalueindex(OP_PER_THREAD));
+      lua_Integer per_block = lua_tointeger(L, lua_upvalueindex(OP_PER_BLOCK));
       lua_Integer blocks = (x->size + per_block - 1) / per_block;
       gpu_Context *c = x->buffer->ctx;
       CUdeviceptr ptrs[3];
@@ -366,7 +366,7 @@ static int gpu_array_binary_operator (lua_State *L) {
   lua_pushvalue(L, 3);
   lua_pushvalue(L, 4);
   luaL_getmetatable(L, GPU_BUFFER);
-  lua_pushinteger(L, per_thread);
+  lua_pushinteger(L, per_thread * lua_tointeger(L, 3));   /* elements a block takes */
   lua_pushcclosure(L, array_binary, 9);
   return 1;
 }

@@ -3,7 +3,8 @@
 // gpu_layout describes a strided array: the flat (row-major) index of an element maps to a
 // byte offset through shape and byte strides.  The Lua side collapses dimensions first, so
 // ndim is usually 1 or 2 and the division loop short.  float16 and bfloat16 are stored as
-// their 16 bits and converted through PTX, so no CUDA header has to be found at run time.
+// their 16 bits and converted through PTX, so no CUDA header has to be found at run time;
+// complex64 and complex128 are structs with their own arithmetic, below.
 
 #define GPU_MAXDIM 32
 
@@ -51,3 +52,103 @@ __device__ __forceinline__ unsigned short gpu_float_to_bf16(float f) {
 // yields one rounds its result to the 16-bit type, as NumPy does.
 __device__ __forceinline__ float lg_round_half(float x) { return gpu_half_to_float(gpu_float_to_half(x)); }
 __device__ __forceinline__ float lg_round_bf16(float x) { return gpu_bf16_to_float(gpu_float_to_bf16(x)); }
+
+// complex64 and complex128: two floats or doubles, real part first, laid out and aligned as
+// CUDA's cuFloatComplex and cuDoubleComplex (float2, double2 aligned to 8), so no CUDA
+// header is needed.  Generated kernels compute with them through these operators; the
+// constructors take any real value (the imaginary part 0) and the other complex type.
+struct lg_complex128;
+
+struct __align__(8) lg_complex64 {
+  float re, im;
+  lg_complex64() = default;          // trivial: __shared__ arrays of it are allowed
+  __device__ lg_complex64(float r, float i) : re(r), im(i) {}
+  template <class T> __device__ lg_complex64(T x) : re((float)x), im(0.0f) {}
+  __device__ inline lg_complex64(const lg_complex128 &z);
+};
+
+struct __align__(8) lg_complex128 {
+  double re, im;
+  lg_complex128() = default;
+  __device__ lg_complex128(double r, double i) : re(r), im(i) {}
+  template <class T> __device__ lg_complex128(T x) : re((double)x), im(0.0) {}
+  __device__ lg_complex128(const lg_complex64 &z) : re(z.re), im(z.im) {}
+};
+
+__device__ inline lg_complex64::lg_complex64(const lg_complex128 &z) : re((float)z.re), im((float)z.im) {}
+
+// Each operation once per type: C the complex type, R its real one, F the suffix of R's
+// math functions (f for float).
+#define LG_COMPLEX_OPERATIONS(C, R, F)                                                      \
+__device__ __forceinline__ C operator+(C a, C b) { return C(a.re + b.re, a.im + b.im); }   \
+__device__ __forceinline__ C operator-(C a, C b) { return C(a.re - b.re, a.im - b.im); }   \
+__device__ __forceinline__ C operator-(C a) { return C(-a.re, -a.im); }                    \
+__device__ __forceinline__ C operator*(C a, C b) {                                         \
+  return C(a.re * b.re - a.im * b.im, a.re * b.im + a.im * b.re);                          \
+}                                                                                          \
+/* Smith's division, as NumPy's: no overflow in the denominator's square */                \
+__device__ inline C operator/(C a, C b) {                                                  \
+  if (fabs##F(b.re) >= fabs##F(b.im)) {                                                    \
+    R r = b.im / b.re, d = b.re + b.im * r;                                                \
+    return C((a.re + a.im * r) / d, (a.im - a.re * r) / d);                                \
+  }                                                                                        \
+  R r = b.re / b.im, d = b.re * r + b.im;                                                  \
+  return C((a.re * r + a.im) / d, (a.im * r - a.re) / d);                                  \
+}                                                                                          \
+__device__ __forceinline__ bool operator==(C a, C b) { return a.re == b.re && a.im == b.im; } \
+__device__ __forceinline__ bool operator!=(C a, C b) { return !(a == b); }                 \
+__device__ __forceinline__ R lg_real(C a) { return a.re; }                                 \
+__device__ __forceinline__ R lg_imag(C a) { return a.im; }                                 \
+__device__ __forceinline__ C lg_conj(C a) { return C(a.re, -a.im); }                       \
+__device__ __forceinline__ bool lg_nonzero(C a) { return a.re != 0 || a.im != 0; }         \
+__device__ __forceinline__ R lg_abs(C a) { return hypot##F(a.re, a.im); }                  \
+__device__ inline C lg_exp(C a) {                                                          \
+  R m = exp##F(a.re);                                                                      \
+  return C(m * cos##F(a.im), m * sin##F(a.im));                                            \
+}                                                                                          \
+__device__ inline C lg_log(C a) { return C(log##F(lg_abs(a)), atan2##F(a.im, a.re)); }     \
+__device__ inline C lg_log10(C a) {                                                        \
+  C l = lg_log(a);                                                                         \
+  const R ln10 = (R)2.302585092994045684;                                                  \
+  return C(l.re / ln10, l.im / ln10);                                                      \
+}                                                                                          \
+/* the principal root, computed without cancellation */                                   \
+__device__ inline C lg_sqrt(C a) {                                                         \
+  if (a.re == 0 && a.im == 0) return C(0, a.im);                                           \
+  R t = sqrt##F((fabs##F(a.re) + lg_abs(a)) / 2);                                          \
+  if (a.re >= 0) return C(t, a.im / (2 * t));                                              \
+  return C(fabs##F(a.im) / (2 * t), copysign##F(t, a.im));                                 \
+}                                                                                          \
+__device__ inline C lg_sin(C a) {                                                          \
+  return C(sin##F(a.re) * cosh##F(a.im), cos##F(a.re) * sinh##F(a.im));                    \
+}                                                                                          \
+__device__ inline C lg_cos(C a) {                                                          \
+  return C(cos##F(a.re) * cosh##F(a.im), -sin##F(a.re) * sinh##F(a.im));                   \
+}                                                                                          \
+__device__ inline C lg_tan(C a) { return lg_sin(a) / lg_cos(a); }                          \
+__device__ inline C lg_sinh(C a) {                                                         \
+  return C(sinh##F(a.re) * cos##F(a.im), cosh##F(a.re) * sin##F(a.im));                    \
+}                                                                                          \
+__device__ inline C lg_cosh(C a) {                                                         \
+  return C(cosh##F(a.re) * cos##F(a.im), sinh##F(a.re) * sin##F(a.im));                    \
+}                                                                                          \
+__device__ inline C lg_tanh(C a) { return lg_sinh(a) / lg_cosh(a); }                       \
+/* NumPy's: whole exponents up to 100 by repeated squaring (exact where the parts are), */ \
+/* others through exp and log; 0 to any power but 0 is 0 */                                \
+__device__ inline C lg_pow(C a, C b) {                                                     \
+  if (b.im == 0 && b.re == floor##F(b.re) && fabs##F(b.re) <= 100) {                       \
+    int n = (int)fabs##F(b.re);                                                            \
+    C result(1, 0), base = a;                                                              \
+    for (; n > 0; n >>= 1) {                                                               \
+      if (n & 1) result = result * base;                                                   \
+      base = base * base;                                                                  \
+    }                                                                                      \
+    return b.re < 0 ? C(1, 0) / result : result;                                           \
+  }                                                                                        \
+  if (a.re == 0 && a.im == 0) return C(0, 0);                                              \
+  return lg_exp(b * lg_log(a));                                                            \
+}
+
+LG_COMPLEX_OPERATIONS(lg_complex64, float, f)
+LG_COMPLEX_OPERATIONS(lg_complex128, double, )
+#undef LG_COMPLEX_OPERATIONS

@@ -26,16 +26,26 @@ __device__ __forceinline__ gpu_acc_t gpu_reduce_op(gpu_acc_t a, gpu_acc_t b) { r
 __device__ __forceinline__ gpu_acc_t gpu_neutral() { return $NEUTRAL; }
 __device__ __forceinline__ gpu_out_t gpu_finish(gpu_acc_t a, long long count) { return $FINISH; }
 
+// A warp shuffle of an accumulator: built-in for scalars, part by part for complex ones.
+template <class T>
+__device__ __forceinline__ T gpu_shfl_down(T v, int delta) { return __shfl_down_sync(0xffffffffu, v, delta); }
+__device__ __forceinline__ lg_complex64 gpu_shfl_down(lg_complex64 v, int delta) {
+  return lg_complex64(gpu_shfl_down(v.re, delta), gpu_shfl_down(v.im, delta));
+}
+__device__ __forceinline__ lg_complex128 gpu_shfl_down(lg_complex128 v, int delta) {
+  return lg_complex128(gpu_shfl_down(v.re, delta), gpu_shfl_down(v.im, delta));
+}
+
 // The block's threads combined; the result is valid in thread 0.
 __device__ __forceinline__ gpu_acc_t gpu_block_reduce(gpu_acc_t v) {
 #if GPU_SHUFFLE
   __shared__ gpu_acc_t warp_results[GPU_BLOCK / 32];
-  for (int o = 16; o > 0; o >>= 1) v = gpu_reduce_op(v, __shfl_down_sync(0xffffffffu, v, o));
+  for (int o = 16; o > 0; o >>= 1) v = gpu_reduce_op(v, gpu_shfl_down(v, o));
   if (threadIdx.x % 32 == 0) warp_results[threadIdx.x / 32] = v;
   __syncthreads();
   if (threadIdx.x < 32) {
     v = threadIdx.x < GPU_BLOCK / 32 ? warp_results[threadIdx.x] : gpu_neutral();
-    for (int o = 16; o > 0; o >>= 1) v = gpu_reduce_op(v, __shfl_down_sync(0xffffffffu, v, o));
+    for (int o = 16; o > 0; o >>= 1) v = gpu_reduce_op(v, gpu_shfl_down(v, o));
   }
   return v;
 #else
@@ -171,7 +181,7 @@ __device__ __forceinline__ void gpu_axis(const char *in, long long m, long long 
         acc = gpu_reduce_op(acc, GPU_MAP(*(const gpu_in_t *)(base + j * axis_stride), 0));
     }
     if (GROUP > 1)
-      for (int s = GROUP / 2; s > 0; s >>= 1) acc = gpu_reduce_op(acc, __shfl_down_sync(0xffffffffu, acc, s));
+      for (int s = GROUP / 2; s > 0; s >>= 1) acc = gpu_reduce_op(acc, gpu_shfl_down(acc, s));
     if (lane == 0 && o < m) out[o] = gpu_finish(acc, k);
   }
 }

@@ -3,7 +3,8 @@
 // Prefix Scan with Decoupled Look-back", 2016): the input is read once and the output written
 // once.
 //
-// Each block scans one tile of GPU_TILE elements.  Tiles are handed out by an atomic counter
+// Each block scans one tile of GPU_TILE elements (GPU_ITEMS a thread: 32, or 16 for 16-byte
+// values, which would not fit in shared memory).  Tiles are handed out by an atomic counter
 // rather than blockIdx.x, so a block only ever waits for tiles taken before its own, by blocks
 // that are already running: no deadlock whatever order the hardware schedules blocks in.  A
 // block scans its tile locally, publishes the tile's total (its "aggregate") at once, then
@@ -21,7 +22,7 @@
 // flag and read flag, fence, value.
 
 #define GPU_BLOCK 128
-#define GPU_ITEMS 32
+#define GPU_ITEMS $ITEMS
 #define GPU_TILE (GPU_BLOCK * GPU_ITEMS)
 #define GPU_WARPS (GPU_BLOCK / 32)
 #define GPU_PAD(j) ((j) + (j) / 32)
@@ -97,6 +98,30 @@ __device__ __forceinline__ gpu_state gpu_state_at(char *base, long long tiles) {
   return s;
 }
 
+#if !GPU_PACKED
+// Volatile stores and loads of a value: a class type (complex64, a struct) has no volatile
+// assignment, so values of whole 32-bit words move word by word; others as themselves.
+template <bool WORDWISE> struct gpu_volatile {
+  static __device__ __forceinline__ void store(volatile gpu_t *p, gpu_t v) { *p = v; }
+  static __device__ __forceinline__ gpu_t load(const volatile gpu_t *p) { return *p; }
+};
+template <> struct gpu_volatile<true> {
+  static __device__ __forceinline__ void store(volatile gpu_t *p, gpu_t v) {
+    gpu_words u;
+    u.v = v;
+#pragma unroll
+    for (int i = 0; i < (int)GPU_WORDS; i++) ((volatile unsigned *)p)[i] = u.w[i];
+  }
+  static __device__ __forceinline__ gpu_t load(const volatile gpu_t *p) {
+    gpu_words u;
+#pragma unroll
+    for (int i = 0; i < (int)GPU_WORDS; i++) u.w[i] = ((const volatile unsigned *)p)[i];
+    return u.v;
+  }
+};
+typedef gpu_volatile<sizeof(gpu_t) % 4 == 0> gpu_volatile_io;
+#endif
+
 // Publishes tile's aggregate or inclusive prefix (flag says which) to later tiles.
 __device__ __forceinline__ void gpu_publish(const gpu_state &s, long long tile, int flag, gpu_t v) {
 #if GPU_PACKED
@@ -105,8 +130,7 @@ __device__ __forceinline__ void gpu_publish(const gpu_state &s, long long tile, 
   u.v = v;
   s.status[tile] = ((unsigned long long)flag << 32) | u.w[0];   // one 64-bit store
 #else
-  if (flag == GPU_PREFIX) s.prefixes[tile] = v;
-  else s.aggregates[tile] = v;
+  gpu_volatile_io::store(flag == GPU_PREFIX ? s.prefixes + tile : s.aggregates + tile, v);
   __threadfence();   // the value is visible before the flag that announces it
   s.flags[tile] = flag;
 #endif
@@ -139,7 +163,7 @@ __device__ gpu_t gpu_look_back(const gpu_state &s, long long tile) {
       flag = p < 0 ? GPU_PREFIX : s.flags[p];
     } while (__any_sync(GPU_FULL_MASK, flag == GPU_NOT_READY));
     __threadfence();   // the flag was read before the value it announces
-    if (p >= 0) v = flag == GPU_PREFIX ? s.prefixes[p] : s.aggregates[p];
+    if (p >= 0) v = gpu_volatile_io::load(flag == GPU_PREFIX ? s.prefixes + p : s.aggregates + p);
 #endif
     // The highest lane holding a prefix ends the look-back; combine lanes start..31 in order.
     const unsigned prefixes = __ballot_sync(GPU_FULL_MASK, flag == GPU_PREFIX);

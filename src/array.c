@@ -74,6 +74,11 @@ static gpu_Array *new_header (lua_State *L, int buf_idx, gpu_Buffer *b, size_t o
   return a;
 }
 
+/* The alignment kernels assume for an element: its size, but 8 for complex128 (two doubles). */
+static int alignment (gpu_DtypeId dtype) {
+  return gpu_dtypes[dtype].itemsize > 8 ? 8 : (int)gpu_dtypes[dtype].itemsize;
+}
+
 static void row_major_strides (int ndim, const int64_t *shape, size_t itemsize, int64_t *strides) {
   int64_t s = (int64_t)itemsize;
   int i;
@@ -123,7 +128,8 @@ static int gpu_array_empty (lua_State *L) {
 /*
 ** array_view(base, offset, dtype, shape[, strides]) -> GPUArray on base (a Buffer or GPUArray)
 ** offset in bytes from base's start; strides in bytes (default row-major).  Every element
-** the view can reach must lie inside the buffer.
+** the view can reach must lie inside the buffer, at an address aligned for dtype: a kernel
+** reading a misaligned element fails with an error that ruins the context.
 */
 static int gpu_array_view (lua_State *L) {
   gpu_Array *from = gpu_testarray(L, 1);
@@ -170,6 +176,13 @@ static int gpu_array_view (lua_State *L) {
   if (offset < 0 || offset > (lua_Integer)b->size || offset + lo < 0 ||
       hi > (int64_t)b->size || (uint64_t)(offset + hi + (int64_t)itemsize) > b->size)
     return luaL_error(L, "view reaches outside its buffer (%I bytes)", (lua_Integer)b->size);
+  if (offset % (lua_Integer)alignment(dtype) != 0)
+    return luaL_error(L, "a %s view must start at a multiple of %d bytes, not at byte %I",
+                      gpu_dtypes[dtype].name, alignment(dtype), offset);
+  for (i = 0; i < ndim; i++)
+    if (shape[i] > 1 && strides[i] % alignment(dtype) != 0)
+      return luaL_error(L, "a %s view's strides must be multiples of %d bytes, not %I",
+                        gpu_dtypes[dtype].name, alignment(dtype), (lua_Integer)strides[i]);
   new_header(L, 1, b, (size_t)offset, dtype, ndim, shape, strides, 0);
   return 1;
 }

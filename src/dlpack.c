@@ -38,7 +38,8 @@ static const struct { gpu_DtypeId dtype; uint8_t code; } dl_codes[] = {
   {GPU_BOOL, kDLBool}, {GPU_INT8, kDLInt}, {GPU_UINT8, kDLUInt}, {GPU_INT16, kDLInt},
   {GPU_UINT16, kDLUInt}, {GPU_INT32, kDLInt}, {GPU_UINT32, kDLUInt}, {GPU_INT64, kDLInt},
   {GPU_UINT64, kDLUInt}, {GPU_FLOAT16, kDLFloat}, {GPU_BFLOAT16, kDLBfloat},
-  {GPU_FLOAT32, kDLFloat}, {GPU_FLOAT64, kDLFloat},
+  {GPU_FLOAT32, kDLFloat}, {GPU_FLOAT64, kDLFloat}, {GPU_COMPLEX64, kDLComplex},
+  {GPU_COMPLEX128, kDLComplex},
 };
 
 static DLDataType to_dl (gpu_DtypeId dtype) {

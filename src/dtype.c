@@ -25,6 +25,9 @@ const gpu_Dtype gpu_dtypes[GPU_NDTYPES] = {
   [GPU_BFLOAT16] = {"bfloat16", "__nv_bfloat16", 2, 'f', 0},
   [GPU_FLOAT32]  = {"float32", "float", 4, 'f', 'f'},
   [GPU_FLOAT64]  = {"float64", "double", 8, 'f', 'd'},
+  /* laid out as CUDA's cuFloatComplex and cuDoubleComplex (float2, double2): real part first */
+  [GPU_COMPLEX64]  = {"complex64", "lg_complex64", 8, 'c', 'F'},
+  [GPU_COMPLEX128] = {"complex128", "lg_complex128", 16, 'c', 'D'},
 };
 
 int gpu_finddtype (const char *name) {
@@ -96,6 +99,46 @@ static float bfloat16_to_float (uint16_t b) {
   return f;
 }
 
+/* ---------------------------------------------------------------- complex values */
+
+int gpu_iscomplex (lua_State *L, int idx) {
+  int is;
+  if (lua_type(L, idx) != LUA_TTABLE || !lua_getmetatable(L, idx)) return 0;
+  luaL_getmetatable(L, GPU_COMPLEX);
+  is = lua_rawequal(L, -1, -2);
+  lua_pop(L, 2);
+  return is;
+}
+
+/* The number in field name of the table at idx (absolute); 0 if it holds none. */
+static int number_field (lua_State *L, int idx, const char *name, double *out) {
+  int ok;
+  lua_pushstring(L, name);
+  ok = lua_rawget(L, idx) == LUA_TNUMBER;
+  if (ok) *out = lua_tonumber(L, -1);
+  lua_pop(L, 1);
+  return ok;
+}
+
+int gpu_tocomplex (lua_State *L, int idx, double *re, double *im) {
+  if (lua_type(L, idx) == LUA_TNUMBER) {
+    *re = lua_tonumber(L, idx);
+    *im = 0;
+    return 1;
+  }
+  idx = lua_absindex(L, idx);
+  return gpu_iscomplex(L, idx) && number_field(L, idx, "re", re) && number_field(L, idx, "im", im);
+}
+
+void gpu_pushcomplex (lua_State *L, double re, double im) {
+  lua_createtable(L, 0, 2);
+  lua_pushnumber(L, re);
+  lua_setfield(L, -2, "re");
+  lua_pushnumber(L, im);
+  lua_setfield(L, -2, "im");
+  luaL_setmetatable(L, GPU_COMPLEX);
+}
+
 /* ---------------------------------------------------------------- Lua <-> bytes */
 
 static const char *const out_of_range[GPU_NDTYPES] = {
@@ -122,6 +165,18 @@ const char *gpu_tovalue (lua_State *L, int idx, gpu_DtypeId dtype, void *out) {
   lua_Integer v = 0;
   const char *bad;
   switch (gpu_dtypes[dtype].kind) {
+    case 'c': {
+      double re, im;
+      if (!gpu_tocomplex(L, idx, &re, &im)) return "expected a number or a gpu.complex";
+      if (dtype == GPU_COMPLEX128) {
+        double d[2] = {re, im};
+        memcpy(out, d, sizeof d);
+      } else {
+        float f[2] = {(float)re, (float)im};
+        memcpy(out, f, sizeof f);
+      }
+      return NULL;
+    }
     case 'b': {
       unsigned char b;
       if (lua_isboolean(L, idx)) b = (unsigned char)lua_toboolean(L, idx);
@@ -195,6 +250,18 @@ void gpu_pushvalue (lua_State *L, gpu_DtypeId dtype, const void *p) {
     GPU_LOAD(GPU_FLOAT64, double, lua_pushnumber)
 #undef GPU_LOAD
     case GPU_BOOL: lua_pushboolean(L, *(const unsigned char *)p != 0); return;
+    case GPU_COMPLEX64: {
+      float f[2];
+      memcpy(f, p, sizeof f);
+      gpu_pushcomplex(L, f[0], f[1]);
+      return;
+    }
+    case GPU_COMPLEX128: {
+      double d[2];
+      memcpy(d, p, sizeof d);
+      gpu_pushcomplex(L, d[0], d[1]);
+      return;
+    }
     case GPU_FLOAT16: case GPU_BFLOAT16: {
       uint16_t h;
       memcpy(&h, p, 2);
@@ -271,4 +338,6 @@ static int gpu_dtype (lua_State *L) {
 void gpu_dtype_open (lua_State *L) {
   lua_pushcfunction(L, gpu_dtype);
   lua_setfield(L, -2, "dtype");
+  luaL_newmetatable(L, GPU_COMPLEX);       /* its arithmetic: lua/gpu/complex.lua */
+  lua_setfield(L, -2, "complex_metatable");
 }

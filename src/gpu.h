@@ -134,6 +134,7 @@ GPU_INTERNAL void gpu_error_open(lua_State *L);
 typedef enum gpu_DtypeId {
   GPU_BOOL, GPU_INT8, GPU_UINT8, GPU_INT16, GPU_UINT16, GPU_INT32, GPU_UINT32,
   GPU_INT64, GPU_UINT64, GPU_FLOAT16, GPU_BFLOAT16, GPU_FLOAT32, GPU_FLOAT64,
+  GPU_COMPLEX64, GPU_COMPLEX128,
   GPU_NDTYPES
 } gpu_DtypeId;
 
@@ -141,11 +142,13 @@ typedef struct gpu_Dtype {
   const char *name;       /* "float32" */
   const char *ctype;      /* C type in kernels: "float" */
   unsigned char itemsize;
-  char kind;              /* 'b' bool, 'i' signed, 'u' unsigned, 'f' float (NumPy's kinds) */
+  char kind;              /* 'b' bool, 'i' signed, 'u' unsigned, 'f' float, 'c' complex
+                             (NumPy's kinds) */
   char letter;            /* Python struct letter used by prepare(), 0 if none */
 } gpu_Dtype;
 
 GPU_INTERNAL extern const gpu_Dtype gpu_dtypes[GPU_NDTYPES];
+#define GPU_MAX_ITEMSIZE 16   /* complex128: what a buffer for one element must hold */
 /* dtype name at arg -> id; unknown names raise "bad argument #arg (unknown dtype 'x')". */
 GPU_INTERNAL gpu_DtypeId gpu_checkdtype(lua_State *L, int arg);
 GPU_INTERNAL int gpu_finddtype(const char *name);  /* -1 if unknown */
@@ -157,8 +160,19 @@ GPU_INTERNAL void gpu_dtype_open(lua_State *L);
 ** "out of range for int32", "not an integer") and writes nothing; NULL on success.
 */
 GPU_INTERNAL const char *gpu_tovalue(lua_State *L, int idx, gpu_DtypeId dtype, void *out);
-/* Pushes one element of dtype read from p (integers as Lua integers, floats as floats). */
+/* Pushes one element of dtype read from p (integers as Lua integers, floats as floats,
+** complex numbers as gpu.complex values). */
 GPU_INTERNAL void gpu_pushvalue(lua_State *L, gpu_DtypeId dtype, const void *p);
+
+/*
+** A complex number in Lua is a table {re = x, im = y} with gpu.complex's metatable
+** (lua/gpu/complex.lua gives it arithmetic).  gpu_tocomplex reads one, or a Lua number as
+** x + 0i, and returns 0 for anything else.
+*/
+#define GPU_COMPLEX "gpu.complex"
+GPU_INTERNAL int gpu_iscomplex(lua_State *L, int idx);
+GPU_INTERNAL int gpu_tocomplex(lua_State *L, int idx, double *re, double *im);
+GPU_INTERNAL void gpu_pushcomplex(lua_State *L, double re, double im);
 
 /* ---------------------------------------------------------------- state (core.c) */
 

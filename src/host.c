@@ -128,7 +128,7 @@ static int host_empty (lua_State *L) { new_from_args(L, 0); return 1; }
 static int host_pagelocked_empty (lua_State *L) { new_from_args(L, 1); return 1; }
 
 static void fill (lua_State *L, gpu_HostArray *h, int value_idx, int arg) {
-  unsigned char v[8];
+  unsigned char v[GPU_MAX_ITEMSIZE];
   const char *bad = gpu_tovalue(L, value_idx, h->dtype, v);
   size_t item = gpu_dtypes[h->dtype].itemsize, i;
   if (bad != NULL) luaL_argerror(L, arg, lua_pushfstring(L, "fill value %s", bad));
@@ -198,7 +198,7 @@ static void table_shape (lua_State *L, int idx, int depth, int64_t *shape, int *
   *size *= n;
   shape[depth] = n;
   *ndim = depth + 1;
-  if (n > 0 && lua_rawgeti(L, idx, 1) == LUA_TTABLE)
+  if (n > 0 && lua_rawgeti(L, idx, 1) == LUA_TTABLE && !gpu_iscomplex(L, -1))
     table_shape(L, lua_gettop(L), depth + 1, shape, ndim, size);
   if (n > 0) lua_pop(L, 1);
 }
@@ -237,9 +237,10 @@ static void fill_from_table (lua_State *L, int idx, int depth, Filler *f) {
 }
 
 /*
-** The dtype NumPy would pick for the leaves: bool if all are, int64 if all integers.  Each row
-** table is read once (visited: a set at that stack index): rows may be shared, and a few
-** small tables can claim more leaves than could ever be read one by one.
+** The dtype NumPy would pick for the leaves: bool if all are, int64 if all integers,
+** complex128 if any is a gpu.complex.  Each row table is read once (visited: a set at that
+** stack index): rows may be shared, and a few small tables can claim more leaves than could
+** ever be read one by one.
 */
 static void infer_dtype (lua_State *L, int idx, int depth, int ndim, int visited, int *seen) {
   lua_Integer i, n = (lua_Integer)lua_rawlen(L, idx);
@@ -258,6 +259,7 @@ static void infer_dtype (lua_State *L, int idx, int depth, int ndim, int visited
     }
     else if (t == LUA_TBOOLEAN) *seen |= 1;
     else if (lua_isinteger(L, -1)) *seen |= 2;
+    else if (t == LUA_TTABLE && gpu_iscomplex(L, -1)) *seen |= 8;
     else *seen |= 4;
     lua_pop(L, 1);
   }
@@ -275,7 +277,7 @@ static int host_from_table (lua_State *L) {
     lua_newtable(L);                                  /* the rows infer_dtype has read */
     infer_dtype(L, 1, 0, ndim, lua_gettop(L), &seen);
     lua_pop(L, 1);
-    dtype = seen == 1 ? GPU_BOOL : seen == 2 ? GPU_INT64 : GPU_FLOAT64;
+    dtype = seen & 8 ? GPU_COMPLEX128 : seen == 1 ? GPU_BOOL : seen == 2 ? GPU_INT64 : GPU_FLOAT64;
   } else {
     dtype = gpu_checkdtype(L, 2);
   }
@@ -336,7 +338,7 @@ static int host_newindex (lua_State *L) {
   gpu_HostArray *h = gpu_checkhostarray(L, 1);
   void *p;
   const char *bad;
-  unsigned char v[8];
+  unsigned char v[GPU_MAX_ITEMSIZE];
   if (lua_type(L, 2) != LUA_TNUMBER)
     return luaL_error(L, "HostArray index must be a whole number, got %s", luaL_typename(L, 2));
   p = element(L, h, 2);

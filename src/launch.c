@@ -45,7 +45,7 @@ typedef struct gpu_ArgHandler { int direction; } gpu_ArgHandler;
 
 typedef struct gpu_Scalar {
   gpu_DtypeId dtype;
-  unsigned char bytes[8];
+  unsigned char bytes[GPU_MAX_ITEMSIZE];
 } gpu_Scalar;
 
 /* Where a launch goes and how it is configured. */
@@ -60,7 +60,7 @@ typedef struct gpu_LaunchConfig {
 /* The largest parameter buffer CUDA accepts (12.1+ on Volta and later). */
 #define GPU_MAX_PARAM_BYTES 32764
 
-static const char param_letters[] = "?bBhHiIqQeEfdPVV";  /* index = param type */
+static const char param_letters[] = "?bBhHiIqQeEfdFDPVV";  /* index = param type */
 
 static int letter_type (int c) {
   const char *p;
@@ -852,7 +852,14 @@ static int function_prepare (lua_State *L) {
   return 1;
 }
 
-/* Reads grid and block of a prepared call; a trailing table holds {shared = n}. */
+static int has_metatable (lua_State *L, int idx) {
+  if (!lua_getmetatable(L, idx)) return 0;
+  lua_pop(L, 1);
+  return 1;
+}
+
+/* Reads grid and block of a prepared call; a trailing plain table holds {shared = n} (one
+** with a metatable, such as a gpu.complex, is an argument). */
 static int read_prepared (lua_State *L, gpu_Function *f, int grid, int block, int first,
                           gpu_LaunchConfig *cfg) {
   const char *bad = read_dims(L, grid, "grid", cfg->grid, f->ctx->max_grid);
@@ -862,7 +869,7 @@ static int read_prepared (lua_State *L, gpu_Function *f, int grid, int block, in
   if ((bad = read_dims(L, block, "block", cfg->block, f->ctx->max_block)) != NULL ||
       (bad = check_threads(L, cfg, f->ctx)) != NULL)
     luaL_argerror(L, block, bad);
-  if (top >= first && lua_type(L, top) == LUA_TTABLE) {
+  if (top >= first && lua_type(L, top) == LUA_TTABLE && !has_metatable(L, top)) {
     static const char *const known[] = {"shared", NULL};
     gpu_checkoptions(L, top, known);
     lua_getfield(L, top, "shared");

@@ -37,6 +37,7 @@ local UNROLL = 4
 local letters = {
   bool = "?", int8 = "b", uint8 = "B", int16 = "h", uint16 = "H", int32 = "i", uint32 = "I",
   int64 = "q", uint64 = "Q", float16 = "e", bfloat16 = "E", float32 = "f", float64 = "d",
+  complex64 = "F", complex128 = "D",
 }
 M.letters = letters
 
@@ -287,7 +288,8 @@ M.collapse = collapse
 local function scalar_value(v, dtype, n, fname)
   local bad = promote.scalar_problem(v, dtype)
   if bad then argerror(n, fname, bad, 2) end
-  if promote.kind(dtype) ~= "f" and promote.kind(dtype) ~= "b" then return math.tointeger(v) end
+  local kind = promote.kind(dtype)
+  if kind == "i" or kind == "u" then return math.tointeger(v) end
   return v
 end
 
@@ -464,6 +466,7 @@ local arg_types = {
   ["int8_t"] = "int8", ["uint8_t"] = "uint8", ["int16_t"] = "int16", ["uint16_t"] = "uint16",
   ["int32_t"] = "int32", ["uint32_t"] = "uint32", ["int64_t"] = "int64", ["uint64_t"] = "uint64",
   ["float"] = "float32", ["double"] = "float64",
+  ["lg_complex64"] = "complex64", ["lg_complex128"] = "complex128",
 }
 local arg_qualifiers = {const = true, __restrict__ = true, __restrict = true, volatile = true}
 

@@ -128,6 +128,28 @@ local function float_texts(values, dtype)
   return texts
 end
 
+-- Texts for a list of complex values as NumPy lines them up: the real parts as one float
+-- column, the imaginary parts as another with their signs, then j ([1. +2.j 0.5-1.j]).
+local real_dtype = {complex64 = "float32", complex128 = "float64"}
+local function complex_texts(values, dtype)
+  local re, im = {}, {}
+  for i, z in ipairs(values) do re[i], im[i] = z.re, z.im end
+  re, im = float_texts(re, real_dtype[dtype]), float_texts(im, real_dtype[dtype])
+  -- the imaginary column with a sign on every value (NumPy's sign='+'): a non-negative value
+  -- as wide as the column widens it by one; then the j, before the right padding
+  local grow = false
+  for _, t in ipairs(im) do
+    if t:sub(1, 1) ~= " " and t:sub(1, 1) ~= "-" then grow = true end
+  end
+  for i, t in ipairs(im) do
+    if grow then t = " " .. t end
+    local lead, number, right = t:match("^( *)(.-)( *)$")
+    if number:sub(1, 1) ~= "-" then lead, number = lead:sub(2), "+" .. number end
+    re[i] = re[i] .. lead .. number .. "j" .. right
+  end
+  return re
+end
+
 -- The indices (1-based) shown along an axis of length n; false marks the "...".
 local function shown(n, summarize)
   local list = {}
@@ -151,13 +173,15 @@ local function plain_text(v, kind)
   return tostring(v)
 end
 
--- array_string(shape, kind, fetch[, dtype]): kind is NumPy's ('f', 'i', 'u', 'b'); fetch(i)
--- reads flat element i (1-based, row-major); dtype (a float's) sets the digits printed.
+-- array_string(shape, kind, fetch[, dtype]): kind is NumPy's ('f', 'i', 'u', 'b', 'c');
+-- fetch(i) reads flat element i (1-based, row-major); dtype (a float's or a complex's) sets
+-- the digits printed.
 function M.array_string(shape, kind, fetch, dtype)
   local ndim, size = #shape, 1
   for _, n in ipairs(shape) do size = size * n end
   if ndim == 0 then
     local v = fetch(1)
+    if kind == "c" then return tostring(v) end
     return kind == "f" and scalar_text(v, dtype) or plain_text(v, kind)
   end
   if size == 0 then return "[]" end          -- NumPy prints every empty array so: (2, 0) too
@@ -180,7 +204,8 @@ function M.array_string(shape, kind, fetch, dtype)
     end
   end
   collect(1, 0)
-  local list = kind == "f" and float_texts(values, dtype) or {}
+  local list = kind == "f" and float_texts(values, dtype)
+               or kind == "c" and complex_texts(values, dtype) or {}
   local texts, width = {}, 0
   for k, flat in ipairs(flats) do
     local t = list[k] or plain_text(values[k], kind)

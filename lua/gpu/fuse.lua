@@ -30,10 +30,12 @@ local function node(op, args, extra)
   return setmetatable(n, Traced)
 end
 
--- Operands as nodes: traced arrays stay, Lua numbers become constants.
+local is_complex = require("gpu.complex").is_complex
+
+-- Operands as nodes: traced arrays stay, Lua numbers and complex values become constants.
 local function operand(v, op)
   if is_traced(v) then return v end
-  if math.type(v) then return node("const", {}, {value = v}) end
+  if math.type(v) or is_complex(v) then return node("const", {}, {value = v}) end
   refuse(("'%s' on a %s (only traced arrays and Lua numbers can be combined)")
          :format(op, type(v) == "userdata" and (getmetatable(v) or {}).__name or type(v)))
 end
@@ -95,7 +97,7 @@ function M.apply(fname, ...)
 end
 
 -- trace(fn, inputs) -> list of output nodes.  inputs[i] describes argument i: {dtype = ...}
--- for an array, {scalar = "int" | "float"} for a Lua number.
+-- for an array, {scalar = "int" | "float" | "complex"} for a Lua number or complex value.
 function M.trace(fn, inputs)
   local args = {}
   for i, input in ipairs(inputs) do
@@ -114,8 +116,13 @@ end
 
 -- Code generation ------------------------------------------------------------------------
 
--- A C literal for a Lua number that the constant's weak type can hold exactly.
-local function literal(value)
+-- A C literal for a Lua number (or complex value) that the constant's weak type can hold
+-- exactly.
+local literal
+function literal(value)
+  if is_complex(value) then
+    return ("lg_complex128(%s, %s)"):format(literal(value.re), literal(value.im))
+  end
   if math.type(value) == "integer" then
     if value == math.mininteger then return "(-9223372036854775807LL - 1)" end
     return ("%dLL"):format(value)
@@ -130,6 +137,7 @@ end
 local function ctype(dtype)
   if dtype == "weak-int" then return "long long" end
   if dtype == "weak-float" then return "double" end
+  if dtype == "weak-complex" then return "lg_complex128" end
   return require("gpu.core").dtype(dtype).ctype
 end
 
@@ -146,7 +154,8 @@ local function program_spec(result, inputs, kernel_name)
       info = {expr = "in" .. rawget(n, "index"), type = rawget(n, "dtype") or "weak-" .. rawget(n, "scalar")}
     elseif op == "const" then
       local value = rawget(n, "value")
-      info = {expr = literal(value), type = math.type(value) == "integer" and "weak-int" or "weak-float"}
+      info = {expr = literal(value), type = is_complex(value) and "weak-complex" or
+                                             math.type(value) == "integer" and "weak-int" or "weak-float"}
     else
       local types, exprs = {}, {}
       for i, arg in ipairs(rawget(n, "args")) do
@@ -169,7 +178,7 @@ local function program_spec(result, inputs, kernel_name)
   end
   local params, operands, call = {}, {}, {}
   for i, input in ipairs(inputs) do
-    local dtype = input.dtype or (input.scalar == "int" and "int64" or "float64")
+    local dtype = input.dtype or ({int = "int64", float = "float64", complex = "complex128"})[input.scalar]
     params[i] = ("%s in%d"):format(ctype(input.dtype or "weak-" .. input.scalar), i)
     operands[i] = {name = "in" .. i, dtype = dtype, scalar = input.scalar ~= nil}
     call[i] = "in" .. i
@@ -226,6 +235,8 @@ function M.fuse(fn, name)
         arrays = arrays + 1
       elseif math.type(v) then
         inputs[i] = {scalar = math.type(v) == "integer" and "int" or "float"}
+      elseif is_complex(v) then
+        inputs[i] = {scalar = "complex"}
       else
         gpu._argerror(i, name, "GPUArray or number expected, got " ..
                       ((getmetatable(v) or {}).__name or type(v)))

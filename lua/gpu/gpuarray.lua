@@ -82,7 +82,9 @@ end
 
 -- Elementwise operations ------------------------------------------------------------------
 
-local weak_default = {["weak-int"] = "int64", ["weak-float"] = "float64"}
+local weak_default = {["weak-int"] = "int64", ["weak-float"] = "float64",
+                      ["weak-complex"] = "complex128"}
+local is_complex = require("gpu.complex").is_complex
 
 -- The type of one operand: an array's dtype, or the weak type of a Lua number.
 local function operand_type(v, n, fname)
@@ -93,6 +95,7 @@ local function operand_type(v, n, fname)
   local mt = math.type(v)
   if mt == "integer" then return "weak-int" end
   if mt == "float" then return "weak-float" end
+  if is_complex(v) then return "weak-complex" end
   if type(v) == "boolean" then return "bool" end
   argerror(n, fname, "GPUArray or number expected, got " .. typename(v), 3)
 end
@@ -214,6 +217,7 @@ function M.full(shape, value, dtype)
   shape = check_shape(shape, 1, "full")
   if dtype == nil then
     dtype = math.type(value) == "integer" and "int64" or type(value) == "boolean" and "bool"
+            or is_complex(value) and "complex128"
             or "float64"
   end
   check_dtype(dtype, 3, "full")
@@ -668,6 +672,16 @@ function M.abs(x, opts)
   return apply("abs", "abs", {x}, check_options(opts, 2, "abs", OUT_STREAM))
 end
 function methods.abs(x, opts) return M.abs(x, opts) end
+
+-- The parts of complex arrays, as new arrays (NumPy's real and imag of a real array: a copy
+-- and zeros; conj: a copy).
+for _, op in ipairs{"real", "imag", "conj"} do
+  M[op] = function(x, opts)
+    if traced(x) then return fuse.apply(op, x) end
+    return apply(op, op, {x}, check_options(opts, 2, op, OUT_STREAM))
+  end
+  methods[op] = M[op]
+end
 
 -- install(gpu): gpu.gpuarray and the shortcuts.
 function M.install(gpu)

@@ -8,7 +8,7 @@ local signature = require "gpu.signature"
 local gpu = {}
 
 for name, value in pairs(core) do
-  if name ~= "types" then gpu[name] = value end
+  if name ~= "types" and name ~= "complex_metatable" then gpu[name] = value end
 end
 
 gpu.VERSION = "0.1.0"
@@ -34,6 +34,11 @@ gpu._check_options = check_options
 
 -- gpu.dtype(name) -> {name, itemsize, ctype, kind}
 gpu.dtype = core.dtype
+
+-- gpu.complex(re[, im]): a complex number, as complex64 and complex128 elements read
+local complex = require "gpu.complex"
+gpu.complex = complex.complex
+gpu.is_complex = complex.is_complex
 
 -- Host arrays ----------------------------------------------------------------------------
 

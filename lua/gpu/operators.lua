@@ -9,8 +9,10 @@
 -- fixed-width arithmetic).  Two weak operands give a weak result ("weak-int" is computed
 -- as long long, "weak-float" as double).  Helpers it calls (lg_floordiv, lg_mod, lg_pow,
 -- lg_shl, lg_shr, lg_abs, lg_fmod, lg_max, lg_min, lg_to_<int dtype>) come from
--- kernels/elementwise.cu.  astype from a float to an integer truncates toward zero and
--- saturates: NaN gives 0, values beyond the range the nearest limit (NumPy leaves it undefined).
+-- kernels/elementwise.cu, the complex types and their functions (lg_complex64, lg_exp, ...)
+-- from kernels/common.cu.  astype from a float to an integer truncates toward zero and
+-- saturates: NaN gives 0, values beyond the range the nearest limit (NumPy leaves it undefined);
+-- from a complex to a real type it keeps the real part.
 
 local core = require "gpu.core"
 local promote = require "gpu.promote"
@@ -24,6 +26,7 @@ local round16 = {float16 = "lg_round_half", bfloat16 = "lg_round_bf16"}
 local function ctype(t)
   if t == "weak-int" then return "long long" end
   if t == "weak-float" then return "double" end
+  if t == "weak-complex" then return "lg_complex128" end
   if round16[t] then return "float" end
   return core.dtype(t).ctype
 end
@@ -51,6 +54,11 @@ local symbols = {
 }
 local function opname(op) return symbols[op] or op end
 
+-- A type as errors name it: Lua values by their Lua names.
+local weak_names = {["weak-int"] = "Lua integer", ["weak-float"] = "Lua float",
+                    ["weak-complex"] = "gpu.complex"}
+local function typename(t) return weak_names[t] or t end
+
 local unary_math = {
   fabs = {"fabsf", "fabs"}, ceil = {"ceilf", "ceil"}, floor = {"floorf", "floor"},
   exp = {"expf", "exp"}, log = {"logf", "log"}, log10 = {"log10f", "log10"},
@@ -61,10 +69,20 @@ local unary_math = {
 }
 M.cumath_unary = unary_math
 
+-- The cumath functions defined for complex operands (kernels/common.cu's lg_<name>).
+local complex_math = {
+  exp = true, log = true, log10 = true, sqrt = true, sin = true, cos = true, tan = true,
+  sinh = true, cosh = true, tanh = true,
+}
+
+-- The real type of a complex one's parts.
+local real_of = {complex64 = "float32", complex128 = "float64", ["weak-complex"] = "weak-float"}
+
 local arity = {
   add = 2, sub = 2, mul = 2, div = 2, floordiv = 2, mod = 2, pow = 2, band = 2, bor = 2,
   bxor = 2, shl = 2, shr = 2, eq = 2, ne = 2, lt = 2, le = 2, gt = 2, ge = 2,
   maximum = 2, minimum = 2, fmod = 2, neg = 1, bnot = 1, abs = 1, astype = 1, where = 3,
+  real = 1, imag = 1, conj = 1,
 }
 for name in pairs(unary_math) do arity[name] = 1 end
 M.arity = arity
@@ -76,13 +94,15 @@ local below = {eq = "false", ne = "true", lt = "true", le = "true", gt = "false"
 local bitwise = {band = "&", bor = "|", bxor = "^"}
 
 local function is_int(t) local k = promote.kind(t); return k == "i" or k == "u" end
+local function is_complex(t) return promote.kind(t) == "c" end
 
 -- The float dtype math on t gives, as NumPy's: t for floats, else the smallest float that
 -- holds every value of t (float16 for bool and 1-byte ints, float32 for 2-byte ones).
 local function float_for(t)
   local k = promote.kind(t)
+  if t == "weak-complex" then return "complex128" end
   if t == "weak-int" or t == "weak-float" then return "float64" end
-  if k == "f" then return t end
+  if k == "f" or k == "c" then return t end
   local size = promote.info[t].size
   return size == 1 and "float16" or size == 2 and "float32" or "float64"
 end
@@ -126,6 +146,10 @@ function expression_of(op, types, exprs, target)
     if promote.info[target] == nil then
       return nil, ("unknown dtype '%s'"):format(tostring(target))
     end
+    if is_complex(ta) and not is_complex(target) then
+      if target == "bool" then return ("lg_nonzero(%s)"):format(a), "bool" end
+      a, ta = ("lg_real(%s)"):format(a), real_of[ta]   -- NumPy drops the imaginary part
+    end
     if target == "bool" then return ("((bool)(%s))"):format(a), "bool" end
     if promote.kind(ta) == "f" and is_int(target) then
       return ("lg_to_%s(%s)"):format(target, a), target   -- saturating (elementwise.cu)
@@ -135,6 +159,12 @@ function expression_of(op, types, exprs, target)
 
   if unary_math[op] then
     local ft = float_for(ta)
+    if is_complex(ft) then
+      if not complex_math[op] then
+        return nil, ("%s is not defined for complex operands (%s)"):format(op, ta)
+      end
+      return ("lg_%s(%s)"):format(op, cast(a, ta, ft)), ft
+    end
     local f = unary_math[op][ft == "float64" and 2 or 1]   -- 16-bit floats in float
     return ("%s(%s)"):format(f, cast(a, ta, ft)), ft
   end
@@ -142,6 +172,7 @@ function expression_of(op, types, exprs, target)
   if op == "where" then
     local tc, tx, ty = types[1], types[2], types[3]
     local t = promote.result_type(tx, ty)
+    if is_complex(tc) then a = ("lg_nonzero(%s)"):format(a) end
     return ("((%s) ? %s : %s)"):format(a, cast(exprs[2], tx, t), cast(exprs[3], ty, t)), t
   end
 
@@ -149,16 +180,23 @@ function expression_of(op, types, exprs, target)
     local k = promote.kind(ta)
     if op == "neg" then
       if k == "b" then return nil, "unary '-' on a bool array is not supported (use unary '~')" end
-      if k == "f" then return ("(-(%s))"):format(a), ta end
+      if k == "f" or k == "c" then return ("(-(%s))"):format(a), ta end
       return wrapping(ta, "0", "-", a), ta
     elseif op == "bnot" then
       if k == "b" then return ("(!(%s))"):format(a), ta end
-      if k == "f" then
+      if k == "f" or k == "c" then
         return nil, ("unary '~' needs integer or bool operands, got %s"):format(ta)
       end
       return ("((%s)(~(%s)))"):format(ctype(ta), a), ta
+    elseif op == "real" or op == "imag" or op == "conj" then
+      if k == "c" then
+        return ("lg_%s(%s)"):format(op, a), op == "conj" and ta or real_of[ta]
+      end
+      if op == "imag" then return ("((%s)0)"):format(ctype(ta)), ta end   -- NumPy's zeros
+      return a, ta
     elseif op == "abs" then
       if k == "b" or k == "u" then return a, ta end
+      if k == "c" then return ("lg_abs(%s)"):format(a), real_of[ta] end
       return ("lg_abs(%s)"):format(cast(a, ta, ta)), ta
     end
   end
@@ -168,6 +206,12 @@ function expression_of(op, types, exprs, target)
   local ca, cb = cast(a, ta, t), cast(b, tb, t)
   local k = promote.kind(t)
 
+  if k == "c" and (compare[op] and op ~= "eq" and op ~= "ne" or op == "maximum" or
+                    op == "minimum" or op == "floordiv" or op == "mod" or op == "fmod") then
+    return nil, ("%s is not defined for complex operands (%s and %s)"):format(opname(op), typename(ta),
+                                                                             typename(tb)),
+           is_complex(ta) and 1 or 2
+  end
   if compare[op] then
     local ka, kb = promote.kind(ta), promote.kind(tb)
     if k == "f" and (ka == "i" and kb == "u" or ka == "u" and kb == "i") then
@@ -185,7 +229,8 @@ function expression_of(op, types, exprs, target)
   end
   if bitwise[op] or op == "shl" or op == "shr" then
     for i = 1, 2 do
-      if promote.kind(types[i]) == "f" then
+      local ki = promote.kind(types[i])
+      if ki == "f" or ki == "c" then
         return nil, ("%s needs integer or bool operands, got %s"):format(opname(op), types[i]), i
       end
     end
@@ -204,11 +249,11 @@ function expression_of(op, types, exprs, target)
       return ("(%s %s %s)"):format(ca, op == "add" and "||" or "&&", cb), t
     end
     local cop = op == "add" and "+" or op == "sub" and "-" or "*"
-    if k == "f" then return ("(%s %s %s)"):format(ca, cop, cb), t end
+    if k == "f" or k == "c" then return ("(%s %s %s)"):format(ca, cop, cb), t end
     return wrapping(t, ca, cop, cb), t
   end
   if op == "div" then
-    if k ~= "f" then
+    if k ~= "f" and k ~= "c" then
       t = t == "weak-int" and "weak-float" or "float64"
       ca, cb = cast(a, ta, t), cast(b, tb, t)
     end

@@ -1,9 +1,11 @@
 -- gpu.promote: NumPy's type promotion (with NEP 50's weak scalars) and broadcasting.
 --
 -- dtypes are the names of gpu.dtype.  Lua numbers are "weak" scalars: "weak-int" for a Lua
--- integer, "weak-float" for a Lua float.  A weak scalar takes the dtype of the array it meets
--- when their kinds allow (int with int, int or float with float); otherwise it becomes the
--- default dtype of its kind (int64, float64), as NumPy 2 does.
+-- integer, "weak-float" for a Lua float, "weak-complex" for a gpu.complex.  A weak scalar
+-- takes the dtype of the array it meets when their kinds allow (int with int, int or float
+-- with float, any number with complex); otherwise it becomes the default dtype of its kind
+-- (int64, float64, complex128), except that a complex one beside floats becomes the complex
+-- type of their precision (complex64 beside float32), as NumPy 2 does.
 
 local M = {}
 
@@ -15,17 +17,19 @@ local info = {   -- kind, itemsize, rank among floats
   uint32 = {kind = "u", size = 4}, uint64 = {kind = "u", size = 8},
   float16 = {kind = "f", size = 2}, bfloat16 = {kind = "f", size = 2},
   float32 = {kind = "f", size = 4}, float64 = {kind = "f", size = 8},
+  complex64 = {kind = "c", size = 8}, complex128 = {kind = "c", size = 16},
 }
 M.info = info
 
-M.WEAK_INT, M.WEAK_FLOAT = "weak-int", "weak-float"
+M.WEAK_INT, M.WEAK_FLOAT, M.WEAK_COMPLEX = "weak-int", "weak-float", "weak-complex"
 
-function M.is_weak(t) return t == "weak-int" or t == "weak-float" end
+function M.is_weak(t) return t == "weak-int" or t == "weak-float" or t == "weak-complex" end
 
--- The kind of a dtype or weak scalar: "b", "i", "u", "f".
+-- The kind of a dtype or weak scalar: "b", "i", "u", "f", "c".
 function M.kind(t)
   if t == "weak-int" then return "i" end
   if t == "weak-float" then return "f" end
+  if t == "weak-complex" then return "c" end
   local d = info[t]
   return d and d.kind
 end
@@ -37,6 +41,15 @@ local float_of_size = {[2] = "float16", [4] = "float32", [8] = "float64"}
 -- The smallest float that holds every value of an integer of this size (NumPy's rule).
 local float_for_int = {[1] = "float16", [2] = "float32", [4] = "float64", [8] = "float64"}
 
+-- The bytes of the float that holds every value of dtype t (a complex's part).
+function M.real_size(t)
+  local d = info[t]
+  if d.kind == "c" then return d.size // 2 end
+  if d.kind == "f" then return d.size end
+  if d.kind == "b" then return 1 end
+  return info[float_for_int[d.size]].size
+end
+
 -- promote_types(a, b) for two (strong) dtypes, NumPy's table.
 function M.promote_types(a, b)
   if a == b then return a end
@@ -45,6 +58,9 @@ function M.promote_types(a, b)
   if y == nil then error(("unknown dtype '%s'"):format(tostring(b)), 2) end
   if x.kind == "b" then return b end
   if y.kind == "b" then return a end
+  if x.kind == "c" or y.kind == "c" then      -- the complex type as precise as both
+    return math.max(M.real_size(a), M.real_size(b)) <= 4 and "complex64" or "complex128"
+  end
   if x.kind == "f" or y.kind == "f" then
     if x.kind == "f" and y.kind == "f" then
       if x.size == y.size then return "float32" end   -- float16 with bfloat16
@@ -69,6 +85,10 @@ end
 -- The dtype a weak scalar becomes next to dtype other (NEP 50).
 function M.weak_dtype(weak, other)
   local k = M.kind(other)
+  if k == "c" then return other end
+  if weak == "weak-complex" then
+    return k == "f" and M.real_size(other) <= 4 and "complex64" or "complex128"
+  end
   if weak == "weak-int" then
     if k == "i" or k == "u" or k == "f" then return other end
     return "int64"
@@ -81,6 +101,7 @@ end
 function M.result_type(a, b)
   local wa, wb = M.is_weak(a), M.is_weak(b)
   if wa and wb then
+    if a == "weak-complex" or b == "weak-complex" then return "weak-complex" end
     return (a == "weak-float" or b == "weak-float") and "weak-float" or "weak-int"
   end
   if wa then return M.weak_dtype(a, b) end
@@ -103,14 +124,22 @@ local limits = {
 }
 M.limits = limits
 
--- Checks that Lua number v can become a scalar of dtype; returns nil or the reason.
+local is_complex = require("gpu.complex").is_complex
+
+local function typename(v) return is_complex(v) and "gpu.complex" or type(v) end
+
+-- Checks that Lua value v can become a scalar of dtype; returns nil or the reason.
 function M.scalar_problem(v, dtype)
   local k = M.kind(dtype)
   if k == "b" then
     if type(v) == "boolean" or type(v) == "number" then return nil end
-    return "expected a boolean or a number, got " .. type(v)
+    return "expected a boolean or a number, got " .. typename(v)
   end
-  if type(v) ~= "number" then return "expected a number, got " .. type(v) end
+  if k == "c" then
+    if type(v) == "number" or is_complex(v) then return nil end
+    return "expected a number or a gpu.complex, got " .. typename(v)
+  end
+  if type(v) ~= "number" then return "expected a number, got " .. typename(v) end
   if k == "f" then return nil end
   local iv = math.tointeger(v)
   if iv == nil then

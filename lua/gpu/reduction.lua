@@ -21,7 +21,8 @@ local BLOCK = 256
 -- floats as their bits: kernels/common.cu converts them).
 local dtypes = {}
 for _, name in ipairs{"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
-                      "uint64", "float16", "bfloat16", "float32", "float64"} do
+                      "uint64", "float16", "bfloat16", "float32", "float64", "complex64",
+                      "complex128"} do
   local d = core.dtype(name)
   dtypes[name] = {name = name, kind = d.kind, size = d.itemsize,
                   ctype = d.kind == "f" and d.itemsize == 2 and "unsigned short" or d.ctype}
@@ -30,7 +31,8 @@ M.dtypes = dtypes
 
 local ctype_sizes = {
   ["bool"] = 1, ["unsigned int"] = 4, ["int"] = 4, ["long long"] = 8,
-  ["unsigned long long"] = 8, ["float"] = 4, ["double"] = 8,
+  ["unsigned long long"] = 8, ["float"] = 4, ["double"] = 8, ["lg_complex64"] = 8,
+  ["lg_complex128"] = 16,
 }
 
 -- The smallest float that holds every value of an integer of size bytes.
@@ -40,6 +42,7 @@ local float_rank = {float16 = 1, bfloat16 = 1, float32 = 2, float64 = 3}
 function M.promote(x, y)
   if x == y then return x end
   local a, b = dtypes[x], dtypes[y]
+  if a.kind == "c" or b.kind == "c" then return require("gpu.promote").promote_types(x, y) end
   if a.kind == "b" then return y end
   if b.kind == "b" then return x end
   if a.kind == "f" and b.kind == "f" then
@@ -79,18 +82,20 @@ end
 -- The accumulator of sums and products with result dtype out.
 local function sum_acc(out)
   local d = dtypes[out]
+  if d.kind == "c" then return d.ctype end
   if d.kind == "f" then return d.size == 8 and "double" or "float" end
   return d.kind == "i" and "long long" or "unsigned long long"
 end
 
 function M.sum_dtype(dtype)
   local d = dtypes[dtype]
-  if d.kind == "f" then return dtype end
+  if d.kind == "f" or d.kind == "c" then return dtype end
   return d.kind == "u" and "uint64" or "int64"
 end
 
 function M.mean_dtype(dtype)
-  return dtypes[dtype].kind == "f" and dtype or "float64"
+  local kind = dtypes[dtype].kind
+  return (kind == "f" or kind == "c") and dtype or "float64"
 end
 
 local int_limits = {
@@ -154,13 +159,15 @@ function ops.max(dtype) return minmax(dtype, false) end
 
 function ops.mean(dtype)
   local out = M.mean_dtype(dtype)
-  local acc = dtypes[dtype].kind == "f" and sum_acc(out) or "double"
+  local kind = dtypes[dtype].kind
+  local acc = (kind == "f" or kind == "c") and sum_acc(out) or "double"
   return {out = out, acc = acc, reduce = "a + b", neutral = "0",
           map = function(x) return convert(dtype, x, acc) end,
           finish = function(a) return store(out, ("%s / (%s)count"):format(a, acc)) end}
 end
 
 local function truth(dtype, x)
+  if dtypes[dtype].kind == "c" then return ("lg_nonzero(%s)"):format(x) end
   if dtype == "float64" then return ("(%s != 0.0)"):format(x) end
   if dtypes[dtype].kind == "f" then return ("(%s != 0.0f)"):format(convert(dtype, x, "float")) end
   return ("(%s != 0)"):format(x)
@@ -221,10 +228,11 @@ function M.builtin_source(op, dtype, dtype2)
   end
   local load2 = d2 and ("*(const %s *)(in2 + gpu_offset(lay2, i))"):format(d2.ctype) or "0"
   return fill(template(), {
-    PREAMBLE = "", SHUFFLE = "1", ACC_T = spec.acc, OUT_T = dtypes[spec.out].ctype,
+    PREAMBLE = "", SHUFFLE = "1",
+    ACC_T = spec.acc, OUT_T = dtypes[spec.out].ctype,
     REDUCE = spec.reduce, NEUTRAL = ("(gpu_acc_t)(%s)"):format(spec.neutral),
     FINISH = spec.finish("a"),
-    WITH_VEC = (not d2 or d2.size == d.size) and "1" or "0",
+    WITH_VEC = (not d2 or d2.size == d.size) and d.kind ~= "c" and "1" or "0",
     WITH_AXIS = d2 and "0" or "1",
     IN_T = d.ctype, IN2_T = d2 and d2.ctype or "int", HAS_B = d2 and "1" or "0",
     -- spelled out, not a macro: gpu.signature reads the parameter list as written
@@ -322,7 +330,7 @@ local function reduce_all(op, a, b, stream)
   local n = a.size
   local acc_size = ctype_sizes[spec.acc]
   local d = dtypes[dtype]
-  local vec = a.is_contiguous and a.ptr % 16 == 0 and
+  local vec = d.kind ~= "c" and a.is_contiguous and a.ptr % 16 == 0 and
               (not b or (b.is_contiguous and b.ptr % 16 == 0 and dtypes[dtype2].size == d.size))
   local per_thread = vec and 16 // d.size or 1
   local grid = math.max(1, math.min(max_grid(), ceil_div(n, BLOCK * per_thread)))
@@ -421,6 +429,9 @@ end
 local function reduction(op, finish)
   return function(a, opts)
     check_array(a, 1, op)
+    if op_names[op] and dtypes[a.dtype].kind == "c" then
+      argerror(1, op, ("%s is not defined for complex arrays (%s has no order)"):format(op, a.dtype))
+    end
     opts = check_options(opts, 2, op, axis_options)
     if opts.axis ~= nil then
       return reduce_axis(op, op, a, check_axis(opts.axis, a.ndim, 2, op), opts.stream)

@@ -8,8 +8,12 @@ local reduction = require "gpu.reduction"
 
 local M = {}
 
-local BLOCK, TILE = 128, 128 * 32   -- kernels/scan.cu's GPU_BLOCK and GPU_TILE
+local BLOCK = 128   -- kernels/scan.cu's GPU_BLOCK
 local dtypes = reduction.dtypes
+
+-- Elements per thread (kernels/scan.cu's GPU_ITEMS): 16 for 16-byte values, whose tile of
+-- 32 a thread would not fit in a block's 48 KiB of static shared memory.
+local function items(dtype) return dtypes[dtype].size > 8 and 16 or 32 end
 local argerror, check_array, check_options = reduction.argerror, reduction.check_array,
                                              reduction.check_options
 
@@ -28,6 +32,7 @@ function M.source(dtype, in_dtype, scan_expr, neutral, exclusive, strided)
     T = dtypes[dtype].ctype, IN_T = dtypes[in_dtype].ctype, SCAN_EXPR = scan_expr,
     CONVERT = convert, NEUTRAL = neutral or "0", EXCLUSIVE = exclusive and "1" or "0",
     STRIDED = strided and "1" or "0", PACKED = packed(dtype) and "1" or "0",
+    ITEMS = tostring(items(dtype)),
   })
 end
 
@@ -43,8 +48,8 @@ local function state_bytes(tiles, dtype)
 end
 M.state_bytes = state_bytes
 
--- Tile count for n elements (kernels/scan.cu's tiles; the grid, one block each).
-function M.tiles(n) return ceil_div(n, TILE) end
+-- Tile count for n elements of dtype (kernels/scan.cu's tiles; the grid, one block each).
+function M.tiles(n, dtype) return ceil_div(n, BLOCK * items(dtype)) end
 
 -- Scans input into out (contiguous, dtype spec.dtype, same size) on stream.
 local function scan(spec, input, out, stream)
@@ -60,7 +65,7 @@ local function scan(spec, input, out, stream)
     return M.source(spec.dtype, spec.in_dtype, spec.expr, spec.neutral, spec.exclusive, strided),
            name, nil, module_options
   end)
-  local tiles = M.tiles(n)
+  local tiles = M.tiles(n, spec.dtype)
   if tiles > 0x7fffffff then argerror(1, spec.name, "too many elements to scan", 3) end
   local state
   if tiles > 1 then   -- one tile needs no look-back, so no state

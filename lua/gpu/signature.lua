@@ -3,7 +3,8 @@
 --
 -- parse(source) -> { kernel_name = "PPfi", ... } using the letters of f:prepare():
 --   P pointer, ? bool, b/B int8/uint8, h/H int16/uint16, i/I int32/uint32, q/Q int64/uint64,
---   e float16, E bfloat16, f float32, d float64, V anything else passed by value (a struct).
+--   e float16, E bfloat16, f float32, d float64, F complex64, D complex128, V anything else
+--   passed by value (a struct).
 -- Templates are skipped (their names are mangled); unknown types become V, whose size
 -- the driver still checks.
 
@@ -26,6 +27,9 @@ local scalar_letters = {
   ["uintptr_t"] = "Q",
   ["__half"] = "e", ["half"] = "e", ["__nv_bfloat16"] = "E", ["nv_bfloat16"] = "E",
   ["float"] = "f", ["double"] = "d",
+  -- complex: kernels/common.cu's types, and CUDA's own from cuComplex.h (the same layout)
+  ["lg_complex64"] = "F", ["lg_complex128"] = "D", ["cuFloatComplex"] = "F", ["cuComplex"] = "F",
+  ["cuDoubleComplex"] = "D",
 }
 
 -- Words of C's built-in type names: never a parameter's name.

@@ -17,10 +17,14 @@ Complex.__index = methods
 
 local function new(re, im) return setmetatable({re = re, im = im}, Complex) end
 
--- The parts of a Lua number or complex value, or nil for anything else.
+-- The parts of a Lua number or complex value, or nil for anything else (a table given the
+-- metatable by hand, without numbers in re and im, included).
 local function parts(z)
   if type(z) == "number" then return z + 0.0, 0.0 end
-  if getmetatable(z) == Complex then return z.re, z.im end
+  if getmetatable(z) == Complex then
+    local re, im = rawget(z, "re"), rawget(z, "im")
+    if type(re) == "number" and type(im) == "number" then return re, im end
+  end
   return nil
 end
 
@@ -91,8 +95,8 @@ local function binary(event, f)
     if ar == nil or br == nil then
       local other = ar == nil and a or b
       local mt = getmetatable(other)
-      local handler = type(mt) == "table" and rawget(mt, event)
-      if handler then return handler(a, b) end
+      local handler = type(mt) == "table" and mt ~= Complex and rawget(mt, event)
+      if handler then return handler(a, b) end   -- never this one again: it would loop
       error(("attempt to perform arithmetic on a %s value"):format(describe(other)), 2)
     end
     return new(f(ar, ai, br, bi))

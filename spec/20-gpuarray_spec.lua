@@ -165,3 +165,36 @@ describe("gpuarray", function()
     assert.is_true(v.freed)
   end)
 end)
+
+describe("gpuarray.GPUArray", function()
+  it("is the type, and PyCUDA's constructor checks its arguments", function()
+    assert.are.equal(gpu.gpuarray.GPUArray, gpu.GPUArray)
+    assert.are.equal("gpu.GPUArray", gpu.GPUArray.__name)
+    helpers.assert_error("bad argument #3 to 'GPUArray' (unknown option 'gpu_data')",
+                         gpu.GPUArray, 4, "float32", {gpu_data = 1})
+    helpers.assert_error("bad argument #3 to 'GPUArray' (option 'gpudata' must be a gpu.Buffer, got number)",
+                         gpu.GPUArray, 4, "float32", {gpudata = 1})
+    helpers.assert_error("bad argument #3 to 'GPUArray' (option 'strides' needs option 'gpudata')",
+                         gpu.GPUArray, 4, "float32", {strides = {4}})
+    helpers.assert_error("bad argument #2 to 'GPUArray' (unknown dtype 'float')", gpu.GPUArray, 4, "float")
+  end)
+
+  helpers.gpu_it("constructs new arrays and arrays on an existing Buffer", function()
+    local a = gpu.GPUArray({2, 3}, "int32")
+    assert.are.equal(gpu.GPUArray, getmetatable(a))
+    assert.are.same({2, 3}, a.shape)
+    assert.are.equal("int32", a.dtype)
+    assert.are.equal("float64", gpu.GPUArray(5).dtype)
+    local values = helpers.random_integers(6, -1000, 1000)
+    local buf = gpu.to_device(gpu.host.from_table(values, "int32"))
+    local on = gpu.GPUArray({3, 2}, "int32", {gpudata = buf})
+    local h = on:get()
+    for i = 1, 6 do assert.are.equal(values[i], h[i]) end
+    on:fill(7)                                             -- shares the buffer's memory
+    assert.are.equal(7, gpu.from_device(buf, 6, "int32")[4])
+    local columns = gpu.GPUArray({2, 3}, "int32", {gpudata = buf, strides = {4, 8}})   -- transposed
+    assert.are.equal(7, columns:get()[6])
+    helpers.assert_error("view reaches outside its buffer (24 bytes)",
+                         gpu.GPUArray, 7, "int32", {gpudata = buf})
+  end)
+end)

@@ -257,12 +257,16 @@ describe("complex GPU arrays", function()
       for _, n in ipairs{1, 257, 100003} do
         local a, av = random_array(n, dtype)
         local b, bv = random_array(n, dtype)
-        local sum, dot = C(0), C(0)
-        for i = 1, n do sum, dot = sum + av[i], dot + av[i] * bv[i] end
+        local sum, dot, vdot = C(0), C(0), C(0)
+        for i = 1, n do
+          sum, dot, vdot = sum + av[i], dot + av[i] * bv[i], vdot + av[i]:conj() * bv[i]
+        end
         local err = tol * math.sqrt(n) * 4
         assert_close(sum, a:sum(), err, "sum")
         assert_close(sum / n, a:mean(), err, "mean")
         assert_close(dot, gpu.gpuarray.dot(a, b), err, "dot")
+        assert_close(vdot, gpu.gpuarray.vdot(a, b), err, "vdot")
+        assert_close(vdot, gpu.gpuarray.vdot(a, b, {stream = gpu.Stream()}):get()[1], err, "vdot on a stream")
         assert_close(sum, gpu.gpuarray.sum(a, {stream = gpu.Stream()}):get()[1], err, "sum on a stream")
         assert.is_true(a:any())
         local c = a:cumsum():get()
@@ -329,6 +333,14 @@ describe("complex GPU arrays", function()
       assert.are.equal(av[7], back:get()[7])
     end)
   end
+
+  gpu_it("vdot of real arrays is dot, and names itself in errors", function()
+    local x = gpu.to_gpu(gpu.host.from_table(helpers.random_integers(300, -9, 9), "int32"))
+    local y = gpu.to_gpu(gpu.host.from_table(helpers.random_integers(300, -9, 9), "int32"))
+    assert.are.equal(gpu.gpuarray.dot(x, y), gpu.gpuarray.vdot(x, y))
+    assert_error("bad argument #2 to 'vdot' (arrays differ in size (300 and 2))",
+                 gpu.gpuarray.vdot, x, gpu.zeros(2, "int32"))
+  end)
 
   gpu_it("views must be aligned for their dtype", function()
     local view = require("gpu.core").array_view

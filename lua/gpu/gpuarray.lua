@@ -683,9 +683,29 @@ for _, op in ipairs{"real", "imag", "conj"} do
   methods[op] = M[op]
 end
 
+-- gpuarray.GPUArray, also gpu.GPUArray: the type (getmetatable(a) == gpu.GPUArray) and,
+-- called, PyCUDA's constructor GPUArray(shape[, dtype[, {gpudata = buffer, strides = s}]]):
+-- a new array, or one on an existing Buffer (strides in bytes, row-major by default).
+local CONSTRUCTOR_OPTIONS = {gpudata = true, strides = true}
+setmetatable(GPUArray, {__call = function(_, shape, dtype, opts)
+  shape = check_shape(shape, 1, "GPUArray")
+  dtype = dtype == nil and "float64" or check_dtype(dtype, 2, "GPUArray")
+  opts = check_options(opts, 3, "GPUArray", CONSTRUCTOR_OPTIONS)
+  if opts.gpudata == nil then
+    if opts.strides ~= nil then argerror(3, "GPUArray", "option 'strides' needs option 'gpudata'") end
+    return core.array_empty(shape, dtype)
+  end
+  if getmetatable(opts.gpudata) ~= core.types.Buffer then
+    argerror(3, "GPUArray", "option 'gpudata' must be a gpu.Buffer, got " .. typename(opts.gpudata))
+  end
+  return core.array_view(opts.gpudata, 0, dtype, shape, opts.strides)
+end})
+M.GPUArray = GPUArray
+
 -- install(gpu): gpu.gpuarray and the shortcuts.
 function M.install(gpu)
   gpu.gpuarray = M
+  gpu.GPUArray = GPUArray
   gpu.to_gpu, gpu.empty, gpu.zeros, gpu.ones, gpu.full, gpu.arange =
     M.to_gpu, M.empty, M.zeros, M.ones, M.full, M.arange
   gpu.empty_like, gpu.zeros_like = M.empty_like, M.zeros_like

@@ -198,6 +198,16 @@ function ops.dot(dtype, dtype2)
           finish = function(a) return store(out, a) end}
 end
 
+-- vdot: dot with the first operand's complex conjugate (dot itself for real ones).
+function ops.vdot(dtype, dtype2)
+  local spec = ops.dot(dtype, dtype2)
+  if dtypes[dtype].kind == "c" then
+    local map = spec.map
+    spec.map = function(x, y) return map(("lg_conj(%s)"):format(x), y) end
+  end
+  return spec
+end
+
 M.ops = ops
 
 -- Sources ----------------------------------------------------------------------------------
@@ -457,28 +467,33 @@ local function host_reduction(op)
   end)
 end
 
-local function check_dot(a, b, opts)
-  check_array(a, 1, "dot")
-  check_array(b, 2, "dot")
-  opts = check_options(opts, 3, "dot", stream_options)
+local function check_dot(a, b, opts, fname)
+  check_array(a, 1, fname)
+  check_array(b, 2, fname)
+  opts = check_options(opts, 3, fname, stream_options)
   if a.size ~= b.size then
-    argerror(2, "dot", ("arrays differ in size (%d and %d)"):format(a.size, b.size), 2)
+    argerror(2, fname, ("arrays differ in size (%d and %d)"):format(a.size, b.size), 2)
   end
   return opts
 end
 
 -- gpuarray.dot(a, b) -> Lua value: the sum of a * b over all elements (synchronizes);
 -- gpuarray.dot(a, b, {stream = s}) -> 0-d GPUArray that stays on the device
-function M.dot(a, b, opts)
-  opts = check_dot(a, b, opts)
-  local result, buf, dtype = reduce_all("dot", a, b, opts.stream)
-  if opts.stream ~= nil then return result end
-  return fetch(buf, dtype, nil)
+local function dot(op)
+  return function(a, b, opts)
+    opts = check_dot(a, b, opts, op)
+    local result, buf, dtype = reduce_all(op, a, b, opts.stream)
+    if opts.stream ~= nil then return result end
+    return fetch(buf, dtype, nil)
+  end
 end
+M.dot = dot("dot")
+-- gpuarray.vdot(a, b[, {stream = s}]): PyCUDA's, the sum of conj(a) * b
+M.vdot = dot("vdot")
 
 -- a:dot(b[, {stream = s}]) -> Lua value
 function M.dot_value(a, b, opts)
-  opts = check_dot(a, b, opts)
+  opts = check_dot(a, b, opts, "dot")
   local _, buf, dtype = reduce_all("dot", a, b, opts.stream)
   return fetch(buf, dtype, opts.stream)
 end
@@ -630,7 +645,7 @@ function M.install(gpu)
   methods.any, methods.all = any, all
   ga.any, ga.all = device_reduction("any"), device_reduction("all")
   methods.dot = M.dot_value
-  ga.dot = M.dot
+  ga.dot, ga.vdot = M.dot, M.vdot
   gpu.ReductionKernel = M.ReductionKernel
   gpu.reduction = M
 end

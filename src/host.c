@@ -192,7 +192,7 @@ static void table_shape (lua_State *L, int idx, int depth, int64_t *shape, int *
   lua_Integer n = (lua_Integer)lua_rawlen(L, idx);
   if (depth >= GPU_MAXDIM)
     luaL_argerror(L, 1, lua_pushfstring(L, "nested table is deeper than %d levels", GPU_MAXDIM));
-  luaL_checkstack(L, 2, "nested table too deep");   /* one slot per level, 32 levels */
+  luaL_checkstack(L, 3, "nested table too deep");   /* a row a level; 2 to test for gpu.complex */
   if (n != 0 && *size > ((int64_t)1 << 58) / n)
     luaL_argerror(L, 1, "nested table holds too many elements");
   *size *= n;

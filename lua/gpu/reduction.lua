@@ -17,7 +17,7 @@ local BLOCK = 256
 
 -- dtypes -----------------------------------------------------------------------------------
 
--- kind ('b', 'i', 'u', 'f'), size in bytes and the C type kernels store it as (the 16-bit
+-- kind ('b', 'i', 'u', 'f', 'c'), size in bytes and the C type kernels store it as (the 16-bit
 -- floats as their bits: kernels/common.cu converts them).
 local dtypes = {}
 for _, name in ipairs{"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",

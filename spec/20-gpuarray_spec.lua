@@ -197,4 +197,11 @@ describe("gpuarray.GPUArray", function()
     helpers.assert_error("view reaches outside its buffer (24 bytes)",
                          gpu.GPUArray, 7, "int32", {gpudata = buf})
   end)
+
+  helpers.gpu_it("has NumPy's a.T, the transpose", function()
+    local m = gpu.to_gpu(gpu.host.from_table({{1, 2, 3}, {4, 5, 6}}, "int32"))
+    assert.are.same({3, 2}, m.T.shape)
+    assert.are.equal("[[1 4]\n [2 5]\n [3 6]]", tostring(m.T))
+    assert.is_nil(m.t)
+  end)
 end)

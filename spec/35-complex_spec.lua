@@ -218,7 +218,7 @@ describe("complex GPU arrays", function()
       local n = 1500
       local a, av = random_array(n, dtype)
       local real = dtype == "complex64" and "float32" or "float64"
-      local abs, re, im, conj = gpu.gpuarray.abs(a), a:real(), a:imag(), a:conj()
+      local abs, re, im, conj = gpu.gpuarray.abs(a), a.real, a.imag, a:conj()
       assert.are.equal(real, abs.dtype)
       assert.are.equal(real, re.dtype)
       assert.are.equal(dtype, conj.dtype)
@@ -244,6 +244,8 @@ describe("complex GPU arrays", function()
       local back = gpu.to_gpu(gpu.host.from_table({1.5, -2}, "float32")):astype(dtype):get()
       assert.are.equal(C(1.5, 0), back[1])
       assert.are.equal(0, gpu.gpuarray.imag(gpu.ones(2, "float32")):get()[2])
+      assert.are.equal(av[9].im, gpu.gpuarray.imag(a):get()[9])
+      assert.is_nil(a.no_such_field)
       for _, name in ipairs{"exp", "log", "log10", "sqrt", "sin", "cos", "tan", "sinh", "cosh", "tanh"} do
         local r = gpu.cumath[name](a)
         assert.are.equal(dtype, r.dtype, name)

@@ -203,7 +203,8 @@ static void push_dims (lua_State *L, int n, const int64_t *dims) {
   }
 }
 
-/* methods first (added by the Lua layer), then the layout */
+/* methods first (added by the Lua layer), then the layout, then __properties (functions of
+** the array, also the Lua layer's) */
 static int array_index (lua_State *L) {
   gpu_Array *a = (gpu_Array *)gpu_checkself(L, 1, GPU_ARRAY);
   const char *key;
@@ -239,8 +240,11 @@ static int array_index (lua_State *L) {
     lua_pushinteger(L, gpu_checkarray(L, 1)->buffer->ctx->ordinal);  /* the device ordinal */
   } else if (strcmp(key, "freed") == 0) {
     lua_pushboolean(L, !gpu_array_alive(a));
-  } else {
-    return 0;
+  } else {                              /* the Lua layer's computed fields: a.real, a.T */
+    lua_getfield(L, lua_upvalueindex(1), "__properties");
+    if (lua_type(L, -1) != LUA_TTABLE || lua_getfield(L, -1, key) == LUA_TNIL) return 0;
+    lua_pushvalue(L, 1);
+    lua_call(L, 1, 1);
   }
   return 1;
 }

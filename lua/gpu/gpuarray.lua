@@ -674,14 +674,22 @@ end
 function methods.abs(x, opts) return M.abs(x, opts) end
 
 -- The parts of complex arrays, as new arrays (NumPy's real and imag of a real array: a copy
--- and zeros; conj: a copy).
+-- and zeros; conj: a copy): gpuarray.real(a), and as in PyCUDA and NumPy the fields a.real
+-- and a.imag and the method a:conj().
 for _, op in ipairs{"real", "imag", "conj"} do
   M[op] = function(x, opts)
     if traced(x) then return fuse.apply(op, x) end
     return apply(op, op, {x}, check_options(opts, 2, op, OUT_STREAM))
   end
-  methods[op] = M[op]
 end
+methods.conj = M.conj
+
+-- Fields computed on reading (src/array.c's __index asks this table last).
+methods.__properties = {
+  real = function(a) return M.real(a) end,
+  imag = function(a) return M.imag(a) end,
+  T = function(a) return a:transpose() end,    -- NumPy's and PyCUDA's a.T
+}
 
 -- gpuarray.GPUArray, also gpu.GPUArray: the type (getmetatable(a) == gpu.GPUArray) and,
 -- called, PyCUDA's constructor GPUArray(shape[, dtype[, {gpudata = buffer, strides = s}]]):

@@ -18,7 +18,7 @@
 // State (a zeroed scratch buffer, laid out by gpu_state below and sized by scan.lua's
 // state_bytes): the tile counter, then per tile either one 64-bit status word packing flag and
 // value (values of 4 bytes or fewer: one access reads both, no fence needed) or a flag word
-// plus separate aggregate and inclusive value slots (8-byte values), written value, fence,
+// plus separate aggregate and inclusive value slots (larger values), written value, fence,
 // flag and read flag, fence, value.
 
 #define GPU_BLOCK 128
@@ -99,7 +99,7 @@ __device__ __forceinline__ gpu_state gpu_state_at(char *base, long long tiles) {
 }
 
 #if !GPU_PACKED
-// Volatile stores and loads of a value: a class type (complex64, a struct) has no volatile
+// Volatile stores and loads of a value: a class type (complex64, complex128) has no volatile
 // assignment, so values of whole 32-bit words move word by word; others as themselves.
 template <bool WORDWISE> struct gpu_volatile {
   static __device__ __forceinline__ void store(volatile gpu_t *p, gpu_t v) { *p = v; }

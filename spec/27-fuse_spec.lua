@@ -184,6 +184,17 @@ describe("gpu.fuse on the device", function()
     end
   end)
 
+  gpu_it("fuses float16 and bfloat16 arrays (computed in float, rounded on store)", function()
+    for _, dtype in ipairs{"float16", "bfloat16"} do
+      local n = 1001
+      local xs = helpers.random_integers(n, -60, 60)   -- 2x + 1.5 is exact in both types
+      local r = gpu.fuse(function(x, s) return 2 * x + s end)(gpu.to_gpu(xs, dtype), 1.5)
+      assert.are.equal(dtype, r.dtype)
+      local rs = host_values(r)
+      for i = 1, n do assert.are.equal(2 * xs[i] + 1.5, rs[i], dtype) end
+    end
+  end)
+
   gpu_it("refuses a raw kernel call inside the function, saying so", function()
     local mod = gpu.SourceModule("__global__ void k(float *p) {}")
     local f = gpu.fuse(function(a) mod.k(a, {block = 1}); return a end)

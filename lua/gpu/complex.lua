@@ -28,10 +28,7 @@ local function parts(z)
   return nil
 end
 
-local function describe(v)
-  local mt = getmetatable(v)
-  return type(mt) == "table" and type(mt.__name) == "string" and mt.__name or type(v)
-end
+local describe = require("gpu.args").typename
 
 local M = {}
 

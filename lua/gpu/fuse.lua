@@ -133,19 +133,12 @@ function literal(value)
   return ("%.17g"):format(value)
 end
 
--- The C type of a dtype or of a weak scalar.
-local function ctype(dtype)
-  if dtype == "weak-int" then return "long long" end
-  if dtype == "weak-float" then return "double" end
-  if dtype == "weak-complex" then return "lg_complex128" end
-  return require("gpu.core").dtype(dtype).ctype
-end
-
 -- program_spec(results[i], inputs) -> the arguments of elementwise.program: the traced tree
 -- becomes a __device__ function that computes each node once, in order (a value used twice
 -- is computed once), and the kernel's expression calls it with the operands.
 local function program_spec(result, inputs, kernel_name)
   local operators = require "gpu.operators"
+  local ctype = operators.ctype   -- the type values compute in (float for float16)
   local body, done, temps = {}, {}, 0
   local function emit(n)
     if done[n] then return done[n] end

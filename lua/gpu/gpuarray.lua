@@ -686,8 +686,7 @@ methods.conj = M.conj
 
 -- Fields computed on reading (src/array.c's __index asks this table last).
 methods.__properties = {
-  real = function(a) return M.real(a) end,
-  imag = function(a) return M.imag(a) end,
+  real = M.real, imag = M.imag,
   T = function(a) return a:transpose() end,    -- NumPy's and PyCUDA's a.T
 }
 

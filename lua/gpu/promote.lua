@@ -125,8 +125,7 @@ local limits = {
 M.limits = limits
 
 local is_complex = require("gpu.complex").is_complex
-
-local function typename(v) return is_complex(v) and "gpu.complex" or type(v) end
+local typename = require("gpu.args").typename
 
 -- Checks that Lua value v can become a scalar of dtype; returns nil or the reason.
 function M.scalar_problem(v, dtype)

@@ -35,34 +35,8 @@ local ctype_sizes = {
   ["lg_complex128"] = 16,
 }
 
--- The smallest float that holds every value of an integer of size bytes.
-local float_rank = {float16 = 1, bfloat16 = 1, float32 = 2, float64 = 3}
-
--- NumPy's promote_types for two dtype names (bfloat16 ranks with float16).
-function M.promote(x, y)
-  if x == y then return x end
-  local a, b = dtypes[x], dtypes[y]
-  if a.kind == "c" or b.kind == "c" then return require("gpu.promote").promote_types(x, y) end
-  if a.kind == "b" then return y end
-  if b.kind == "b" then return x end
-  if a.kind == "f" and b.kind == "f" then
-    if float_rank[x] == float_rank[y] then return "float32" end  -- float16 with bfloat16
-    return float_rank[x] > float_rank[y] and x or y
-  end
-  if a.kind == "f" or b.kind == "f" then
-    local f, i = x, b
-    if b.kind == "f" then f, i = y, a end
-    local need = i.size == 1 and f or i.size == 2 and "float32" or "float64"
-    if i.size == 1 then return f end
-    return float_rank[need] > float_rank[f] and need or f
-  end
-  if a.kind == b.kind then return a.size >= b.size and x or y end
-  local s, u = a, b
-  if a.kind == "u" then s, u = b, a end
-  if s.size > u.size then return s.name end
-  if u.size == 8 then return "float64" end
-  return "int" .. (u.size * 16)
-end
+-- NumPy's promote_types for two dtype names (dot's result dtype): gpu.promote's.
+M.promote = require("gpu.promote").promote_types
 
 -- C expression converting value x of dtype to the C type ctype.
 local function convert(dtype, x, ctype)

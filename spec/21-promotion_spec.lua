@@ -20,6 +20,10 @@ describe("promote_types", function()
       {"uint8", "float16", "float16"}, {"int8", "bfloat16", "bfloat16"},
       {"uint8", "bfloat16", "bfloat16"}, {"int16", "bfloat16", "float32"},
       {"bool", "bfloat16", "bfloat16"}, {"float16", "bfloat16", "float32"},
+      {"complex64", "float32", "complex64"}, {"complex64", "float64", "complex128"},
+      {"complex64", "int16", "complex64"}, {"complex64", "int32", "complex128"},
+      {"complex64", "bool", "complex64"}, {"complex128", "float16", "complex128"},
+      {"complex64", "complex128", "complex128"},
     }
     for _, c in ipairs(cases) do
       assert.are.equal(c[3], promote.promote_types(c[1], c[2]), c[1] .. "+" .. c[2])
@@ -38,6 +42,17 @@ describe("promote_types", function()
     assert.are.equal("float64", promote.result_type("bool", "weak-float"))
     assert.are.equal("weak-int", promote.result_type("weak-int", "weak-int"))
     assert.are.equal("weak-float", promote.result_type("weak-int", "weak-float"))
+    -- gpu.complex values: the complex type of the other side's precision
+    local complex_cases = {
+      {"complex64", "weak-float", "complex64"}, {"complex64", "weak-int", "complex64"},
+      {"float32", "weak-complex", "complex64"}, {"float16", "weak-complex", "complex64"},
+      {"float64", "weak-complex", "complex128"}, {"int8", "weak-complex", "complex128"},
+      {"bool", "weak-complex", "complex128"}, {"weak-int", "weak-complex", "weak-complex"},
+    }
+    for _, c in ipairs(complex_cases) do
+      assert.are.equal(c[3], promote.result_type(c[1], c[2]), c[1] .. " with " .. c[2])
+      assert.are.equal(c[3], promote.result_type(c[2], c[1]), c[2] .. " with " .. c[1])
+    end
   end)
 
   it("checks that a Lua number fits the dtype it becomes", function()

@@ -5,7 +5,6 @@ local gpu, gpu_it = helpers.gpu, helpers.gpu_it
 local assert_error = helpers.assert_error
 local C = gpu.complex
 local functions = require("gpu.complex").functions
-local promote = require "gpu.promote"
 
 -- Tolerances relative to the reference's magnitude (at least 1).
 local TOL = {complex64 = 2e-6, complex128 = 1e-13}
@@ -96,23 +95,6 @@ describe("complex dtypes", function()
     local d = gpu.dtype("complex64")
     assert.are.same({name = "complex64", itemsize = 8, ctype = "lg_complex64", kind = "c"}, d)
     assert.are.equal(16, gpu.dtype("complex128").itemsize)
-  end)
-
-  it("promote as NumPy 2 does", function()
-    local cases = {
-      {"complex64", "float32", "complex64"}, {"complex64", "float64", "complex128"},
-      {"complex64", "int16", "complex64"}, {"complex64", "int32", "complex128"},
-      {"complex64", "bool", "complex64"}, {"complex128", "float16", "complex128"},
-      {"complex64", "complex128", "complex128"}, {"complex64", "weak-float", "complex64"},
-      {"complex64", "weak-int", "complex64"}, {"float32", "weak-complex", "complex64"},
-      {"float16", "weak-complex", "complex64"}, {"float64", "weak-complex", "complex128"},
-      {"int8", "weak-complex", "complex128"}, {"bool", "weak-complex", "complex128"},
-      {"weak-int", "weak-complex", "weak-complex"},
-    }
-    for _, c in ipairs(cases) do
-      assert.are.equal(c[3], promote.result_type(c[1], c[2]), c[1] .. " with " .. c[2])
-      assert.are.equal(c[3], promote.result_type(c[2], c[1]), c[2] .. " with " .. c[1])
-    end
   end)
 
   it("hold gpu.complex values in host arrays", function()

@@ -36,11 +36,15 @@
 #define GPU_AGGREGATE 1
 #define GPU_PREFIX 2
 
+// gpu_t is what the scan computes in; float16 and bfloat16 output (gpu_out_t, their bits)
+// is computed in float and each result rounded, as the elementwise kernels do.
 typedef $T gpu_t;
 typedef $IN_T gpu_in_t;
+typedef $OUT_T gpu_out_t;
 
 __device__ __forceinline__ gpu_t gpu_scan_op(gpu_t a, gpu_t b) { return $SCAN_EXPR; }
 __device__ __forceinline__ gpu_t gpu_convert(gpu_in_t x) { return $CONVERT; }
+__device__ __forceinline__ gpu_out_t gpu_store(gpu_t v) { return $STORE; }
 
 // Warp shuffles of any gpu_t, as 32-bit words.
 #define GPU_WORDS ((sizeof(gpu_t) + 3) / 4)
@@ -189,7 +193,7 @@ __device__ __forceinline__ gpu_t gpu_load(const char *in, const gpu_layout &lay,
 }
 
 // 16 bytes seen as elements.  A thread's GPU_ITEMS elements fill whole chunks.
-static_assert(GPU_ITEMS * sizeof(gpu_in_t) % 16 == 0 && GPU_ITEMS * sizeof(gpu_t) % 16 == 0,
+static_assert(GPU_ITEMS * sizeof(gpu_in_t) % 16 == 0 && GPU_ITEMS * sizeof(gpu_out_t) % 16 == 0,
               "GPU_ITEMS elements must fill 16-byte chunks");
 template <typename E>
 union gpu_chunk {
@@ -201,7 +205,7 @@ union gpu_chunk {
 // in 16-byte loads and stores.  state may be null when the grid is a single tile.
 template <bool VEC>
 __device__ __forceinline__ void gpu_scan(const char *in, const gpu_layout &lay, long long n,
-                                         gpu_t *out, char *state_base) {
+                                         gpu_out_t *out, char *state_base) {
   __shared__ gpu_t tile_items[GPU_PAD(GPU_TILE)];
   __shared__ gpu_t warp_totals[GPU_WARPS];
   __shared__ gpu_t block_prefix;
@@ -310,20 +314,20 @@ __device__ __forceinline__ void gpu_scan(const char *in, const gpu_layout &lay, 
 
   if (VEC && count == GPU_TILE) {
     uint4 *chunks = (uint4 *)(out + base);
-    const int per_chunk = 16 / sizeof(gpu_t);
+    const int per_chunk = 16 / sizeof(gpu_out_t);
 #pragma unroll
     for (int k = 0; k < GPU_ITEMS / per_chunk; k++) {
       const int c = k * GPU_BLOCK + tid;
-      gpu_chunk<gpu_t> u;
+      gpu_chunk<gpu_out_t> u;
 #pragma unroll
-      for (int e = 0; e < per_chunk; e++) u.e[e] = tile_items[GPU_PAD(c * per_chunk + e)];
+      for (int e = 0; e < per_chunk; e++) u.e[e] = gpu_store(tile_items[GPU_PAD(c * per_chunk + e)]);
       chunks[c] = u.raw;
     }
   } else {
 #pragma unroll
     for (int k = 0; k < GPU_ITEMS; k++) {
       const int j = k * GPU_BLOCK + tid;
-      if (j < count) out[base + j] = tile_items[GPU_PAD(j)];
+      if (j < count) out[base + j] = gpu_store(tile_items[GPU_PAD(j)]);
     }
   }
 }
@@ -331,13 +335,13 @@ __device__ __forceinline__ void gpu_scan(const char *in, const gpu_layout &lay, 
 // Grid: one block of GPU_BLOCK threads per tile.  state: see the top; zeroed before each
 // launch, and may be null for a single tile.
 extern "C" __global__ void __launch_bounds__(GPU_BLOCK)
-gpu_scan_any(const char *in, gpu_layout lay, long long n, gpu_t *out, char *state) {
+gpu_scan_any(const char *in, gpu_layout lay, long long n, gpu_out_t *out, char *state) {
   gpu_scan<false>(in, lay, n, out, state);
 }
 
 #if !GPU_STRIDED
 extern "C" __global__ void __launch_bounds__(GPU_BLOCK)
-gpu_scan_vec(const char *in, gpu_layout lay, long long n, gpu_t *out, char *state) {
+gpu_scan_vec(const char *in, gpu_layout lay, long long n, gpu_out_t *out, char *state) {
   gpu_scan<true>(in, lay, n, out, state);
 }
 #endif

@@ -11,26 +11,38 @@ local M = {}
 local BLOCK = 128   -- kernels/scan.cu's GPU_BLOCK
 local dtypes = reduction.dtypes
 
+-- float16 and bfloat16 scan in float (each result rounded to them); other dtypes in their own
+-- C type.  Returns that type and its size in bytes: what the tiles and look-back state hold.
+local function scan_type(dtype)
+  local d = dtypes[dtype]
+  if d.kind == "f" and d.size == 2 then return "float", 4 end
+  return d.ctype, d.size
+end
+
+local function scan_size(dtype) return select(2, scan_type(dtype)) end
+
 -- Elements per thread (kernels/scan.cu's GPU_ITEMS): 16 for 16-byte values, whose tile of
 -- 32 a thread would not fit in a block's 48 KiB of static shared memory.
-local function items(dtype) return dtypes[dtype].size > 8 and 16 or 32 end
+local function items(dtype) return scan_size(dtype) > 8 and 16 or 32 end
 local argerror, check_array, check_options = reduction.argerror, reduction.check_array,
                                              reduction.check_options
 
 local typename = require("gpu.args").typename
 
 -- Values of 4 bytes or fewer share a 64-bit status word with their tile's flag.
-local function packed(dtype) return dtypes[dtype].size <= 4 end
+local function packed(dtype) return scan_size(dtype) <= 4 end
 
--- The module source for scanning input of dtype in_dtype as dtype with scan_expr.
+-- The module source for scanning input of dtype in_dtype into dtype with scan_expr.
 function M.source(dtype, in_dtype, scan_expr, neutral, exclusive, strided)
-  local convert
+  local convert, store = "(gpu_t)(x)", "v"
   if in_dtype == "float16" then convert = "(gpu_t)gpu_half_to_float(x)"
-  elseif in_dtype == "bfloat16" then convert = "(gpu_t)gpu_bf16_to_float(x)"
-  else convert = "(gpu_t)(x)" end
+  elseif in_dtype == "bfloat16" then convert = "(gpu_t)gpu_bf16_to_float(x)" end
+  if dtype == "float16" then store = "gpu_float_to_half(v)"
+  elseif dtype == "bfloat16" then store = "gpu_float_to_bf16(v)" end
   return core.kernel_sources["common.cu"] .. "\n" .. reduction.fill(core.kernel_sources["scan.cu"], {
-    T = dtypes[dtype].ctype, IN_T = dtypes[in_dtype].ctype, SCAN_EXPR = scan_expr,
-    CONVERT = convert, NEUTRAL = neutral or "0", EXCLUSIVE = exclusive and "1" or "0",
+    T = scan_type(dtype), IN_T = dtypes[in_dtype].ctype, OUT_T = dtypes[dtype].ctype,
+    SCAN_EXPR = scan_expr, CONVERT = convert, STORE = store, NEUTRAL = neutral or "0",
+    EXCLUSIVE = exclusive and "1" or "0",
     STRIDED = strided and "1" or "0", PACKED = packed(dtype) and "1" or "0",
     ITEMS = tostring(items(dtype)),
   })
@@ -44,7 +56,7 @@ local function round128(bytes) return ceil_div(bytes, 128) * 128 end
 -- Bytes of look-back state for `tiles` tiles of dtype: gpu_state_at in kernels/scan.cu.
 local function state_bytes(tiles, dtype)
   if packed(dtype) then return 128 + round128(8 * tiles) end
-  return 128 + round128(4 * tiles) + 2 * round128(dtypes[dtype].size * tiles)
+  return 128 + round128(4 * tiles) + 2 * round128(scan_size(dtype) * tiles)
 end
 M.state_bytes = state_bytes
 
@@ -88,9 +100,6 @@ local function new_kernel(fname, dtype, scan_expr, neutral, exclusive)
   if type(dtype) ~= "string" then argerror(1, fname, "dtype name expected, got " .. typename(dtype), 2) end
   local d = dtypes[dtype]
   if d == nil then argerror(1, fname, ("unknown dtype '%s'"):format(dtype), 2) end
-  if d.kind == "f" and d.size == 2 then
-    argerror(1, fname, dtype .. " scans are not supported (scan in float32)", 2)
-  end
   if type(scan_expr) ~= "string" then
     argerror(2, fname, "scan_expr must be a string, got " .. typename(scan_expr), 2)
   end
@@ -161,10 +170,6 @@ end
 function M.cumsum(a, opts)
   check_array(a, 1, "cumsum")
   opts = check_options(opts, 2, "cumsum", stream_options)
-  local d = dtypes[a.dtype]
-  if d.kind == "f" and d.size == 2 then
-    argerror(1, "cumsum", a.dtype .. " is not supported (convert to float32 first)")
-  end
   local dtype = reduction.sum_dtype(a.dtype)
   local out = core.array_empty(a.size, dtype)
   return scan({dtype = dtype, in_dtype = a.dtype, expr = "a + b", exclusive = false,

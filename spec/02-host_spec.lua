@@ -199,6 +199,10 @@ describe("gpu.HostArray methods", function()
     assert.are.equal("[1.e+00 1.e+04]", tostring(host.from_table({1.0, 10000.0})))
     assert.are.equal("[ 0.e+00  1.e-01 -1.e+03]", tostring(host.from_table({0.0, 0.1, -1000.0})))
     assert.are.equal("[   1. 1000.]", tostring(host.from_table({1.0, 1000.0})))
+    -- a 3-digit exponent gives every exponent 3 digits; nan keeps to the column's width
+    assert.are.equal("[1.e+100 1.e-005]", tostring(host.from_table({1e100, 1e-5})))
+    assert.are.equal("[1.5e+100 1.0e-005 3.0e+000      nan]",
+                     tostring(host.from_table({1.5e100, 1e-5, 3, 0 / 0})))
     -- float32 and float16 values with the digits that tell them apart in their own dtype
     assert.are.equal("[1.1 3.3]", tostring(host.from_table({1.1, 3.3}, "float32")))
     assert.are.equal("[0.1 1.1]", tostring(host.from_table({0.1, 1.1}, "float16")))

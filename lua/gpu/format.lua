@@ -75,7 +75,8 @@ local function scalar_text(v, dtype)
 end
 
 -- Texts for a list of floats, padded to line up as NumPy does: in scientific notation every
--- value gets the same number of digits (1.5e+00 -2.0e+00); nan and inf are right-aligned to
+-- value gets the same number of digits, and of exponent digits (1.5e+100 -2.0e-005); nan and
+-- inf are right-aligned to
 -- the width of the finite values.  NumPy's rule for scientific notation: the largest
 -- magnitude is 1e8 or more, the smallest below 1e-4, or the largest over 1000 times the
 -- smallest (zeros, nan and inf aside).
@@ -91,12 +92,12 @@ local function float_texts(values, dtype)
     end
   end
   local scientific = max ~= nil and (max >= 1e8 or min < 1e-4 or max / min > 1e3)
-  local digits = 0
+  local digits, exponent_digits = 0, 0
   if scientific then
     for _, v in ipairs(values) do
       if not special(v) then
-        local frac = trim(("%." .. PRECISION .. "e"):format(v)):match("%.(%d*)e")
-        if #frac > digits then digits = #frac end
+        local frac, exponent = trim(("%." .. PRECISION .. "e"):format(v)):match("%.(%d*)e[+-](%d+)")
+        digits, exponent_digits = math.max(digits, #frac), math.max(exponent_digits, #exponent)
       end
     end
   end
@@ -105,7 +106,9 @@ local function float_texts(values, dtype)
     if not special(v) then
       local t
       if scientific then
-        t = ("%." .. digits .. "e"):format(v)
+        t = ("%." .. digits .. "e"):format(v):gsub("e([+-])(%d+)$", function(sign, exponent)
+          return "e" .. sign .. ("0"):rep(exponent_digits - #exponent) .. exponent
+        end)
         if digits == 0 then t = t:gsub("e", ".e", 1) end
       else
         t = trim(("%." .. PRECISION .. "f"):format(v))

@@ -1,4 +1,4 @@
--- Comparisons (bool arrays), where, maximum, minimum, abs.
+-- Comparisons (bool arrays), where, if_positive, maximum, minimum, abs, logical_and/or/not.
 local helpers = require "helpers"
 local gpu = helpers.gpu
 local ew = require "gpu.elementwise"
@@ -21,6 +21,14 @@ describe("comparison kernels (CPU: NVRTC only)", function()
       list[#list + 1] = {ew.program{expr = e, out = rt, name = "where_" .. t,
         operands = {{name = "c", dtype = "bool"}, {name = "x", dtype = t},
                     {name = "y", dtype = rt == "bool" and "int64" or rt, scalar = true}}}, "s1"}
+      for _, op in ipairs{"logical_and", "logical_or"} do
+        e, rt = operators.expression(op, {t, "float32"}, {"a", "b"})
+        list[#list + 1] = {ew.program{expr = e, out = rt, name = op .. "_" .. t,
+          operands = {{name = "a", dtype = t}, {name = "b", dtype = "float32"}}}, "c"}
+      end
+      e, rt = operators.expression("if_positive", {t, t, "float64"}, {"c", "x", "y"})
+      list[#list + 1] = {ew.program{expr = e, out = rt, name = "if_positive_" .. t,
+        operands = {{name = "c", dtype = t}, {name = "x", dtype = t}, {name = "y", dtype = "float64"}}}, "c"}
       e, rt = operators.expression("abs", {t}, {"a"})
       list[#list + 1] = {ew.program{expr = e, out = rt, name = "abs_" .. t,
         operands = {{name = "a", dtype = t}}}, "c"}
@@ -81,5 +89,75 @@ describe("where, maximum, minimum, abs", function()
     for i = 1, 20 do
       R.check(R.apply("maximum", {"float64", "float64"}, {v[i], (i - 1) % 5 + 0.0}), m[i], "float64", "max bcast #" .. i)
     end
+  end)
+
+  helpers.gpu_it("logical_and, logical_or, logical_not and if_positive match NumPy and PyCUDA", function()
+    local ga = gpu.gpuarray
+    local types = {"bool", "int8", "uint32", "int64", "float16", "float32", "float64", "complex64"}
+    for _, t in ipairs(types) do
+      for _, u in ipairs{"bool", "float64"} do
+        local n = 60
+        local va, vb = R.random_values(t, n), R.random_values(u, n)
+        if t == "complex64" then   -- zeros and parts that are zero, beside plain values
+          for i = 1, n do
+            local re, im = va[i], R.random_values("float32", 1)[1]
+            if i % 3 == 0 then im = 0 end
+            if i % 5 == 0 then re = 0 end
+            va[i] = gpu.complex(i % 15 == 0 and 0 or re, i % 15 == 0 and 0 or im)
+          end
+        elseif t == "float16" then
+          for i = 1, n do va[i] = gpu.float16(va[i]).value end
+        end
+        local a, b = upload(va, t), upload(vb, u)
+        local land, lor, lnot = ga.logical_and(a, b):get(), ga.logical_or(b, a):get(), ga.logical_not(a):get()
+        for i = 1, n do
+          R.check(R.apply("logical_and", {t, u}, {va[i], vb[i]}), land[i], "bool", t .. " and #" .. i)
+          R.check(R.apply("logical_or", {u, t}, {vb[i], va[i]}), lor[i], "bool", t .. " or #" .. i)
+          R.check(R.apply("logical_not", {t}, {va[i]}), lnot[i], "bool", t .. " not #" .. i)
+        end
+        assert.are.equal("bool", ga.logical_not(a).dtype)
+        if t ~= "complex64" then
+          local x, y = R.random_values("int32", n), R.random_values(u, n)
+          local dx, dy = upload(x, "int32"), upload(y, u)
+          local chosen = ga.if_positive(a, dx, dy)
+          local rt = require("gpu.promote").result_type("int32", u)
+          assert.are.equal(rt, chosen.dtype)
+          local h = chosen:get()
+          for i = 1, n do
+            R.check(R.apply("if_positive", {t, "int32", u}, {va[i], x[i], y[i]}), h[i], rt, t .. " if_positive #" .. i)
+          end
+        end
+      end
+    end
+    -- broadcasting, a scalar branch, out and fuse
+    local v = R.random_values("float64", 20)
+    local x = upload(v, "float64"):reshape(4, 5)
+    local row = upload({1, -1, 0, 2, -3}, "int32")
+    local h = ga.if_positive(row, x, -1):get()
+    for i = 1, 20 do
+      local r = ({1, -1, 0, 2, -3})[(i - 1) % 5 + 1]
+      R.check(r > 0 and v[i] or -1.0, h[i], "float64", "broadcast #" .. i)
+    end
+    local out = gpu.zeros({4, 5}, "bool")
+    assert.are.equal(out, ga.logical_and(x, row, {out = out}))
+    local ho = out:get()
+    for i = 1, 20 do
+      R.check(v[i] ~= 0 and ({1, -1, 0, 2, -3})[(i - 1) % 5 + 1] ~= 0, ho[i], "bool", "out #" .. i)
+    end
+    local fused = gpu.fuse(function(p, q) return ga.if_positive(p, ga.logical_not(q), ga.logical_or(p, q)) end)
+    local hf = fused(x, row):get()
+    for i = 1, 20 do
+      local p, q = v[i], ({1, -1, 0, 2, -3})[(i - 1) % 5 + 1]
+      local expect
+      if p > 0 then expect = q == 0 else expect = p ~= 0 or q ~= 0 end
+      R.check(expect, hf[i], "bool", "fused #" .. i)
+    end
+  end)
+
+  it("if_positive refuses a complex criterion, by argument", function()
+    local e, why, bad = operators.try_expression("if_positive", {"complex64", "float32", "float32"}, {"c", "x", "y"})
+    assert.is_nil(e)
+    assert.are.equal("if_positive is not defined for a complex criterion (complex64)", why)
+    assert.are.equal(1, bad)
   end)
 end)

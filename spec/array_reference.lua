@@ -106,11 +106,24 @@ function R.apply(op, types, values, target)
   for i = 1, #types do names[i] = "x" .. i end
   local _, result = operators.expression(op, types, names, target)
   if op == "astype" then return R.convert(values[1], target, types[1]) end
-  if op == "where" then
+  if op == "where" or op == "if_positive" then
     local c = values[1]
-    if type(c) ~= "boolean" then c = c ~= 0 end
+    if type(c) ~= "boolean" then
+      if op == "if_positive" then c = c > 0 else c = c ~= 0 end    -- NaN is not > 0
+    end
     local t = result == "weak-int" and "int64" or result == "weak-float" and "float64" or result
     return R.convert(c and values[2] or values[3], t)
+  end
+  if op == "logical_and" or op == "logical_or" or op == "logical_not" then
+    local truth = {}
+    for i, v in ipairs(values) do
+      if type(v) == "table" then truth[i] = v.re ~= 0 or v.im ~= 0    -- a gpu.complex
+      elseif type(v) == "boolean" then truth[i] = v
+      else truth[i] = v ~= 0 end                                       -- NaN is true
+    end
+    if op == "logical_not" then return not truth[1] end
+    if op == "logical_and" then return truth[1] and truth[2] end
+    return truth[1] or truth[2]
   end
   local k1, k2 = promote.kind(types[1]), promote.kind(types[2])
   if lt_ops[op] and (k1 == "i" and k2 == "u" or k1 == "u" and k2 == "i") then

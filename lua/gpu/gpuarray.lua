@@ -109,10 +109,12 @@ local function program_of(op, types, values, target)
   local expr, result, bad = operators.try_expression(op, types, names, target)
   if expr == nil then return nil, result, bad end
   result = weak_default[result] or result
-  -- a scalar's kernel type: what its weak type becomes beside the other operands
+  -- a scalar's kernel type: what its weak type becomes beside the other operands (a
+  -- condition or criterion only chooses between them)
+  local chooses = op == "where" or op == "if_positive"
   local strong = {}
   for k, t in ipairs(types) do
-    if not promote.is_weak(t) and not (op == "where" and k == 1) then strong[#strong + 1] = t end
+    if not promote.is_weak(t) and not (chooses and k == 1) then strong[#strong + 1] = t end
   end
   local others = #strong > 0 and promote.result_type_of(strong) or nil
   local operands, parts = {}, {op}
@@ -120,6 +122,7 @@ local function program_of(op, types, values, target)
     local t = types[k]
     if not is_array(v) then
       if op == "where" and k == 1 then t = "bool"
+      elseif op == "if_positive" and k == 1 then t = weak_default[t] or t
       elseif promote.is_weak(t) then t = others and promote.weak_dtype(t, others) or weak_default[t] end
       operands[k] = {name = names[k], dtype = t, scalar = true}
       parts[#parts + 1] = t .. "s"
@@ -655,6 +658,25 @@ end
 function M.where(c, x, y, opts)
   if traced(c, x, y) then return fuse.apply("where", c, x, y) end
   return apply("where", "where", {c, x, y}, check_options(opts, 4, "where", OUT_STREAM))
+end
+
+-- PyCUDA's if_positive(criterion, then_, else_): then_ where criterion > 0, else else_.
+function M.if_positive(c, x, y, opts)
+  if traced(c, x, y) then return fuse.apply("if_positive", c, x, y) end
+  return apply("if_positive", "if_positive", {c, x, y}, check_options(opts, 4, "if_positive", OUT_STREAM))
+end
+
+-- NumPy's logical_and, logical_or and logical_not: bool arrays of the operands' truth.
+for _, op in ipairs{"logical_and", "logical_or"} do
+  M[op] = function(x, y, opts)
+    if traced(x, y) then return fuse.apply(op, x, y) end
+    return apply(op, op, {x, y}, check_options(opts, 3, op, OUT_STREAM))
+  end
+end
+
+function M.logical_not(x, opts)
+  if traced(x) then return fuse.apply("logical_not", x) end
+  return apply("logical_not", "logical_not", {x}, check_options(opts, 2, "logical_not", OUT_STREAM))
 end
 
 function M.maximum(x, y, opts)

@@ -82,7 +82,8 @@ local arity = {
   add = 2, sub = 2, mul = 2, div = 2, floordiv = 2, mod = 2, pow = 2, band = 2, bor = 2,
   bxor = 2, shl = 2, shr = 2, eq = 2, ne = 2, lt = 2, le = 2, gt = 2, ge = 2,
   maximum = 2, minimum = 2, fmod = 2, neg = 1, bnot = 1, abs = 1, astype = 1, where = 3,
-  real = 1, imag = 1, conj = 1,
+  real = 1, imag = 1, conj = 1, logical_and = 2, logical_or = 2, logical_not = 1,
+  if_positive = 3,
 }
 for name in pairs(unary_math) do arity[name] = 1 end
 M.arity = arity
@@ -169,11 +170,29 @@ function expression_of(op, types, exprs, target)
     return ("%s(%s)"):format(f, cast(a, ta, ft)), ft
   end
 
-  if op == "where" then
+  if op == "where" or op == "if_positive" then
     local tc, tx, ty = types[1], types[2], types[3]
     local t = promote.result_type(tx, ty)
-    if is_complex(tc) then a = ("lg_nonzero(%s)"):format(a) end
+    if op == "if_positive" then   -- PyCUDA's: the criterion compared with 0
+      if is_complex(tc) then
+        return nil, ("if_positive is not defined for a complex criterion (%s)"):format(typename(tc)), 1
+      end
+      a = ("((%s) > 0)"):format(a)
+    elseif is_complex(tc) then
+      a = ("lg_nonzero(%s)"):format(a)
+    end
     return ("((%s) ? %s : %s)"):format(a, cast(exprs[2], tx, t), cast(exprs[3], ty, t)), t
+  end
+
+  if op == "logical_and" or op == "logical_or" or op == "logical_not" then
+    -- NumPy's truth of any value: nonzero (a NaN is true), a complex one with a nonzero part
+    local truth = {}
+    for i = 1, n do
+      truth[i] = is_complex(types[i]) and ("lg_nonzero(%s)"):format(exprs[i])
+                                       or ("((%s) != 0)"):format(exprs[i])
+    end
+    if op == "logical_not" then return ("(!%s)"):format(truth[1]), "bool" end
+    return ("(%s %s %s)"):format(truth[1], op == "logical_and" and "&&" or "||", truth[2]), "bool"
   end
 
   if n == 1 then

@@ -205,3 +205,107 @@ describe("gpuarray.GPUArray", function()
     assert.is_nil(m.t)
   end)
 end)
+
+describe("gpuarray.concatenate and gpuarray.stack", function()
+  local ga = gpu.gpuarray
+
+  -- References on nested tables: joining along an axis of the tables' nesting.
+  local function concat_ref(tables, axis)
+    local out = {}
+    if axis == 1 then
+      for _, t in ipairs(tables) do for _, v in ipairs(t) do out[#out + 1] = v end end
+      return out
+    end
+    for i = 1, #tables[1] do
+      local parts = {}
+      for k, t in ipairs(tables) do parts[k] = t[i] end
+      out[i] = concat_ref(parts, axis - 1)
+    end
+    return out
+  end
+  local function stack_ref(tables, axis)
+    if axis == 1 then return tables end
+    local out = {}
+    for i = 1, #tables[1] do
+      local parts = {}
+      for k, t in ipairs(tables) do parts[k] = t[i] end
+      out[i] = stack_ref(parts, axis - 1)
+    end
+    return out
+  end
+  local function random_array(shape, dtype)
+    local n = 1
+    for _, d in ipairs(shape) do n = n * d end
+    local h = gpu.host.from_table(helpers.random_integers(n, -1000, 1000), dtype):reshape(table.unpack(shape))
+    return gpu.to_gpu(h), h
+  end
+
+  it("check their arguments", function()
+    helpers.assert_error("bad argument #1 to 'concatenate' (table of GPUArrays expected, got number)",
+                         ga.concatenate, 5)
+    helpers.assert_error("bad argument #1 to 'stack' (at least one array is needed)", ga.stack, {})
+    helpers.assert_error("bad argument #1 to 'stack' (item #1 is a number, not a GPUArray)", ga.stack, {1})
+  end)
+
+  helpers.gpu_it("join along every axis, promoting dtypes as NumPy does", function()
+    local a, ha = random_array({2, 3, 4}, "int32")
+    local b, hb = random_array({2, 3, 4}, "float32")
+    local c, hc = random_array({2, 5, 4}, "int16")
+    for axis = 1, 3 do
+      local pieces, tables = {a, b}, {ha:totable(), hb:totable()}
+      local joined = ga.concatenate(pieces, {axis = axis})
+      assert.are.equal("float64", joined.dtype)
+      assert.are.same(concat_ref(tables, axis), joined:get():totable())
+    end
+    local mid = ga.concatenate({a, c, a}, {axis = -2})
+    assert.are.same({2, 11, 4}, mid.shape)
+    assert.are.equal("int32", mid.dtype)
+    assert.are.same(concat_ref({ha:totable(), hc:totable(), ha:totable()}, 2), mid:get():totable())
+    for axis = 1, 4 do
+      local s = ga.stack({a, b, a}, {axis = axis})
+      local shape = {2, 3, 4}
+      table.insert(shape, axis, 3)
+      assert.are.same(shape, s.shape)
+      assert.are.same(stack_ref({ha:totable(), hb:totable(), ha:totable()}, axis), s:get():totable())
+    end
+    assert.are.same({2, 3, 4, 2}, ga.stack({a, a}, {axis = -1}).shape)
+  end)
+
+  helpers.gpu_it("take views, empty pieces and a stream", function()
+    local m, hm = random_array({3, 4}, "int64")
+    local t = m.T                                          -- (4, 3), not contiguous
+    local ht = {}
+    for i = 1, 4 do ht[i] = {} for j = 1, 3 do ht[i][j] = hm:totable()[j][i] end end
+    local empty = gpu.empty({0, 3}, "int64")
+    local s = gpu.Stream()
+    local joined = ga.concatenate({t, empty, t}, {stream = s})
+    s:synchronize()
+    assert.are.same({8, 3}, joined.shape)
+    assert.are.same(concat_ref({ht, ht}, 1), joined:get():totable())
+    assert.are.same({2, 4, 3}, ga.stack({t, t}).shape)
+    assert.are.same(stack_ref({ht, ht}, 3), ga.stack({t, t}, {axis = 3}):get():totable())
+    assert.are.same({0, 3}, ga.concatenate({empty, empty}).shape)
+  end)
+
+  helpers.gpu_it("name what does not fit", function()
+    local a, b = gpu.zeros({2, 3}, "float32"), gpu.zeros({2, 4}, "float32")
+    helpers.assert_error("bad argument #1 to 'concatenate' (array #2 has shape (2,4), which differs "
+                         .. "from array #1's off axis 1)", ga.concatenate, {a, b})
+    assert.are.same({2, 7}, ga.concatenate({a, b}, {axis = 2}).shape)
+    helpers.assert_error("bad argument #1 to 'concatenate' (array #2 is 1-d, array #1 2-d)",
+                         ga.concatenate, {a, gpu.zeros(3, "float32")})
+    helpers.assert_error("bad argument #2 to 'concatenate' (axis 3 is out of range for a 2-d array)",
+                         ga.concatenate, {a, a}, {axis = 3})
+    helpers.assert_error("bad argument #2 to 'concatenate' (unknown option 'axes')",
+                         ga.concatenate, {a, a}, {axes = 1})
+    helpers.assert_error("bad argument #1 to 'concatenate' (0-d arrays cannot be concatenated)",
+                         ga.concatenate, {gpu.zeros({}, "float32")})
+    helpers.assert_error("bad argument #1 to 'stack' (array #2 has shape (2,4), array #1 (2,3): "
+                         .. "stacked arrays need one shape)", ga.stack, {a, b})
+    helpers.assert_error("bad argument #2 to 'stack' (axis -4 is out of range for a 3-d array)",
+                         ga.stack, {a, a}, {axis = -4})
+    local freed = gpu.zeros(3, "float32")
+    freed:free()
+    helpers.assert_error("bad argument #1 to 'stack' (array #2 has been freed)", ga.stack, {a, freed})
+  end)
+end)

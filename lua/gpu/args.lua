@@ -33,4 +33,19 @@ function M.check_options(opts, n, fname, known, level)
   return opts
 end
 
+-- check_axis(axis, ndim, n, fname[, level]) -> the 1-based axis of an ndim-d array that the
+-- option value axis names (negatives count from the end); level as for check_options.
+function M.check_axis(axis, ndim, n, fname, level)
+  level = (level or 1) + 1
+  if math.type(axis) ~= "integer" then
+    M.argerror(n, fname, "option 'axis' must be an integer, got " .. (math.type(axis) or M.typename(axis)),
+               level)
+  end
+  local i = axis < 0 and ndim + 1 + axis or axis
+  if i < 1 or i > ndim then
+    M.argerror(n, fname, ("axis %d is out of range for a %d-d array"):format(axis, ndim), level)
+  end
+  return i
+end
+
 return M

@@ -695,6 +695,99 @@ function M.abs(x, opts)
 end
 function methods.abs(x, opts) return M.abs(x, opts) end
 
+-- Joining arrays: concatenate and stack ----------------------------------------------------
+
+local JOIN_OPTIONS = {axis = true, stream = true}
+local check_axis = require("gpu.args").check_axis
+
+-- The arrays to join (fname's argument 1: a list of live GPUArrays on one device) and the
+-- dtype NumPy gives their join.
+local function join_list(arrays, fname)
+  if type(arrays) ~= "table" or getmetatable(arrays) ~= nil then
+    argerror(1, fname, "table of GPUArrays expected, got " .. typename(arrays), 2)
+  end
+  if arrays[1] == nil then argerror(1, fname, "at least one array is needed", 2) end
+  local types = {}
+  for k = 1, #arrays do
+    local a = arrays[k]
+    if not is_array(a) then
+      argerror(1, fname, ("item #%d is a %s, not a GPUArray"):format(k, typename(a)), 2)
+    end
+    if a.freed then argerror(1, fname, ("array #%d has been freed"):format(k), 2) end
+    if a.device ~= arrays[1].device then
+      argerror(1, fname, ("array #%d is on device %d, array #1 on device %d")
+                         :format(k, a.device, arrays[1].device), 2)
+    end
+    types[k] = a.dtype
+  end
+  return promote.result_type_of(types)
+end
+
+-- Copies a, cast to out's dtype, into the view of out at byte offset with shape and strides.
+local function copy_into(out, offset, shape, strides, a, stream, fname)
+  if a.size == 0 then return end
+  local view = core.array_view(out, offset, out.dtype, shape, strides)
+  apply("astype", fname, {a}, {out = view, stream = stream}, out.dtype)
+end
+
+-- gpuarray.concatenate(arrays[, {axis = 1, stream = s}]): NumPy's and PyCUDA's, joining
+-- along an existing axis (1-based; negatives count from the end).
+function M.concatenate(arrays, opts)
+  local dtype = join_list(arrays, "concatenate")
+  opts = check_options(opts, 2, "concatenate", JOIN_OPTIONS)
+  local first = arrays[1]
+  if first.ndim == 0 then argerror(1, "concatenate", "0-d arrays cannot be concatenated") end
+  local axis = check_axis(opts.axis or 1, first.ndim, 2, "concatenate")
+  local shape = first.shape
+  shape[axis] = 0
+  for k = 1, #arrays do
+    local s = arrays[k].shape
+    if #s ~= #shape then
+      argerror(1, "concatenate", ("array #%d is %d-d, array #1 %d-d"):format(k, #s, #shape))
+    end
+    for d = 1, #shape do
+      if d ~= axis and s[d] ~= shape[d] then
+        argerror(1, "concatenate", ("array #%d has shape %s, which differs from array #1's off axis %d")
+                                   :format(k, promote.shape_text(s), axis))
+      end
+    end
+    shape[axis] = shape[axis] + s[axis]
+  end
+  local out = core.array_empty(shape, dtype)
+  local strides, offset = out.strides, 0
+  for k = 1, #arrays do
+    local a = arrays[k]
+    local s = a.shape
+    copy_into(out, offset, s, strides, a, opts.stream, "concatenate")
+    offset = offset + s[axis] * strides[axis]
+  end
+  return out
+end
+
+-- gpuarray.stack(arrays[, {axis = 1, stream = s}]): NumPy's and PyCUDA's, joining arrays of
+-- one shape along a new axis (1-based among the result's; negatives count from the end).
+function M.stack(arrays, opts)
+  local dtype = join_list(arrays, "stack")
+  opts = check_options(opts, 2, "stack", JOIN_OPTIONS)
+  local first = arrays[1]
+  local axis = check_axis(opts.axis or 1, first.ndim + 1, 2, "stack")
+  for k = 2, #arrays do
+    if not promote.same_shape(arrays[k].shape, first.shape) then
+      argerror(1, "stack", ("array #%d has shape %s, array #1 %s: stacked arrays need one shape")
+                           :format(k, promote.shape_text(arrays[k].shape), promote.shape_text(first.shape)))
+    end
+  end
+  local shape = first.shape
+  table.insert(shape, axis, #arrays)
+  local out = core.array_empty(shape, dtype)
+  local strides = out.strides
+  local step = table.remove(strides, axis)
+  for k = 1, #arrays do
+    copy_into(out, (k - 1) * step, first.shape, strides, arrays[k], opts.stream, "stack")
+  end
+  return out
+end
+
 -- The parts of complex arrays, as new arrays (NumPy's real and imag of a real array: a copy
 -- and zeros; conj: a copy): gpuarray.real(a), and as in PyCUDA and NumPy the fields a.real
 -- and a.imag and the method a:conj().

@@ -387,17 +387,7 @@ function M.check_options(opts, n, fname, known)
 end
 local check_options = M.check_options
 
--- The 1-based axis of an ndim-d array that option value axis names (negatives from the end).
-local function check_axis(axis, ndim, n, fname)
-  if math.type(axis) ~= "integer" then
-    argerror(n, fname, "option 'axis' must be an integer, got " .. (math.type(axis) or typename(axis)), 2)
-  end
-  local i = axis < 0 and ndim + 1 + axis or axis
-  if i < 1 or i > ndim then
-    argerror(n, fname, ("axis %d is out of range for a %d-d array"):format(axis, ndim), 2)
-  end
-  return i
-end
+local check_axis = require("gpu.args").check_axis
 
 local axis_options = {stream = true, axis = true}
 local stream_options = {stream = true}

@@ -76,10 +76,9 @@ end
 
 -- Texts for a list of floats, padded to line up as NumPy does: in scientific notation every
 -- value gets the same number of digits, and of exponent digits (1.5e+100 -2.0e-005); nan and
--- inf are right-aligned to
--- the width of the finite values.  NumPy's rule for scientific notation: the largest
--- magnitude is 1e8 or more, the smallest below 1e-4, or the largest over 1000 times the
--- smallest (zeros, nan and inf aside).
+-- inf are right-aligned to the width of the finite values.  NumPy's rule for scientific
+-- notation: the largest magnitude is 1e8 or more, the smallest below 1e-4, or the largest
+-- over 1000 times the smallest (zeros, nan and inf aside).
 local function float_texts(values, dtype)
   local max, min
   for i, v in ipairs(values) do

@@ -128,6 +128,27 @@ describe("gpuarray", function()
     assert.are.equal(0x40000000, bytes[2])
   end)
 
+  helpers.gpu_it("squeezes out axes of length 1, as a view", function()
+    local values = helpers.random_integers(6, -100, 100)
+    local a = gpu.to_gpu(gpu.host.from_table(values, "int16")):reshape(1, 2, 1, 3)
+    local s = a:squeeze()
+    assert.are.same({2, 3}, s.shape)
+    assert.are.same({{values[1], values[2], values[3]}, {values[4], values[5], values[6]}},
+                    s:get():totable())
+    s[1] = 7                                              -- shares a's memory
+    assert.are.equal(7, a:get()[1])
+    assert.are.same({2, 1, 3}, a:squeeze({axis = 1}).shape)
+    assert.are.same({1, 2, 3}, a:squeeze({axis = -2}).shape)
+    local t = a:transpose():squeeze()                     -- (3, 2), not contiguous
+    assert.are.same({3, 2}, t.shape)
+    assert.are.same({{7, values[4]}, {values[2], values[5]}, {values[3], values[6]}}, t:get():totable())
+    assert.are.same({}, gpu.zeros({1, 1}, "int8"):squeeze().shape)
+    helpers.assert_error("bad argument #1 to 'squeeze' (axis 2 has length 2, not 1)", a.squeeze, a, {axis = 2})
+    helpers.assert_error("bad argument #1 to 'squeeze' (axis 5 is out of range for a 4-d array)",
+                         a.squeeze, a, {axis = 5})
+    helpers.assert_error("bad argument #1 to 'squeeze' (unknown option 'axes')", a.squeeze, a, {axes = 1})
+  end)
+
   helpers.gpu_it("prints like NumPy", function()
     local a = gpu.to_gpu({{1.0, 2.5}, {3.0, 4.0}})
     assert.are.equal("[[1.  2.5]\n [3.  4. ]]", tostring(a))

@@ -65,6 +65,7 @@ local function check_shape(shape, n, fname)
 end
 
 local check_options = require("gpu.args").check_options
+local check_axis = require("gpu.args").check_axis
 
 local OUT_STREAM = {out = true, stream = true}
 local STREAM = {stream = true}
@@ -487,6 +488,25 @@ function methods.view(a, dtype)
   return core.array_view(a, 0, dtype, shape, a.strides)
 end
 
+-- a:squeeze([{axis = k}]): a view without the axes of length 1 (PyCUDA's and NumPy's), or
+-- without axis k alone, which must have length 1.
+local AXIS = {axis = true}
+function methods.squeeze(a, opts)
+  check_array(a, 0, "squeeze")
+  opts = check_options(opts, 1, "squeeze", AXIS)
+  local shape, strides, new_shape, new_strides = a.shape, a.strides, {}, {}
+  local only = opts.axis ~= nil and check_axis(opts.axis, a.ndim, 1, "squeeze")
+  if only and shape[only] ~= 1 then
+    argerror(1, "squeeze", ("axis %d has length %d, not 1"):format(opts.axis, shape[only]))
+  end
+  for i = 1, #shape do
+    if shape[i] ~= 1 or (only and i ~= only) then
+      new_shape[#new_shape + 1], new_strides[#new_strides + 1] = shape[i], strides[i]
+    end
+  end
+  return core.array_view(a, 0, a.dtype, new_shape, new_strides)
+end
+
 -- a:transpose([axes]): axes is a permutation of 1..ndim (default: reversed).
 function methods.transpose(a, axes)
   check_array(a, 0, "transpose")
@@ -698,7 +718,6 @@ function methods.abs(x, opts) return M.abs(x, opts) end
 -- Joining arrays: concatenate and stack ----------------------------------------------------
 
 local JOIN_OPTIONS = {axis = true, stream = true}
-local check_axis = require("gpu.args").check_axis
 
 -- The arrays to join (fname's argument 1: a list of live GPUArrays on one device) and the
 -- dtype NumPy gives their join.

@@ -92,6 +92,26 @@ LG_UNSIGNED(unsigned long long)
 LG_FLOAT(float, fmodf, floorf, copysignf, powf, fabsf)
 LG_FLOAT(double, fmod, floor, copysign, pow, fabs)
 
+// PyCUDA's (and NumPy's) frexp, modf and ldexp as one value each, for kernels of one result.
+// frexp of 0, inf and nan: the value itself and exponent 0, as NumPy gives (C leaves that
+// exponent unspecified).  ldexp's exponent is clamped first: past +-10000 every float result
+// is already 0 or inf, and C's int parameter would wrap.
+#define LG_FREXP_MODF(T, FREXP, MODF, LDEXP)                                          \
+  __device__ __forceinline__ T lg_frexp_mantissa(T x) { int e; return FREXP(x, &e); }  \
+  __device__ __forceinline__ int lg_frexp_exponent(T x) {                              \
+    int e = 0;                                                                         \
+    if (x == x && x != 0 && x - x == 0) FREXP(x, &e);                                  \
+    return e;                                                                          \
+  }                                                                                    \
+  __device__ __forceinline__ T lg_modf_fraction(T x) { T i; return MODF(x, &i); }      \
+  __device__ __forceinline__ T lg_modf_integer(T x) { T i; MODF(x, &i); return i; }    \
+  __device__ __forceinline__ T lg_ldexp(T x, long long e) {                            \
+    return LDEXP(x, (int)(e < -10000 ? -10000 : e > 10000 ? 10000 : e));               \
+  }
+
+LG_FREXP_MODF(float, frexpf, modff, ldexpf)
+LG_FREXP_MODF(double, frexp, modf, ldexp)
+
 // maximum/minimum: a NaN on either side wins (a != a only for NaN; integers never).
 #define LG_MINMAX(T)                                                                  \
   __device__ __forceinline__ T lg_max(T a, T b) { return (a > b || a != a) ? a : b; }  \

@@ -32,7 +32,36 @@ describe("cumath kernels (CPU: NVRTC only)", function()
       list[#list + 1] = {ew.program{expr = e, out = rt, name = "fmod_" .. t,
         operands = {{name = "a", dtype = t}, {name = "b", dtype = t}}}, "c"}
     end
+    for _, t in ipairs{"float32", "float64", "float16", "int16"} do
+      for _, op in ipairs{"frexp_mantissa", "frexp_exponent", "modf_fraction", "modf_integer"} do
+        local e, rt = operators.expression(op, {t}, {"a"})
+        list[#list + 1] = {ew.program{expr = e, out = rt, name = op .. "_" .. t,
+                                      operands = {{name = "a", dtype = t}}}, "c"}
+      end
+      local e, rt = operators.expression("ldexp", {t, "weak-int"}, {"a", "b"})
+      list[#list + 1] = {ew.program{expr = e, out = rt, name = "ldexp_" .. t,
+        operands = {{name = "a", dtype = t}, {name = "b", dtype = "int64", scalar = true}}}, "c"}
+    end
     assert.is_true(#gpu.compile(ew.combined_source(list), {arch = "sm_90", no_extern_c = true}) > 0)
+  end)
+
+  it("types frexp, modf and ldexp as NumPy does, and refuses what NumPy refuses", function()
+    local function names(types) return #types == 1 and {"a"} or {"a", "b"} end
+    local function result(op, types) return select(2, operators.expression(op, types, names(types))) end
+    assert.are.equal("int32", result("frexp_exponent", {"float64"}))
+    assert.are.equal("float16", result("frexp_mantissa", {"int8"}))
+    assert.are.equal("float32", result("modf_integer", {"uint16"}))
+    assert.are.equal("float32", result("ldexp", {"float32", "int64"}))
+    assert.are.equal("float64", result("ldexp", {"weak-float", "int8"}))
+    local function why(op, types) return select(2, operators.try_expression(op, types, names(types))) end
+    assert.are.equal("ldexp needs integer exponents of at most 63 bits, got Lua float",
+                     why("ldexp", {"float32", "weak-float"}))
+    assert.are.equal("ldexp needs integer exponents of at most 63 bits, got uint64",
+                     why("ldexp", {"float64", "uint64"}))
+    assert.are.equal("frexp is not defined for complex operands (complex64)",
+                     why("frexp_mantissa", {"complex64"}))
+    assert.are.equal("modf is not defined for complex operands (complex128)",
+                     why("modf_integer", {"complex128"}))
   end)
 
   it("rejects unknown options", function()
@@ -74,5 +103,80 @@ describe("cumath", function()
       local m = gpu.cumath.fmod(a, 0.25):get()
       for i = 3, 64 do R.check(math.fmod(v[i], t == "float32" and R.f32(0.25) or 0.25), m[i], t, "fmod") end
     end
+  end)
+
+  -- frexp on the CPU: halving and doubling by 2 are exact, so m is x's significand exactly
+  local function frexp_ref(x)
+    if x ~= x or x == 0 or x == math.huge or x == -math.huge then return x, 0 end
+    local m, e = math.abs(x), 0
+    while m >= 1 do m, e = m / 2, e + 1 end
+    while m < 0.5 do m, e = m * 2, e - 1 end
+    return x < 0 and -m or m, e
+  end
+  local function round_to(t, x)
+    if t == "float32" then return R.f32(x) end
+    if t == "float16" then return gpu.float16(x).value end
+    return x
+  end
+
+  helpers.gpu_it("frexp, modf and ldexp match references, with PyCUDA's two results", function()
+    local specials = {0.0, -0.0, 1.0, -0.5, 3.75, 1 / 0, -1 / 0, 0 / 0}
+    for _, t in ipairs{"float32", "float64", "float16"} do
+      local span = t == "float16" and 5 or 30
+      local v = {}
+      for i, x in ipairs(specials) do v[i] = x end
+      for i = #specials + 1, 200 do
+        v[i] = round_to(t, (math.random() * 2 - 1) * 2.0 ^ math.random(-span, span))
+      end
+      local a = gpu.to_gpu(gpu.host.from_table(v, t))
+      local m, e = gpu.cumath.frexp(a)
+      local frac, int = gpu.cumath.modf(a, {stream = gpu.Stream()})
+      assert.are.equal(t, m.dtype)
+      assert.are.equal("int32", e.dtype)
+      assert.are.equal(t, frac.dtype)
+      local hm, he, hf, hi = m:get(), e:get(), frac:get(), int:get()
+      for i = 1, #v do
+        local want_m, want_e = frexp_ref(v[i])
+        R.check(want_m, hm[i], "float64", ("frexp(%s) #%d significand"):format(t, i))
+        R.check(want_e, he[i], "int32", ("frexp(%s) #%d exponent"):format(t, i))
+        local want_i, want_f = math.modf(v[i])
+        R.check(want_f, hf[i], "float64", ("modf(%s) #%d fraction"):format(t, i))
+        R.check(want_i, hi[i], "float64", ("modf(%s) #%d integer"):format(t, i))
+      end
+      -- ldexp with an exponent array (results kept in the normal range) and with extremes
+      local shift = t == "float16" and 5 or 60
+      local exps = {}
+      for i = 1, #v do exps[i] = math.random(-shift, shift) end
+      exps[1], exps[3], exps[4], exps[5] = 100000, 300, -300, -100000
+      local scaled = gpu.cumath.ldexp(a, gpu.to_gpu(gpu.host.from_table(exps, "int32"))):get()
+      for i = 1, #v do
+        local x, n = v[i], exps[i]
+        local want = x
+        if x == x and x ~= 0 and x - x == 0 then
+          want = round_to(t, x * 2.0 ^ math.max(-10000, math.min(10000, n)))
+          if t ~= "float64" and math.abs(want) == math.huge then want = x * math.huge end
+        end
+        R.check(want, scaled[i], "float64", ("ldexp(%s) #%d: %s * 2^%d"):format(t, i, x, n))
+      end
+      local by3 = gpu.cumath.ldexp(a, 3):get()
+      for i = 1, #v do R.check(v[i] * 8, by3[i], "float64", ("ldexp(%s, 3) #%d"):format(t, i)) end
+    end
+    -- integer input computes in NumPy's float dtype; exponents of any integer dtype
+    local ints = gpu.to_gpu(gpu.host.from_table({-6, 0, 7, 1000}, "int16"))
+    local scaled = gpu.cumath.ldexp(ints, gpu.to_gpu(gpu.host.from_table({1, 2, -1, -3}, "int8")))
+    assert.are.equal("float32", scaled.dtype)
+    assert.are.same({-12, 0, 3.5, 125}, scaled:get():totable())
+    local m, e = gpu.cumath.frexp(gpu.to_gpu(gpu.host.from_table({-6, 1000}, "int64")))
+    assert.are.equal("float64", m.dtype)
+    assert.are.same({-0.75, 0.9765625}, m:get():totable())
+    assert.are.same({3, 10}, e:get():totable())
+    -- traced: frexp's two results feed ldexp, which gives the input back
+    local back = gpu.fuse(function(x) return gpu.cumath.ldexp(gpu.cumath.frexp(x)) end)
+    local v = {}
+    for i = 1, 50 do v[i] = (math.random() * 2 - 1) * 2.0 ^ math.random(-40, 40) end
+    assert.are.same(v, back(gpu.to_gpu(gpu.host.from_table(v, "float64"))):get():totable())
+    helpers.assert_error("bad argument #2 to 'ldexp' (ldexp needs integer exponents of at most 63 "
+                         .. "bits, got Lua float)", gpu.cumath.ldexp, ints, 2.5)
+    helpers.assert_error("bad argument #2 to 'frexp' (unknown option 'out')", gpu.cumath.frexp, ints, {out = ints})
   end)
 end)

@@ -1,8 +1,11 @@
 -- gpu.cumath: elementwise math functions on GPUArrays, PyCUDA's pycuda.cumath.
---   gpu.cumath.sqrt(a[, {out = o, stream = s}]), ..., gpu.cumath.fmod(a, b[, opts])
+--   gpu.cumath.sqrt(a[, {out = o, stream = s}]), ..., gpu.cumath.fmod(a, b[, opts]),
+--   gpu.cumath.ldexp(a, exponents[, opts]), gpu.cumath.frexp(a[, {stream = s}]) ->
+--   significands, exponents, gpu.cumath.modf(a[, {stream = s}]) -> fractions, integers
 -- float32 arrays compute in float32 (sqrtf, ...), float64 in float64; integer and bool arrays
--- are converted first (1- and 2-byte ones to float32, wider ones to float64).  fmod keeps
--- integer dtypes (C's remainder, 0 for a zero divisor).
+-- are converted first, to NumPy's float dtype for them (float16 for 1-byte ones, float32 for
+-- 2-byte ones, float64 for wider ones).  fmod keeps integer dtypes (C's remainder, 0 for a
+-- zero divisor).
 
 local gpuarray = require "gpu.gpuarray"
 local operators = require "gpu.operators"
@@ -11,6 +14,7 @@ local fuse = require "gpu.fuse"
 local M = {}
 
 local OUT_STREAM = {out = true, stream = true}
+local STREAM = {stream = true}
 
 local check_options = require("gpu.args").check_options
 
@@ -24,6 +28,25 @@ end
 function M.fmod(a, b, opts)
   if fuse.is_traced(a) or fuse.is_traced(b) then return fuse.apply("fmod", a, b) end
   return gpuarray._apply("fmod", "fmod", {a, b}, check_options(opts, 3, "fmod", OUT_STREAM))
+end
+
+-- ldexp(a, exponents): a * 2^exponents, exponents integers (an array or a Lua integer).
+function M.ldexp(a, e, opts)
+  if fuse.is_traced(a) or fuse.is_traced(e) then return fuse.apply("ldexp", a, e) end
+  return gpuarray._apply("ldexp", "ldexp", {a, e}, check_options(opts, 3, "ldexp", OUT_STREAM))
+end
+
+-- Functions of two results, as two kernels: frexp (significands of magnitude 0.5 to 1 and
+-- int32 exponents, with a = significand * 2^exponent; 0, inf and nan come back as they are,
+-- exponent 0) and modf (fractional and integral parts, both with a's sign).
+for name, parts in pairs{frexp = {"frexp_mantissa", "frexp_exponent"},
+                         modf = {"modf_fraction", "modf_integer"}} do
+  M[name] = function(a, opts)
+    if fuse.is_traced(a) then return fuse.apply(parts[1], a), fuse.apply(parts[2], a) end
+    opts = check_options(opts, 2, name, STREAM)
+    local first = gpuarray._apply(parts[1], name, {a}, {stream = opts.stream})
+    return first, gpuarray._apply(parts[2], name, {a}, {stream = opts.stream})
+  end
 end
 
 return M

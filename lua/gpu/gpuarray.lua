@@ -110,12 +110,15 @@ local function program_of(op, types, values, target)
   local expr, result, bad = operators.try_expression(op, types, names, target)
   if expr == nil then return nil, result, bad end
   result = weak_default[result] or result
-  -- a scalar's kernel type: what its weak type becomes beside the other operands (a
-  -- condition or criterion only chooses between them)
-  local chooses = op == "where" or op == "if_positive"
+  -- a scalar's kernel type: what its weak type becomes beside the other operands, except
+  -- for operands that stand apart (a condition or criterion chooses between the others,
+  -- ldexp's exponent scales its first operand)
+  local function apart(k)
+    return k == 1 and (op == "where" or op == "if_positive") or k == 2 and op == "ldexp"
+  end
   local strong = {}
   for k, t in ipairs(types) do
-    if not promote.is_weak(t) and not (chooses and k == 1) then strong[#strong + 1] = t end
+    if not promote.is_weak(t) and not apart(k) then strong[#strong + 1] = t end
   end
   local others = #strong > 0 and promote.result_type_of(strong) or nil
   local operands, parts = {}, {op}
@@ -123,7 +126,7 @@ local function program_of(op, types, values, target)
     local t = types[k]
     if not is_array(v) then
       if op == "where" and k == 1 then t = "bool"
-      elseif op == "if_positive" and k == 1 then t = weak_default[t] or t
+      elseif apart(k) then t = weak_default[t] or t
       elseif promote.is_weak(t) then t = others and promote.weak_dtype(t, others) or weak_default[t] end
       operands[k] = {name = names[k], dtype = t, scalar = true}
       parts[#parts + 1] = t .. "s"

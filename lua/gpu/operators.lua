@@ -83,7 +83,8 @@ local arity = {
   bxor = 2, shl = 2, shr = 2, eq = 2, ne = 2, lt = 2, le = 2, gt = 2, ge = 2,
   maximum = 2, minimum = 2, fmod = 2, neg = 1, bnot = 1, abs = 1, astype = 1, where = 3,
   real = 1, imag = 1, conj = 1, logical_and = 2, logical_or = 2, logical_not = 1,
-  if_positive = 3,
+  if_positive = 3, ldexp = 2, frexp_mantissa = 1, frexp_exponent = 1, modf_fraction = 1,
+  modf_integer = 1,
 }
 for name in pairs(unary_math) do arity[name] = 1 end
 M.arity = arity
@@ -168,6 +169,25 @@ function expression_of(op, types, exprs, target)
     end
     local f = unary_math[op][ft == "float64" and 2 or 1]   -- 16-bit floats in float
     return ("%s(%s)"):format(f, cast(a, ta, ft)), ft
+  end
+
+  -- cumath's frexp and modf, one result each (cumath launches both), and ldexp
+  if op:match("^frexp_") or op:match("^modf_") or op == "ldexp" then
+    local fname = op:match("^[^_]+")
+    local ft = float_for(ta)
+    if is_complex(ft) then
+      return nil, ("%s is not defined for complex operands (%s)"):format(fname, typename(ta)), 1
+    end
+    local ctype_of = ft == "float64" and "double" or "float"     -- 16-bit floats in float
+    local x = ("(%s)(%s)"):format(ctype_of, cast(a, ta, ft))
+    if op == "ldexp" then
+      local kb = promote.kind(tb)
+      if tb == "uint64" or (kb ~= "i" and kb ~= "u" and kb ~= "b") then
+        return nil, ("ldexp needs integer exponents of at most 63 bits, got %s"):format(typename(tb)), 2
+      end
+      return ("lg_ldexp(%s, (long long)(%s))"):format(x, b), ft
+    end
+    return ("lg_%s(%s)"):format(op, x), op == "frexp_exponent" and "int32" or ft
   end
 
   if op == "where" or op == "if_positive" then

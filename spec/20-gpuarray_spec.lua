@@ -128,6 +128,36 @@ describe("gpuarray", function()
     assert.are.equal(0x40000000, bytes[2])
   end)
 
+  helpers.gpu_it("has PyCUDA's to_gpu_async and mul_add", function()
+    local values = helpers.random_floats(1000, 100)
+    local h = gpu.host.pagelocked_empty({10, 100}, "float32")
+    for i = 1, 1000 do h[i] = values[i] end
+    local s = gpu.Stream()
+    local a = gpu.gpuarray.to_gpu_async(h, s)
+    s:synchronize()
+    assert.are.same({10, 100}, a.shape)
+    assert.are.same(h:totable(), a:get():totable())
+    helpers.assert_error("bad argument #1 to 'to_gpu_async' (async copies need page-locked host memory "
+                         .. "(gpu.host.pagelocked_empty))", gpu.gpuarray.to_gpu_async, gpu.host.empty(3, "float32"))
+    local others = helpers.random_floats(100, 100)
+    local row = gpu.to_gpu(gpu.host.from_table(others, "float64"))
+    local r = a:mul_add(2.5, row, -3)                     -- broadcast; float32 with float64
+    assert.are.equal("float64", r.dtype)
+    local hr, ha = r:get(), a:get()
+    for i = 1, 1000 do   -- 2.5 * a stays float32 (NumPy 2); the sum may be fused (an FMA)
+      local want = helpers.f32(2.5 * ha[i]) - 3 * others[(i - 1) % 100 + 1]
+      helpers.assert_close(want, hr[i], 1e-13, "mul_add #" .. i)
+    end
+    local out = gpu.empty({10, 100}, "float32")
+    assert.are.equal(out, a:mul_add(1, a, 1, {out = out, stream = s}))
+    s:synchronize()
+    local ho = out:get()
+    for i = 1, 1000 do assert.are.equal(helpers.f32(2 * ha[i]), ho[i]) end
+    helpers.assert_error("bad argument #3 to 'mul_add' (number expected, got table)", a.mul_add, a, 1, a, {})
+    helpers.assert_error("bad argument #2 to 'mul_add' (operands could not be broadcast together with "
+                         .. "shapes (10,100) (3,))", a.mul_add, a, 1, gpu.zeros(3, "float32"), 1)
+  end)
+
   helpers.gpu_it("squeezes out axes of length 1, as a view", function()
     local values = helpers.random_integers(6, -100, 100)
     local a = gpu.to_gpu(gpu.host.from_table(values, "int16")):reshape(1, 2, 1, 3)

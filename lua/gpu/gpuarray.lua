@@ -395,6 +395,16 @@ function methods.set_async(a, data, stream)
   return a
 end
 
+-- gpuarray.to_gpu_async(host[, stream]): PyCUDA's; a new array, filled by an asynchronous
+-- copy from page-locked host memory on stream.
+function M.to_gpu_async(h, stream)
+  if getmetatable(h) ~= HostArray then argerror(1, "to_gpu_async", "HostArray expected, got " .. typename(h)) end
+  if not h:is_pagelocked() then
+    argerror(1, "to_gpu_async", "async copies need page-locked host memory (gpu.host.pagelocked_empty)")
+  end
+  return core.array_empty(h.shape, h.dtype):set_async(h, stream)
+end
+
 -- Copies, fills, conversions --------------------------------------------------------------
 
 function methods.copy(a, opts)
@@ -717,6 +727,27 @@ function M.abs(x, opts)
   return apply("abs", "abs", {x}, check_options(opts, 2, "abs", OUT_STREAM))
 end
 function methods.abs(x, opts) return M.abs(x, opts) end
+
+-- a:mul_add(selffac, other, otherfac[, {out =, stream =}]) -> selffac * a + otherfac * other,
+-- PyCUDA's, in one kernel (a fused one; the factors are kernel arguments, so any values
+-- reuse it).
+local fused_mul_add
+function methods.mul_add(a, selffac, other, otherfac, opts)
+  check_array(a, 0, "mul_add")
+  local function check_factor(v, n)
+    if not math.type(v) and not is_complex(v) then
+      argerror(n, "mul_add", "number expected, got " .. typename(v), 2)
+    end
+  end
+  check_factor(selffac, 1)
+  check_array(other, 2, "mul_add")
+  check_factor(otherfac, 3)
+  opts = check_options(opts, 4, "mul_add", OUT_STREAM)
+  local _, why = promote.broadcast_shapes({a.shape, other.shape})
+  if why then argerror(2, "mul_add", why) end
+  fused_mul_add = fused_mul_add or fuse.fuse(function(sx, x, sy, y) return sx * x + sy * y end, "mul_add")
+  return fused_mul_add(selffac, a, otherfac, other, opts)
+end
 
 -- Joining arrays: concatenate and stack ----------------------------------------------------
 

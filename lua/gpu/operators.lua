@@ -178,8 +178,8 @@ function expression_of(op, types, exprs, target)
     if is_complex(ft) then
       return nil, ("%s is not defined for complex operands (%s)"):format(fname, typename(ta)), 1
     end
-    local ctype_of = ft == "float64" and "double" or "float"     -- 16-bit floats in float
-    local x = ("(%s)(%s)"):format(ctype_of, cast(a, ta, ft))
+    local float_ctype = ft == "float64" and "double" or "float"     -- 16-bit floats in float
+    local x = ("(%s)(%s)"):format(float_ctype, cast(a, ta, ft))
     if op == "ldexp" then
       local kb = promote.kind(tb)
       if tb == "uint64" or (kb ~= "i" and kb ~= "u" and kb ~= "b") then

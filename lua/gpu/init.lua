@@ -332,6 +332,7 @@ require("gpu.gpuarray").install(gpu)
 require("gpu.reduction").install(gpu)
 require("gpu.scan").install(gpu)
 require("gpu.random").install(gpu)
+require("gpu.take").install(gpu)
 require("gpu.fuse").install(gpu)
 
 return gpu

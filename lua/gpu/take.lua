@@ -1,0 +1,138 @@
+-- gpu.take: gpuarray.take(a, indices[, {out = o, mode = m, stream = s}]), PyCUDA's and
+-- NumPy's gather (kernels/take.cu).
+--
+-- The result has the indices' shape and a's dtype: element i is a[indices[i]], a read as a
+-- flat row-major array and the indices 1-based, as a[i] is.  indices is an integer GPUArray
+-- or a Lua table of integers.  mode says what an index outside 1..a.size does: "raise" (the
+-- default) raises an error naming the first such index, which needs a synchronization of
+-- the stream; "wrap" counts around cyclically (0 is the last element, a.size + 1 the first);
+-- "clip" takes the nearer end.
+
+local core = require "gpu.core"
+local ew = require "gpu.elementwise"
+local kernel_cache = require "gpu.kernel_cache"
+local reduction = require "gpu.reduction"
+local args = require "gpu.args"
+local promote = require "gpu.promote"
+
+local M = {}
+
+local argerror, typename = args.argerror, args.typename
+local GPUArray = core.types.GPUArray
+local BLOCK = 256
+local OPTIONS = {out = true, mode = true, stream = true}
+local MODES = {raise = 0, wrap = 1, clip = 2}
+local INDEX_CTYPES = {
+  int8 = "signed char", uint8 = "unsigned char", int16 = "short", uint16 = "unsigned short",
+  int32 = "int", uint32 = "unsigned int", int64 = "long long", uint64 = "unsigned long long",
+}
+
+local function live_array(v, n)
+  if getmetatable(v) ~= GPUArray then argerror(n, "take", "GPUArray expected, got " .. typename(v), 3) end
+  if v.freed then argerror(n, "take", "array has been freed", 3) end
+  return v
+end
+
+-- Whether x and y share any byte (a gather must not write where it still reads).
+local function overlap(x, y)
+  local xlo, xhi = ew.byte_extent(x)
+  local ylo, yhi = ew.byte_extent(y)
+  return xlo ~= nil and ylo ~= nil and xlo < yhi and ylo < xhi
+end
+
+-- The digits of a uint64 read back as a Lua integer (negative from 2^63 on).
+local function unsigned_text(v)
+  if v >= 0 then return ("%d"):format(v) end
+  local q = (v >> 1) // 5                  -- v // 10, unsigned
+  return ("%d%d"):format(q, v - q * 10)
+end
+
+-- A contiguous array of v's elements (v itself, or a copy freed after the stream's work).
+local function contiguous(v, stream)
+  if v.is_contiguous then return v, false end
+  return ew.launch(ew.copy_program(v.dtype), nil, stream, "take", v), true
+end
+
+function M.take(a, indices, opts)
+  live_array(a, 1)
+  if type(indices) == "table" and getmetatable(indices) == nil then
+    local ok, h = pcall(core.host.from_table, indices, "int64")
+    if not ok then argerror(2, "take", "indices must be a GPUArray or a table of integers") end
+    indices = require("gpu.gpuarray").to_gpu(h)
+  end
+  live_array(indices, 2)
+  if INDEX_CTYPES[indices.dtype] == nil then
+    argerror(2, "take", ("indices must be integers, got %s"):format(indices.dtype))
+  end
+  opts = args.check_options(opts, 3, "take", OPTIONS)
+  local mode = MODES[opts.mode or "raise"]
+  if mode == nil then
+    argerror(3, "take", ("option 'mode' must be 'raise', 'wrap' or 'clip', got %s")
+                        :format(type(opts.mode) == "string" and "'" .. opts.mode .. "'" or typename(opts.mode)))
+  end
+  if a.device ~= indices.device then
+    argerror(2, "take", ("indices are on device %d, the array on device %d"):format(indices.device, a.device))
+  end
+  local out, stream = opts.out, opts.stream
+  if out ~= nil then
+    live_array(out, 3)
+    if out.dtype ~= a.dtype or not promote.same_shape(out.shape, indices.shape) then
+      argerror(3, "take", ("out array is %s of shape %s, the result %s of shape %s")
+                          :format(out.dtype, promote.shape_text(out.shape), a.dtype,
+                                  promote.shape_text(indices.shape)))
+    end
+  end
+  local result = out or core.array_empty(indices.shape, a.dtype)
+  local n = indices.size
+  if n == 0 then return result end
+  if a.size == 0 then argerror(2, "take", "cannot take from an empty array") end
+  local source, source_copied = contiguous(a, stream)
+  local where, where_copied = contiguous(indices, stream)
+  -- gathered in place when it can be; through a temporary when out is strided, overlaps
+  -- an input, or must stay as it was should an index be out of range (NumPy's "raise")
+  local target = result
+  if not result.is_contiguous or overlap(result, a) or overlap(result, indices) or
+     (mode == MODES.raise and out ~= nil) then
+    target = core.array_empty(result.shape, result.dtype)
+  end
+  local key = ("take|%d|%s|%d"):format(a.itemsize, indices.dtype, mode)
+  local f = kernel_cache.get(key, function()
+    return reduction.fill(core.kernel_sources["take.cu"], {
+      MODE = tostring(mode), ITEM_BYTES = tostring(a.itemsize), INDEX_T = INDEX_CTYPES[indices.dtype],
+    }), "gpu_take", nil, {no_extern_c = true, name = "take.cu"}
+  end)
+  local first_bad
+  if mode == 0 then
+    first_bad = core.mem_alloc(8)
+    core.memset_d32_async(first_bad, 0xffffffff, 2, stream)
+  end
+  local grid = math.max(1, math.min(reduction.max_grid() * 4, (n + BLOCK - 1) // BLOCK))
+  f(target, source, where, n, a.size, first_bad, {block = BLOCK, grid = grid, stream = stream})
+  if source_copied then core.free_after(source.gpudata, stream) end
+  if first_bad then
+    if stream then stream:synchronize() end
+    local bad = core.from_device(first_bad, 1, "int64")[1]   -- the first bad position, 0-based
+    first_bad:free()
+    if bad >= 0 then
+      local index = where[bad + 1]
+      if where_copied then where:free() end
+      if target ~= result then target:free() end
+      index = indices.dtype == "uint64" and unsigned_text(index) or ("%d"):format(index)
+      argerror(2, "take", ("index %s at position %d is out of range for %d elements")
+                          :format(index, bad + 1, a.size))
+    end
+  end
+  if where_copied then core.free_after(where.gpudata, stream) end
+  if target ~= result then
+    ew.launch(ew.copy_program(result.dtype), result, stream, "take", target)
+    core.free_after(target.gpudata, stream)
+  end
+  return result
+end
+
+function M.install(gpu)
+  gpu.gpuarray.take = M.take
+  gpu.take = M
+end
+
+return M

@@ -92,6 +92,15 @@ describe("reductions", function()
         local image = gpu.compile(reduction.builtin_source(op, "float32"), {arch = "sm_90", no_extern_c = true})
         assert.is_true(#image > 0)
       end
+      for _, dtype in ipairs(R.all_dtypes) do
+        if dtype ~= "float16" and dtype ~= "bfloat16" then   -- those go through float32
+          for _, op in ipairs{"argmax", "argmin"} do
+            local ok, err = pcall(gpu.compile, reduction.arg_kernel(op, dtype).source,
+                                  {arch = "compute_90", target = "ptx", no_extern_c = true})
+            assert(ok, ("%s of %s: %s"):format(op, dtype, tostring(err)))
+          end
+        end
+      end
     end)
   end)
 
@@ -308,6 +317,73 @@ describe("reductions", function()
     local big = R.generate(100001, "int32", function(i) return i == 77777 and 0 or i end)
     assert.is_false(big:all())
     assert.is_true(big:any())
+  end)
+
+  -- NumPy's argmax and argmin, 1-based: the first NaN if there is one, else the first best.
+  local function arg_reference(values, dtype, op)
+    local best
+    for i, v in ipairs(values) do
+      if v ~= v then return i end
+      if best == nil then best = i
+      else
+        local b = values[best]
+        local less
+        if dtype == "bool" then less = not v and b
+        elseif dtype == "uint64" then less = math.ult(v, b)
+        else less = v < b end
+        local greater
+        if dtype == "bool" then greater = v and not b
+        elseif dtype == "uint64" then greater = math.ult(b, v)
+        else greater = v > b end
+        if (op == "argmax" and greater) or (op == "argmin" and less) then best = i end
+      end
+    end
+    return best
+  end
+
+  helpers.gpu_it("argmax and argmin of every real dtype: first best, first NaN, 1-based", function()
+    for _, dtype in ipairs(R.all_dtypes) do
+      for _, n in ipairs{1, 2, 33, 257, 1000, 100001} do
+        for _, nan in ipairs{false, true} do
+          if not nan or is_float(dtype) then
+            local a, values = R.generate(n, dtype, function()
+              if dtype == "bool" then return math.random() < 0.5 end
+              if dtype == "uint64" then return math.random(-3, 3) end   -- 2^64 - 3 .. 3: ties, huge
+              if dtype:match("^uint") then return math.random(0, 10) end
+              return math.random(-5, 5) * (is_float(dtype) and 0.5 or 1)   -- many ties
+            end)
+            if nan then
+              local h = a:get()
+              for _ = 1, 3 do h[math.random(1, n)] = 0 / 0 end
+              a:set(h)
+              values = h:totable()
+            end
+            for _, op in ipairs{"argmax", "argmin"} do
+              local want = arg_reference(values, dtype, op)
+              local got = a[op](a)
+              assert(got == want, ("%s of %s[%d]%s: got %s, expected %d"):format(op, dtype, n,
+                     nan and " with NaN" or "", tostring(got), want))
+            end
+          end
+        end
+      end
+    end
+    -- a transposed view counts in its own row-major order; the device form is a 0-d int64
+    local m = R.to_gpu({3, 9, 1, 9, 0, 7}, "int32")
+    local t = R.transposed(R.reshaped(m, {2, 3}))                 -- {{3, 9}, {9, 0}, {1, 7}}
+    assert.are.equal(2, t:argmax())
+    assert.are.equal(4, t:argmin())
+    local s = core.Stream()
+    local on_device = gpu.gpuarray.argmax(t, {stream = s})
+    assert.are.equal("int64", on_device.dtype)
+    assert.are.same({}, on_device.shape)
+    s:synchronize()
+    assert.are.equal(2, R.value(on_device))
+    helpers.assert_error("bad argument #1 to 'argmax' (argmax is not defined for complex arrays "
+                         .. "(complex64 has no order))", gpu.gpuarray.argmax, R.to_gpu({1, 2}, "complex64"))
+    helpers.assert_error("bad argument #1 to 'argmin' (attempt to get argmin of an empty array)",
+                         m.argmin, core.array_empty(0, "float32"))
+    helpers.assert_error("bad argument #2 to 'argmax' (unknown option 'axis')", m.argmax, m, {axis = 1})
   end)
 
   helpers.gpu_it("reject bad input with clear messages", function()

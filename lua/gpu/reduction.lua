@@ -595,6 +595,78 @@ function ReductionKernel:__call(...)
   return out
 end
 
+-- argmax and argmin ------------------------------------------------------------------------
+
+-- One ReductionKernel per operation and dtype over (1-based index, value) pairs: the better
+-- value wins, a NaN beats any number (NumPy's argmax and argmin return the first NaN), and
+-- a tie goes to the smaller index, which makes the choice independent of the order pairs
+-- meet in.  The neutral pair has the worst value and an index past every element's.
+local arg_ctypes = {
+  bool = "bool", int8 = "signed char", uint8 = "unsigned char", int16 = "short",
+  uint16 = "unsigned short", int32 = "int", uint32 = "unsigned int", int64 = "long long",
+  uint64 = "unsigned long long", float32 = "float", float64 = "double",
+}
+local arg_kernels = {}
+
+function M.arg_kernel(op, dtype)
+  local key = op .. "|" .. dtype
+  if arg_kernels[key] then return arg_kernels[key] end
+  local t, float = arg_ctypes[dtype], dtypes[dtype].kind == "f"
+  local better = op == "argmax" and ">" or "<"
+  local worst
+  if float then worst = infinity(t, op == "argmax")
+  else worst = int_limits[dtype][op == "argmax" and 1 or 2] end
+  local preamble = ([[
+struct lg_arg_pair { long long index; %s value; };
+__device__ __forceinline__ lg_arg_pair lg_arg_pick(lg_arg_pair a, lg_arg_pair b) {
+  const bool a_nan = %s, b_nan = %s;
+  if (a_nan || b_nan) return (a_nan && b_nan) ? (a.index < b.index ? a : b) : (a_nan ? a : b);
+  if (a.value %s b.value) return a;
+  if (b.value %s a.value) return b;
+  return a.index < b.index ? a : b;
+}]]):format(t, float and "a.value != a.value" or "false", float and "b.value != b.value" or "false",
+             better, better)
+  local k = M.ReductionKernel({ctype = "lg_arg_pair", itemsize = 16},
+                              ("lg_arg_pair{9223372036854775807LL, (%s)(%s)}"):format(t, worst),
+                              "lg_arg_pick(a, b)", "lg_arg_pair{(long long)i + 1, x[i]}",
+                              ("const %s *x"):format(t), {preamble = preamble, name = op})
+  arg_kernels[key] = k
+  return k
+end
+
+-- The 1-based index of a's best element (row-major order) as a 0-d int64 GPUArray.
+local function arg_index(op, a, stream)
+  local d = dtypes[a.dtype]
+  local x = a
+  if d.kind == "f" and d.size == 2 then x = a:astype("float32", stream and {stream = stream}) end
+  local pair = M.arg_kernel(op, x.dtype)(x, {stream = stream})
+  if x ~= a then core.free_after(x.gpudata, stream) end
+  return core.array_view(pair, 0, "int64", {})      -- the pair's first 8 bytes
+end
+
+-- The checks of argmax and argmin, then finish(index, stream).  (The checks stay in the
+-- returned function, so errors blame its caller.)
+local function arg_reduction(op, finish)
+  return function(a, opts)
+    check_array(a, 1, op)
+    opts = check_options(opts, 2, op, stream_options)
+    if dtypes[a.dtype].kind == "c" then
+      argerror(1, op, ("%s is not defined for complex arrays (%s has no order)"):format(op, a.dtype))
+    end
+    if a.size == 0 then argerror(1, op, ("attempt to get %s of an empty array"):format(op)) end
+    return finish(arg_index(op, a, opts.stream), opts.stream)
+  end
+end
+
+for _, op in ipairs{"argmax", "argmin"} do
+  -- gpuarray.argmax(a[, {stream = s}]) -> 0-d int64 GPUArray
+  M[op] = arg_reduction(op, function(index) return index end)
+  -- a:argmax([{stream = s}]) -> Lua integer (synchronizes)
+  M[op .. "_value"] = arg_reduction(op, function(index, stream)
+    return fetch(index.gpudata, "int64", stream)
+  end)
+end
+
 -- install ----------------------------------------------------------------------------------
 
 function M.install(gpu)
@@ -610,6 +682,8 @@ function M.install(gpu)
   ga.any, ga.all = device_reduction("any"), device_reduction("all")
   methods.dot = M.dot_value
   ga.dot, ga.vdot = M.dot, M.vdot
+  methods.argmax, methods.argmin = M.argmax_value, M.argmin_value
+  ga.argmax, ga.argmin = M.argmax, M.argmin
   gpu.ReductionKernel = M.ReductionKernel
   gpu.reduction = M
 end

@@ -601,17 +601,12 @@ end
 -- value wins, a NaN beats any number (NumPy's argmax and argmin return the first NaN), and
 -- a tie goes to the smaller index, which makes the choice independent of the order pairs
 -- meet in.  The neutral pair has the worst value and an index past every element's.
-local arg_ctypes = {
-  bool = "bool", int8 = "signed char", uint8 = "unsigned char", int16 = "short",
-  uint16 = "unsigned short", int32 = "int", uint32 = "unsigned int", int64 = "long long",
-  uint64 = "unsigned long long", float32 = "float", float64 = "double",
-}
 local arg_kernels = {}
 
 function M.arg_kernel(op, dtype)
   local key = op .. "|" .. dtype
   if arg_kernels[key] then return arg_kernels[key] end
-  local t, float = arg_ctypes[dtype], dtypes[dtype].kind == "f"
+  local t, float = dtypes[dtype].ctype, dtypes[dtype].kind == "f"
   local better = op == "argmax" and ">" or "<"
   local worst
   if float then worst = infinity(t, op == "argmax")

@@ -18,20 +18,10 @@ local promote = require "gpu.promote"
 local M = {}
 
 local argerror, typename = args.argerror, args.typename
-local GPUArray = core.types.GPUArray
 local BLOCK = 256
 local OPTIONS = {out = true, mode = true, stream = true}
 local MODES = {raise = 0, wrap = 1, clip = 2}
-local INDEX_CTYPES = {
-  int8 = "signed char", uint8 = "unsigned char", int16 = "short", uint16 = "unsigned short",
-  int32 = "int", uint32 = "unsigned int", int64 = "long long", uint64 = "unsigned long long",
-}
-
-local function live_array(v, n)
-  if getmetatable(v) ~= GPUArray then argerror(n, "take", "GPUArray expected, got " .. typename(v), 3) end
-  if v.freed then argerror(n, "take", "array has been freed", 3) end
-  return v
-end
+local check_array = reduction.check_array
 
 -- Whether x and y share any byte (a gather must not write where it still reads).
 local function overlap(x, y)
@@ -54,14 +44,15 @@ local function contiguous(v, stream)
 end
 
 function M.take(a, indices, opts)
-  live_array(a, 1)
+  check_array(a, 1, "take")
   if type(indices) == "table" and getmetatable(indices) == nil then
     local ok, h = pcall(core.host.from_table, indices, "int64")
     if not ok then argerror(2, "take", "indices must be a GPUArray or a table of integers") end
     indices = require("gpu.gpuarray").to_gpu(h)
   end
-  live_array(indices, 2)
-  if INDEX_CTYPES[indices.dtype] == nil then
+  check_array(indices, 2, "take")
+  local index_type = reduction.dtypes[indices.dtype]
+  if index_type.kind ~= "i" and index_type.kind ~= "u" then
     argerror(2, "take", ("indices must be integers, got %s"):format(indices.dtype))
   end
   opts = args.check_options(opts, 3, "take", OPTIONS)
@@ -75,7 +66,7 @@ function M.take(a, indices, opts)
   end
   local out, stream = opts.out, opts.stream
   if out ~= nil then
-    live_array(out, 3)
+    check_array(out, 3, "take")
     if out.dtype ~= a.dtype or not promote.same_shape(out.shape, indices.shape) then
       argerror(3, "take", ("out array is %s of shape %s, the result %s of shape %s")
                           :format(out.dtype, promote.shape_text(out.shape), a.dtype,
@@ -98,7 +89,7 @@ function M.take(a, indices, opts)
   local key = ("take|%d|%s|%d"):format(a.itemsize, indices.dtype, mode)
   local f = kernel_cache.get(key, function()
     return reduction.fill(core.kernel_sources["take.cu"], {
-      MODE = tostring(mode), ITEM_BYTES = tostring(a.itemsize), INDEX_T = INDEX_CTYPES[indices.dtype],
+      MODE = tostring(mode), ITEM_BYTES = tostring(a.itemsize), INDEX_T = index_type.ctype,
     }), "gpu_take", nil, {no_extern_c = true, name = "take.cu"}
   end)
   local first_bad

@@ -5,11 +5,13 @@
 // The contiguous path of the built-in reductions loads 16 bytes at a time, four loads in
 // flight per thread, each into its own accumulator (more memory parallelism, and shorter
 // float sums).  Blocks combine their threads with warp shuffles where the accumulator is a
-// scalar, through shared memory otherwise (ReductionKernel's struct types).
+// scalar, through shared memory otherwise (ReductionKernel's struct types).  argmax and argmin
+// reduce (index, value) pairs, a struct that their preamble declares with its own shuffle.
 //
 // Kernels: gpu_reduce_vec (contiguous, 16-byte aligned built-ins; a second input for dot),
 // gpu_reduce_index (a map over the index i and the arguments: strided inputs and
 // ReductionKernel), gpu_reduce_axis1/32 (one output per kept index) and gpu_reduce_finish.
+// Built-ins whose map needs the element's index (argmax, argmin) have no gpu_reduce_vec.
 // One module holds every kernel of an operation and dtype, so each compiles once.
 
 $PREAMBLE
@@ -159,9 +161,8 @@ gpu_reduce_index($MAP_ARGS, long long n, gpu_acc_t *partials, gpu_out_t *out, lo
 }
 
 #if GPU_WITH_AXIS
-#ifndef GPU_MAP
-#define GPU_MAP(x, y) ($MAPV)
-#endif
+// the map of element x, at index j (0-based) along the axis
+#define GPU_MAP_AT(x, j) ($MAP_AT)
 
 // Each output (one kept index, found through lay) reduces k elements axis_stride bytes apart,
 // with GROUP threads: 32 when the axis is contiguous and long enough, else 1.
@@ -178,7 +179,7 @@ __device__ __forceinline__ void gpu_axis(const char *in, long long m, long long 
     if (o < m) {
       const char *base = in + gpu_offset(lay, o);
       for (long long j = lane; j < k; j += GROUP)
-        acc = gpu_reduce_op(acc, GPU_MAP(*(const gpu_in_t *)(base + j * axis_stride), 0));
+        acc = gpu_reduce_op(acc, GPU_MAP_AT(*(const gpu_in_t *)(base + j * axis_stride), j));
     }
     if (GROUP > 1)
       for (int s = GROUP / 2; s > 0; s >>= 1) acc = gpu_reduce_op(acc, gpu_shfl_down(acc, s));

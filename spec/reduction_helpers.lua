@@ -75,4 +75,31 @@ function M.random_value(dtype)
   return math.random(math.tointeger(lo[dtype] or 0), math.tointeger(hi[dtype]))
 end
 
+-- Values with many ties (and, for uint64, huge ones: 2^64 - 3 .. 3), for argmax and argmin.
+function M.tied_value(dtype)
+  if dtype == "bool" then return math.random() < 0.5 end
+  if dtype == "uint64" then return math.random(-3, 3) end
+  if dtype:match("^uint") then return math.random(0, 10) end
+  return math.random(-5, 5) * (dtype:match("^b?float") and 0.5 or 1)
+end
+
+-- NumPy's argmax and argmin of a list of values as stored, 1-based: the first NaN if there
+-- is one, else the first best (uint64 compared unsigned).
+function M.arg_reference(values, dtype, op)
+  local best
+  for i, v in ipairs(values) do
+    if v ~= v then return i end
+    if best == nil then best = i
+    else
+      local b = values[best]
+      local less, greater
+      if dtype == "bool" then less, greater = not v and b, v and not b
+      elseif dtype == "uint64" then less, greater = math.ult(v, b), math.ult(b, v)
+      else less, greater = v < b, v > b end
+      if (op == "argmax" and greater) or (op == "argmin" and less) then best = i end
+    end
+  end
+  return best
+end
+
 return M

@@ -1,12 +1,14 @@
--- gpu.reduction: sum, prod, min, max, mean, any, all and dot of GPU arrays, whole or along one
--- axis, and gpu.ReductionKernel.  Kernels come from the template kernels/reduce.cu, filled in
--- per operation and dtype and compiled once per device (gpu.kernel_cache).
+-- gpu.reduction: sum, prod, min, max, mean, any, all, argmax, argmin, var and std of GPU
+-- arrays, whole or along one axis, dot, and gpu.ReductionKernel.  Kernels come from the
+-- template kernels/reduce.cu, filled in per operation and dtype and compiled once per device
+-- (gpu.kernel_cache); var and std add elementwise kernels (gpu.elementwise).
 --
 -- Result dtypes follow NumPy: sum and prod of bool and signed integers give int64, of unsigned
 -- integers uint64, of floats the same float; mean of integers gives float64; min and max keep
--- the dtype; dot gives the promoted dtype of its inputs.  Method forms (a:sum()) synchronize
--- and return Lua values; the gpuarray functions (gpuarray.sum(a)) return 0-d GPUArrays that
--- stay on the device.
+-- the dtype; argmax and argmin give int64 indices; var and std give M.var_dtype; dot gives the
+-- promoted dtype of its inputs.  Method forms (a:sum()) synchronize and return Lua values; the
+-- gpuarray functions (gpuarray.sum(a)) return 0-d GPUArrays that stay on the device.  With an
+-- axis, both forms return arrays.
 
 local core = require "gpu.core"
 local kernel_cache = require "gpu.kernel_cache"
@@ -32,7 +34,7 @@ M.dtypes = dtypes
 local ctype_sizes = {
   ["bool"] = 1, ["unsigned int"] = 4, ["int"] = 4, ["long long"] = 8,
   ["unsigned long long"] = 8, ["float"] = 4, ["double"] = 8, ["lg_complex64"] = 8,
-  ["lg_complex128"] = 16,
+  ["lg_complex128"] = 16, ["lg_arg_pair"] = 16,   -- argmax's (index, value), padded to 16
 }
 
 -- NumPy's promote_types for two dtype names (dot's result dtype): gpu.promote's.
@@ -70,6 +72,21 @@ end
 function M.mean_dtype(dtype)
   local kind = dtypes[dtype].kind
   return (kind == "f" or kind == "c") and dtype or "float64"
+end
+
+-- var and std: float64 for bool and integers, a float's own dtype, a complex one's real part.
+function M.var_dtype(dtype)
+  local d = dtypes[dtype]
+  if d.kind == "c" then return d.size == 8 and "float32" or "float64" end
+  return d.kind == "f" and dtype or "float64"
+end
+
+-- The dtype var's mean and deviations are computed in: the mean's, but float32 for the 16-bit
+-- floats (as NumPy computes their var).
+function M.var_work_dtype(dtype)
+  local d = dtypes[dtype]
+  if d.kind == "f" and d.size == 2 then return "float32" end
+  return M.mean_dtype(dtype)
 end
 
 local int_limits = {
@@ -131,14 +148,16 @@ end
 function ops.min(dtype) return minmax(dtype, true) end
 function ops.max(dtype) return minmax(dtype, false) end
 
-function ops.mean(dtype)
-  local out = M.mean_dtype(dtype)
+-- The mean of dtype's elements as dtype out.
+local function mean_as(dtype, out)
   local kind = dtypes[dtype].kind
   local acc = (kind == "f" or kind == "c") and sum_acc(out) or "double"
   return {out = out, acc = acc, reduce = "a + b", neutral = "0",
           map = function(x) return convert(dtype, x, acc) end,
           finish = function(a) return store(out, ("%s / (%s)count"):format(a, acc)) end}
 end
+
+function ops.mean(dtype) return mean_as(dtype, M.mean_dtype(dtype)) end
 
 local function truth(dtype, x)
   if dtypes[dtype].kind == "c" then return ("lg_nonzero(%s)"):format(x) end
@@ -182,6 +201,47 @@ function ops.vdot(dtype, dtype2)
   return spec
 end
 
+-- argmax and argmin reduce (1-based index, value) pairs, the preamble's lg_arg_pair, whose
+-- value is min/max's accumulator type (float for the 16-bit floats).  The better value wins, a
+-- NaN beats any number (NumPy returns the first NaN), and a tie goes to the smaller index, so
+-- the result does not depend on the order pairs meet in.  The neutral pair has the worst value
+-- and an index past every element's.  map_at(x, index) builds the pair of element x at a
+-- 0-based index: flat row-major over the whole array, or along the reduced axis.
+local function arg(dtype, op)
+  local value = minmax_acc(dtype)
+  local float = dtypes[dtype].kind == "f"
+  local better = op == "argmax" and ">" or "<"
+  local worst = float and infinity(value, op == "argmax") or int_limits[dtype][op == "argmax" and 1 or 2]
+  local preamble = ([[
+struct lg_arg_pair { long long index; %s value; };
+__device__ __forceinline__ lg_arg_pair lg_arg_pick(lg_arg_pair a, lg_arg_pair b) {
+  const bool a_nan = %s, b_nan = %s;
+  if (a_nan || b_nan) return (a_nan && b_nan) ? (a.index < b.index ? a : b) : (a_nan ? a : b);
+  if (a.value %s b.value) return a;
+  if (b.value %s a.value) return b;
+  return a.index < b.index ? a : b;
+}
+// the pair shuffled part by part (reduce.cu's gpu_shfl_down template takes scalars only)
+__device__ __forceinline__ lg_arg_pair gpu_shfl_down(lg_arg_pair v, int delta) {
+  return lg_arg_pair{__shfl_down_sync(0xffffffffu, v.index, delta),
+                     __shfl_down_sync(0xffffffffu, v.value, delta)};
+}]]):format(value, float and "a.value != a.value" or "false", float and "b.value != b.value" or "false",
+             better, better)
+  return {out = "int64", acc = "lg_arg_pair", preamble = preamble, reduce = "lg_arg_pick(a, b)",
+          neutral = ("lg_arg_pair{9223372036854775807LL, (%s)(%s)}"):format(value, worst),
+          map_at = function(x, index)
+            return ("lg_arg_pair{(%s) + 1, %s}"):format(index, convert(dtype, x, value))
+          end,
+          finish = function(a) return store("int64", a .. ".index") end}
+end
+
+function ops.argmax(dtype) return arg(dtype, "argmax") end
+function ops.argmin(dtype) return arg(dtype, "argmin") end
+
+-- var's first pass: the mean in the dtype the deviations are computed in (M.var_work_dtype:
+-- float32 for the 16-bit floats, whose own mean would round to 16 bits).
+function ops.var_mean(dtype) return mean_as(dtype, M.var_work_dtype(dtype)) end
+
 M.ops = ops
 
 -- Sources ----------------------------------------------------------------------------------
@@ -198,7 +258,8 @@ local function template()
   return core.kernel_sources["common.cu"] .. "\n" .. core.kernel_sources["reduce.cu"]
 end
 
--- The module source of a built-in operation on dtype (and dtype2 for dot).
+-- The module source of a built-in operation on dtype (and dtype2 for dot).  An operation
+-- whose map needs the element's index gives map_at(x, index) instead of map(x).
 function M.builtin_source(op, dtype, dtype2)
   local spec = ops[op](dtype, dtype2)
   local d, d2 = dtypes[dtype], dtype2 and dtypes[dtype2]
@@ -210,21 +271,23 @@ function M.builtin_source(op, dtype, dtype2)
     map_names = map_names .. ", in2, lay2"
     mapv_b = "y"
   end
-  local load2 = d2 and ("*(const %s *)(in2 + gpu_offset(lay2, i))"):format(d2.ctype) or "0"
+  local load1 = "(" .. load:gsub("gpu_in_t", d.ctype) .. ")"
+  local load2 = d2 and ("(*(const %s *)(in2 + gpu_offset(lay2, i)))"):format(d2.ctype) or "0"
+  local map_at = spec.map_at or function(x) return spec.map(x) end
   return fill(template(), {
-    PREAMBLE = "", SHUFFLE = "1",
+    PREAMBLE = spec.preamble or "", SHUFFLE = "1",
     ACC_T = spec.acc, OUT_T = dtypes[spec.out].ctype,
     REDUCE = spec.reduce, NEUTRAL = ("(gpu_acc_t)(%s)"):format(spec.neutral),
     FINISH = spec.finish("a"),
-    WITH_VEC = (not d2 or d2.size == d.size) and d.kind ~= "c" and "1" or "0",
+    WITH_VEC = spec.map and (not d2 or d2.size == d.size) and d.kind ~= "c" and "1" or "0",
     WITH_AXIS = d2 and "0" or "1",
     IN_T = d.ctype, IN2_T = d2 and d2.ctype or "int", HAS_B = d2 and "1" or "0",
     -- spelled out, not a macro: gpu.signature reads the parameter list as written
     B_PARAM = d2 and "const gpu_in2_t *__restrict__ b," or "",
-    MAPV = spec.map("x", mapv_b),
+    MAPV = spec.map and spec.map("x", mapv_b) or "0",
     MAP_ARGS = map_args, MAP_NAMES = map_names,
-    MAP = d2 and spec.map("(" .. load:gsub("gpu_in_t", d.ctype) .. ")", "(" .. load2 .. ")")
-             or spec.map("(" .. load:gsub("gpu_in_t", d.ctype) .. ")"),
+    MAP = d2 and spec.map(load1, load2) or map_at(load1, "i"),
+    MAP_AT = d2 and "0" or map_at("x", "j"),
   }), spec
 end
 
@@ -314,7 +377,7 @@ local function reduce_all(op, a, b, stream)
   local n = a.size
   local acc_size = ctype_sizes[spec.acc]
   local d = dtypes[dtype]
-  local vec = d.kind ~= "c" and a.is_contiguous and a.ptr % 16 == 0 and
+  local vec = spec.map and d.kind ~= "c" and a.is_contiguous and a.ptr % 16 == 0 and
               (not b or (b.is_contiguous and b.ptr % 16 == 0 and dtypes[dtype2].size == d.size))
   local per_thread = vec and 16 // d.size or 1
   local grid = math.max(1, math.min(max_grid(), ceil_div(n, BLOCK * per_thread)))
@@ -542,6 +605,7 @@ function M.ReductionKernel(dtype_out, neutral, reduce_expr, map_expr, arguments,
     ACC_T = out_ctype, OUT_T = out_ctype, REDUCE = reduce_expr, NEUTRAL = neutral,
     FINISH = "a", WITH_VEC = "0", WITH_AXIS = "0", IN_T = "int", IN2_T = "int", HAS_B = "0", B_PARAM = "",
     MAPV = "0", MAP_ARGS = arguments, MAP_NAMES = table.concat(names, ", "), MAP = map_expr,
+    MAP_AT = "0",
   })
   return setmetatable({
     source = source, params = params, first_vector = first_vector, out_dtype = out_dtype,
@@ -597,68 +661,134 @@ end
 
 -- argmax and argmin ------------------------------------------------------------------------
 
--- One ReductionKernel per operation and dtype over (1-based index, value) pairs: the better
--- value wins, a NaN beats any number (NumPy's argmax and argmin return the first NaN), and
--- a tie goes to the smaller index, which makes the choice independent of the order pairs
--- meet in.  The neutral pair has the worst value and an index past every element's.
-local arg_kernels = {}
-
-function M.arg_kernel(op, dtype)
-  local key = op .. "|" .. dtype
-  if arg_kernels[key] then return arg_kernels[key] end
-  local t, float = dtypes[dtype].ctype, dtypes[dtype].kind == "f"
-  local better = op == "argmax" and ">" or "<"
-  local worst
-  if float then worst = infinity(t, op == "argmax")
-  else worst = int_limits[dtype][op == "argmax" and 1 or 2] end
-  local preamble = ([[
-struct lg_arg_pair { long long index; %s value; };
-__device__ __forceinline__ lg_arg_pair lg_arg_pick(lg_arg_pair a, lg_arg_pair b) {
-  const bool a_nan = %s, b_nan = %s;
-  if (a_nan || b_nan) return (a_nan && b_nan) ? (a.index < b.index ? a : b) : (a_nan ? a : b);
-  if (a.value %s b.value) return a;
-  if (b.value %s a.value) return b;
-  return a.index < b.index ? a : b;
-}]]):format(t, float and "a.value != a.value" or "false", float and "b.value != b.value" or "false",
-             better, better)
-  local k = M.ReductionKernel({ctype = "lg_arg_pair", itemsize = 16},
-                              ("lg_arg_pair{9223372036854775807LL, (%s)(%s)}"):format(t, worst),
-                              "lg_arg_pick(a, b)", "lg_arg_pair{(long long)i + 1, x[i]}",
-                              ("const %s *x"):format(t), {preamble = preamble, name = op})
-  arg_kernels[key] = k
-  return k
-end
-
--- The 1-based index of a's best element (row-major order) as a 0-d int64 GPUArray.
-local function arg_index(op, a, stream)
-  local d = dtypes[a.dtype]
-  local x = a
-  if d.kind == "f" and d.size == 2 then x = a:astype("float32", stream and {stream = stream}) end
-  local pair = M.arg_kernel(op, x.dtype)(x, {stream = stream})
-  if x ~= a then core.free_after(x.gpudata, stream) end
-  return core.array_view(pair, 0, "int64", {})      -- the pair's first 8 bytes
-end
-
--- The checks of argmax and argmin, then finish(index, stream).  (The checks stay in the
--- returned function, so errors blame its caller.)
+-- The checks of argmax and argmin, then the axis form, or finish(index, buf, stream) with the
+-- 1-based row-major index of a's best element, a 0-d int64 array at the start of buf.  (The
+-- checks stay in the returned function, so errors blame its caller.)
 local function arg_reduction(op, finish)
   return function(a, opts)
     check_array(a, 1, op)
-    opts = check_options(opts, 2, op, stream_options)
+    opts = check_options(opts, 2, op, axis_options)
     if dtypes[a.dtype].kind == "c" then
       argerror(1, op, ("%s is not defined for complex arrays (%s has no order)"):format(op, a.dtype))
     end
+    if opts.axis ~= nil then
+      local axis = check_axis(opts.axis, a.ndim, 2, op)
+      if a.shape[axis] == 0 then
+        argerror(1, op, ("attempt to get %s of an empty sequence (axis %d has length 0)")
+                        :format(op, opts.axis))
+      end
+      return reduce_axis(op, op, a, axis, opts.stream)
+    end
     if a.size == 0 then argerror(1, op, ("attempt to get %s of an empty array"):format(op)) end
-    return finish(arg_index(op, a, opts.stream), opts.stream)
+    local index, buf = reduce_all(op, a, nil, opts.stream)
+    return finish(index, buf, opts.stream)
   end
 end
 
 for _, op in ipairs{"argmax", "argmin"} do
-  -- gpuarray.argmax(a[, {stream = s}]) -> 0-d int64 GPUArray
+  -- gpuarray.argmax(a[, {axis = k, stream = s}]) -> int64 GPUArray (0-d without axis)
   M[op] = arg_reduction(op, function(index) return index end)
-  -- a:argmax([{stream = s}]) -> Lua integer (synchronizes)
-  M[op .. "_value"] = arg_reduction(op, function(index, stream)
-    return fetch(index.gpudata, "int64", stream)
+  -- a:argmax([{axis = k, stream = s}]) -> Lua integer (synchronizes); an array with axis
+  M[op .. "_value"] = arg_reduction(op, function(_, buf, stream)
+    return fetch(buf, "int64", stream)
+  end)
+end
+
+-- var and std ------------------------------------------------------------------------------
+
+local ew = require "gpu.elementwise"
+
+-- The elementwise program |x - m|^2 over x of dtype and its mean m of the work dtype, in the
+-- work dtype's real type (complex: re^2 + im^2, as NumPy sums them).
+local function deviation_program(dtype)
+  local work = M.var_work_dtype(dtype)
+  local wtype, real = dtypes[work].ctype, M.var_dtype(work)   -- var_dtype: the real type
+  local rtype = dtypes[real].ctype
+  local squared = dtypes[work].kind == "c" and "d.re * d.re + d.im * d.im" or "d * d"
+  return ew.program{
+    expr = ("var_squared_deviation((%s)(x), m)"):format(wtype), out = real,
+    name = "var_deviation_" .. dtype,
+    operands = {{name = "x", dtype = dtype}, {name = "m", dtype = work}},
+    preamble = ("__device__ __forceinline__ %s var_squared_deviation(%s x, %s m) {\n"
+                .. "  const %s d = x - m;\n  return %s;\n}\n"):format(rtype, wtype, wtype, wtype, squared),
+  }
+end
+
+-- The program sum / count (and its square root for std), stored as the result dtype; count is
+-- a float64 argument, so every ddof reuses the kernel.
+local function scale_program(op, sum_dtype, out)
+  return ew.program{
+    expr = op == "std" and "sqrt((double)s / count)" or "(double)s / count", out = out,
+    name = ("%s_scale_%s_%s"):format(op, sum_dtype, out),
+    operands = {{name = "s", dtype = sum_dtype}, {name = "count", dtype = "float64", scalar = true}},
+  }
+end
+
+M.deviation_program, M.scale_program = deviation_program, scale_program
+
+local var_options = {axis = true, ddof = true, stream = true}
+
+-- NumPy's var (or std: op) of a, whole (axis nil) or along axis: two passes, the mean and then
+-- the sum of squared deviations from it, divided by n - ddof (0 when ddof >= n, giving inf or
+-- nan as NumPy does).  Returns the result array; temporaries are freed in the stream's order.
+local function variance(op, a, axis, ddof, stream)
+  local dtype = a.dtype
+  local work = M.var_work_dtype(dtype)
+  local mean_op = M.mean_dtype(dtype) == work and "mean" or "var_mean"
+  local mean, mean_buf, n, broadcast_mean
+  if axis then
+    mean = reduce_axis(op, mean_op, a, axis, stream)
+    mean_buf, n = mean.gpudata, a.shape[axis]
+    local shape = a.shape            -- the kept shape with the axis back as length 1
+    shape[axis] = 1
+    broadcast_mean = core.array_view(mean, 0, work, shape)
+  else
+    mean, mean_buf = reduce_all(mean_op, a, nil, stream)
+    n, broadcast_mean = a.size, mean
+  end
+  local squares = ew.launch(deviation_program(dtype), nil, stream, op, a, broadcast_mean)
+  core.free_after(mean_buf, stream)
+  local sum, sum_buf
+  if axis then
+    sum = reduce_axis(op, "sum", squares, axis, stream)
+    sum_buf = sum.gpudata
+  else
+    sum, sum_buf = reduce_all("sum", squares, nil, stream)
+  end
+  core.free_after(squares.gpudata, stream)
+  local divisor = math.max(n - ddof, 0) + 0.0
+  local result = ew.launch(scale_program(op, sum.dtype, M.var_dtype(dtype)), nil, stream, op, sum,
+                           divisor)
+  core.free_after(sum_buf, stream)
+  return result
+end
+
+-- The checks of var and std, then finish(result, stream) without an axis.  (The checks stay in
+-- the returned function, so errors blame its caller.)
+local function variance_reduction(op, finish)
+  return function(a, opts)
+    check_array(a, 1, op)
+    opts = check_options(opts, 2, op, var_options)
+    local ddof = opts.ddof or 0
+    if math.type(ddof) ~= "integer" then
+      argerror(2, op, "option 'ddof' must be an integer, got " .. (math.type(ddof) or typename(ddof)))
+    end
+    if ddof < 0 then argerror(2, op, ("option 'ddof' must not be negative, got %d"):format(ddof)) end
+    if opts.axis ~= nil then
+      return variance(op, a, check_axis(opts.axis, a.ndim, 2, op), ddof, opts.stream)
+    end
+    return finish(variance(op, a, nil, ddof, opts.stream), opts.stream)
+  end
+end
+
+for _, op in ipairs{"var", "std"} do
+  -- gpuarray.var(a[, {axis = k, ddof = d, stream = s}]) -> GPUArray (0-d without axis)
+  M[op] = variance_reduction(op, function(result) return result end)
+  -- a:var([{axis = k, ddof = d, stream = s}]) -> Lua number (synchronizes); an array with axis
+  M[op .. "_value"] = variance_reduction(op, function(result, stream)
+    local value = fetch(result.gpudata, result.dtype, stream)
+    core.free_after(result.gpudata, stream)
+    return value
   end)
 end
 
@@ -679,6 +809,8 @@ function M.install(gpu)
   ga.dot, ga.vdot = M.dot, M.vdot
   methods.argmax, methods.argmin = M.argmax_value, M.argmin_value
   ga.argmax, ga.argmin = M.argmax, M.argmin
+  methods.var, methods.std = M.var_value, M.std_value
+  ga.var, ga.std = M.var, M.std
   gpu.ReductionKernel = M.ReductionKernel
   gpu.reduction = M
 end

@@ -1,0 +1,298 @@
+-- argmax and argmin along an axis; var and std, whole and along an axis.  GPU results are
+-- checked against references computed in Lua on fresh random data.
+local helpers = require "helpers"
+local R = require "reduction_helpers"
+local gpu = helpers.gpu
+local core = require "gpu.core"
+local reduction = require "gpu.reduction"
+local ew = require "gpu.elementwise"
+
+local complex_dtypes = {"complex64", "complex128"}
+
+-- Calls fn(index) for every multi-index of shape, in row-major order (once for shape {}).
+local function each_index(shape, fn)
+  local n = 1
+  for _, s in ipairs(shape) do n = n * s end
+  local index = {}
+  for d = 1, #shape do index[d] = 1 end
+  for _ = 1, n do
+    fn(index)
+    for d = #shape, 1, -1 do
+      index[d] = index[d] + 1
+      if index[d] <= shape[d] then break end
+      index[d] = 1
+    end
+  end
+end
+
+-- The element at a multi-index of a row-major shape in a flat list.
+local function flat_at(values, shape)
+  return function(index)
+    local k = 0
+    for d = 1, #shape do k = k * shape[d] + index[d] - 1 end
+    return values[k + 1]
+  end
+end
+
+-- reduce(line) for every line along axis of the array (shape, element function at), in the
+-- row-major order of the kept shape; returns the results and the kept shape.
+local function along(shape, at, axis, reduce)
+  local kept = {}
+  for d = 1, #shape do if d ~= axis then kept[#kept + 1] = shape[d] end end
+  local results = {}
+  each_index(kept, function(k)
+    local index, f = {}, 1
+    for d = 1, #shape do
+      if d ~= axis then index[d], f = k[f], f + 1 end
+    end
+    local line = {}
+    for r = 1, shape[axis] do
+      index[axis] = r
+      line[r] = at(index)
+    end
+    results[#results + 1] = reduce(line)
+  end)
+  return results, kept
+end
+
+-- Test arrays of dtype built from fn(i): a 3-d contiguous one, a transposed 2-d view and a
+-- 2-d view of every other column; each {array, shape, at (element function), name}.
+local function test_arrays(dtype, fn)
+  local shape3 = {3, 5, 36}
+  local a3, v3 = R.generate(3 * 5 * 36, dtype, fn)
+  local rows, cols = 9, 40
+  local base, vb = R.generate(rows * cols, dtype, fn)
+  local base_at = flat_at(vb, {rows, cols})
+  local itemsize = core.dtype(dtype).itemsize
+  return {
+    {R.reshaped(a3, shape3), shape3, flat_at(v3, shape3), "3-d"},
+    {R.transposed(R.reshaped(base, {rows, cols})), {cols, rows},
+     function(index) return base_at{index[2], index[1]} end, "transposed"},
+    {core.array_view(base, 0, dtype, {rows, cols // 2}, {cols * itemsize, 2 * itemsize}),
+     {rows, cols // 2}, function(index) return base_at{index[1], 2 * index[2] - 1} end,
+     "every other column"},
+  }
+end
+
+describe("statistics", function()
+  it("var and std result dtypes follow NumPy", function()
+    local want = {bool = "float64", int8 = "float64", uint8 = "float64", int16 = "float64",
+                  uint16 = "float64", int32 = "float64", uint32 = "float64", int64 = "float64",
+                  uint64 = "float64", float16 = "float16", bfloat16 = "bfloat16",
+                  float32 = "float32", float64 = "float64", complex64 = "float32",
+                  complex128 = "float64"}
+    for dtype, out in pairs(want) do
+      assert.are.equal(out, reduction.var_dtype(dtype), dtype)
+    end
+    assert.are.equal("float32", reduction.var_work_dtype("float16"))
+    assert.are.equal("float32", reduction.var_work_dtype("bfloat16"))
+    assert.are.equal("float64", reduction.var_work_dtype("uint8"))
+    assert.are.equal("complex64", reduction.var_work_dtype("complex64"))
+    assert.are.equal("int64", reduction.ops.argmax("float16").out)
+  end)
+
+  it("var and std kernels compile with NVRTC for every dtype (PTX)", function()
+    local all = {table.unpack(R.all_dtypes)}
+    for _, dtype in ipairs(complex_dtypes) do all[#all + 1] = dtype end
+    local function compile(what, source)
+      local ok, err = pcall(gpu.compile, source, {arch = "compute_90", target = "ptx", no_extern_c = true})
+      assert(ok, ("%s: %s"):format(what, tostring(err)))
+    end
+    for _, dtype in ipairs(all) do
+      local deviations = reduction.deviation_program(dtype)
+      compile("deviations of " .. dtype, ew.source(deviations, "c"))
+      compile("strided deviations of " .. dtype, ew.source(deviations, "s2"))
+      local out = reduction.var_dtype(dtype)
+      for _, op in ipairs{"var", "std"} do
+        compile(op .. " scale of " .. dtype, ew.source(reduction.scale_program(op, deviations.out, out), "c"))
+      end
+    end
+    for _, dtype in ipairs{"float16", "bfloat16"} do
+      compile("var_mean of " .. dtype, (reduction.builtin_source("var_mean", dtype)))
+    end
+  end)
+
+  helpers.gpu_it("argmax and argmin along each axis of every real dtype, views included", function()
+    for _, dtype in ipairs(R.all_dtypes) do
+      local float = dtype:match("float") ~= nil
+      for _, t in ipairs(test_arrays(dtype, function()
+        if float and math.random() < 0.03 then return 0 / 0 end
+        return R.tied_value(dtype)
+      end)) do
+        local a, shape, at, name = t[1], t[2], t[3], t[4]
+        local axes = {}
+        for d = 1, #shape do axes[d] = d end
+        axes[#axes + 1] = -1
+        for _, axis in ipairs(axes) do
+          local ax = axis < 0 and #shape + 1 + axis or axis
+          for _, op in ipairs{"argmax", "argmin"} do
+            local want, kept = along(shape, at, ax, function(line) return R.arg_reference(line, dtype, op) end)
+            -- the method and the gpuarray function both give int64 arrays with an axis
+            local out = (ax % 2 == 0) and a[op](a, {axis = axis}) or gpu.gpuarray[op](a, {axis = axis})
+            assert.are.equal("int64", out.dtype)
+            assert.are.same(kept, out.shape)
+            local got = R.get(out)
+            for i = 1, #want do
+              if got[i] ~= want[i] then
+                error(("%s of %s %s along axis %d, output %d: got %s, expected %d"):format(
+                  op, name, dtype, axis, i, tostring(got[i]), want[i]))
+              end
+            end
+          end
+        end
+      end
+    end
+    -- a 1-d array along its axis gives a 0-d array; on a stream it stays there until synchronized
+    local v = R.to_gpu({4, 9, 1, 9, 0}, "int16")
+    local stream = gpu.Stream()
+    local i = gpu.gpuarray.argmax(v, {axis = 1, stream = stream})
+    assert.are.same({}, i.shape)
+    stream:synchronize()
+    assert.are.equal(2, R.value(i))
+    assert.are.equal(5, R.value(v:argmin({axis = -1})))
+    -- an empty kept shape gives an empty result
+    assert.are.same({0}, gpu.gpuarray.argmin(core.array_empty({0, 3}, "float32"), {axis = 2}).shape)
+  end)
+
+  helpers.gpu_it("argmax and argmin refuse bad axes, complex arrays and zero-length axes", function()
+    local m = R.to_gpu({1, 2, 3, 4, 5, 6}, "float32")
+    local m2 = R.reshaped(m, {2, 3})
+    helpers.assert_error("bad argument #2 to 'argmax' (axis 3 is out of range for a 2-d array)",
+                         m2.argmax, m2, {axis = 3})
+    helpers.assert_error("bad argument #2 to 'argmin' (axis -3 is out of range for a 2-d array)",
+                         gpu.gpuarray.argmin, m2, {axis = -3})
+    helpers.assert_error("bad argument #2 to 'argmin' (option 'axis' must be an integer, got float)",
+                         m2.argmin, m2, {axis = 1.0})
+    helpers.assert_error("bad argument #2 to 'argmax' (option 'stream' must be a gpu.Stream, got number)",
+                         m2.argmax, m2, {axis = 1, stream = 1})
+    helpers.assert_error("bad argument #1 to 'argmax' (argmax is not defined for complex arrays "
+                         .. "(complex64 has no order))", gpu.gpuarray.argmax,
+                         R.to_gpu({1, 2}, "complex64"), {axis = 1})
+    local e = core.array_empty({3, 0}, "int32")
+    helpers.assert_error("bad argument #1 to 'argmax' (attempt to get argmax of an empty sequence "
+                         .. "(axis 2 has length 0))", e.argmax, e, {axis = 2})
+    helpers.assert_error("bad argument #1 to 'argmin' (attempt to get argmin of an empty sequence "
+                         .. "(axis -1 has length 0))", gpu.gpuarray.argmin, e, {axis = -1})
+  end)
+
+  -- NumPy's var of a list of values as stored: the mean, then the squared deviations' sum
+  -- over max(n - ddof, 0), in double precision.
+  local function parts(v)
+    if type(v) == "boolean" then return v and 1 or 0, 0 end
+    if type(v) == "table" then return v.re, v.im end
+    return v, 0
+  end
+  local function var_reference(line, ddof)
+    local n, re, im = #line, 0, 0
+    for _, v in ipairs(line) do
+      local r, i = parts(v)
+      re, im = re + r, im + i
+    end
+    re, im = re / n, im / n
+    local squares = 0
+    for _, v in ipairs(line) do
+      local r, i = parts(v)
+      squares = squares + (r - re) ^ 2 + (i - im) ^ 2
+    end
+    return squares / math.max(n - ddof, 0)
+  end
+
+  -- relative tolerances; the 16-bit floats' results are rounded to 16 bits
+  local var_rtol = {int32 = 1e-12, float64 = 1e-12, float32 = 1e-5, complex64 = 1e-5,
+                    float16 = 2 ^ -10, bfloat16 = 2 ^ -7}
+  local function var_value(dtype)
+    if dtype == "int32" then return math.random(-100000, 100000) end
+    if dtype == "float16" or dtype == "bfloat16" then return R.random_value(dtype) end
+    if dtype == "complex64" then return gpu.complex(math.random() * 2 - 1, math.random() * 2 - 1) end
+    return 10 + math.random() * 2 - 1   -- off zero: one pass (E[x^2] - E[x]^2) would cancel here
+  end
+
+  helpers.gpu_it("var and std, whole and along each axis, against a two-pass reference", function()
+    for _, dtype in ipairs{"int32", "float32", "float64", "float16", "bfloat16", "complex64"} do
+      local rtol, out_dtype = var_rtol[dtype], reduction.var_dtype(dtype)
+      for _, t in ipairs(test_arrays(dtype, function() return var_value(dtype) end)) do
+        local a, shape, at, name = t[1], t[2], t[3], t[4]
+        local all = {}
+        each_index(shape, function(index) all[#all + 1] = at(index) end)
+        for _, ddof in ipairs{0, 1} do
+          local what = ("%s %s, ddof %d"):format(name, dtype, ddof)
+          local want = var_reference(all, ddof)
+          local v = a:var({ddof = ddof})
+          assert.are.equal("float", math.type(v), what)
+          helpers.assert_close(want, v, rtol, "var of " .. what)
+          helpers.assert_close(math.sqrt(want), a:std({ddof = ddof}), rtol, "std of " .. what)
+          local on_device = gpu.gpuarray.std(a, {ddof = ddof})
+          assert.are.equal(out_dtype, on_device.dtype)
+          assert.are.same({}, on_device.shape)
+          helpers.assert_close(math.sqrt(want), R.value(on_device), rtol, "gpuarray.std of " .. what)
+          for axis = 1, #shape do
+            local ref, kept = along(shape, at, axis, function(line) return var_reference(line, ddof) end)
+            for _, op in ipairs{"var", "std"} do
+              local out = (axis % 2 == 0) and gpu.gpuarray[op](a, {axis = axis, ddof = ddof})
+                                           or a[op](a, {axis = axis, ddof = ddof})
+              assert.are.equal(out_dtype, out.dtype)
+              assert.are.same(kept, out.shape)
+              local got = R.get(out)
+              for i = 1, #ref do
+                local expected = op == "std" and math.sqrt(ref[i]) or ref[i]
+                helpers.assert_close(expected, got[i], rtol, ("%s along axis %d of %s, output %d")
+                                                             :format(op, axis, what, i))
+              end
+            end
+          end
+        end
+      end
+    end
+  end)
+
+  helpers.gpu_it("var and std: negative axes, streams, ddof past n, empty arrays", function()
+    local a, values = R.generate(2 * 50, "float64", function() return math.random() end)
+    local m = R.reshaped(a, {2, 50})
+    local rows = along({2, 50}, flat_at(values, {2, 50}), 2, function(line) return var_reference(line, 0) end)
+    local last = R.get(m:var({axis = -1}))
+    for i = 1, 2 do helpers.assert_close(rows[i], last[i], 1e-12, "var along axis -1") end
+    local stream = gpu.Stream()
+    local s = gpu.gpuarray.var(m, {stream = stream, ddof = 1})
+    stream:synchronize()
+    helpers.assert_close(var_reference(values, 1), R.value(s), 1e-12, "var on a stream")
+    helpers.assert_close(math.sqrt(var_reference(values, 0)), m:std({stream = stream}), 1e-12, "std on a stream")
+    -- n - ddof <= 0 divides by 0, as NumPy does: inf, or nan where every deviation is 0
+    local small = R.to_gpu({1, 2, 3}, "float64")
+    assert.are.equal(math.huge, small:var({ddof = 3}))
+    assert.are.equal(math.huge, small:std({ddof = 7}))
+    local same = R.to_gpu({2, 2}, "int32")
+    local nan = same:var({ddof = 2})
+    assert.is_true(nan ~= nan)
+    -- empty: nan, as mean gives; a zero-length axis gives nans, an empty kept shape nothing
+    local empty = core.array_empty(0, "float32")
+    local mean, var = empty:mean(), empty:var()
+    assert.is_true(mean ~= mean and var ~= var)
+    local e = core.array_empty({4, 0}, "float64")
+    local per_row = R.get(gpu.gpuarray.std(e, {axis = 2}))
+    assert.are.equal(4, per_row.size)
+    for i = 1, 4 do assert.is_true(per_row[i] ~= per_row[i]) end
+    assert.are.same({0}, e:var({axis = 1}).shape)
+  end)
+
+  helpers.gpu_it("var and std refuse bad arguments with clear messages", function()
+    local a = R.to_gpu({1, 2, 3, 4}, "float32")
+    local m = R.reshaped(a, {2, 2})
+    helpers.assert_error("bad argument #1 to 'var' (GPUArray expected, got number)", gpu.gpuarray.var, 3)
+    helpers.assert_error("bad argument #2 to 'var' (option 'ddof' must be an integer, got float)",
+                         m.var, m, {ddof = 1.5})
+    helpers.assert_error("bad argument #2 to 'std' (option 'ddof' must be an integer, got string)",
+                         gpu.gpuarray.std, m, {ddof = "1"})
+    helpers.assert_error("bad argument #2 to 'std' (option 'ddof' must not be negative, got -1)",
+                         m.std, m, {ddof = -1})
+    helpers.assert_error("bad argument #2 to 'var' (unknown option 'axes')", m.var, m, {axes = 1})
+    helpers.assert_error("bad argument #2 to 'var' (options table expected, got number)", m.var, m, 1)
+    helpers.assert_error("bad argument #2 to 'std' (axis 3 is out of range for a 2-d array)",
+                         m.std, m, {axis = 3})
+    helpers.assert_error("bad argument #2 to 'var' (option 'axis' must be an integer, got string)",
+                         gpu.gpuarray.var, m, {axis = "1"})
+    helpers.assert_error("bad argument #2 to 'var' (option 'stream' must be a gpu.Stream, got table)",
+                         m.var, m, {stream = {}})
+    a:free()
+    helpers.assert_error("bad argument #1 to 'std' (array has been freed)", gpu.gpuarray.std, a)
+  end)
+end)

@@ -102,6 +102,20 @@ __device__ __forceinline__ R lg_imag(C a) { return a.im; }                      
 __device__ __forceinline__ C lg_conj(C a) { return C(a.re, -a.im); }                       \
 __device__ __forceinline__ bool lg_nonzero(C a) { return a.re != 0 || a.im != 0; }         \
 __device__ __forceinline__ R lg_abs(C a) { return hypot##F(a.re, a.im); }                  \
+__device__ __forceinline__ bool lg_isnan(C a) { return a.re != a.re || a.im != a.im; }     \
+__device__ __forceinline__ bool lg_isinf(C a) {   /* an infinite part, even beside a NaN */   \
+  return (a.re == a.re && a.re - a.re != 0) || (a.im == a.im && a.im - a.im != 0);         \
+}                                                                                          \
+__device__ __forceinline__ bool lg_isfinite(C a) { return a.re - a.re == 0 && a.im - a.im == 0; } \
+/* NumPy 2's sign of a complex number: z / |z|, 0 for 0, and for one infinite part the */ \
+/* unit along it (two give NaN, as inf / inf does) */                                     \
+__device__ inline C lg_sign(C a) {                                                         \
+  const bool re_inf = a.re == a.re && a.re - a.re != 0;                                    \
+  const bool im_inf = a.im == a.im && a.im - a.im != 0;                                    \
+  if (re_inf != im_inf) return re_inf ? C(a.re > 0 ? 1 : -1, 0) : C(0, a.im > 0 ? 1 : -1); \
+  R m = lg_abs(a);                                                                         \
+  return m == 0 ? C(0, 0) : C(a.re / m, a.im / m);                                         \
+}                                                                                          \
 __device__ inline C lg_exp(C a) {                                                          \
   R m = exp##F(a.re);                                                                      \
   return C(m * cos##F(a.im), m * sin##F(a.im));                                            \

@@ -112,10 +112,13 @@ LG_FLOAT(double, fmod, floor, copysign, pow, fabs)
 LG_FREXP_MODF(float, frexpf, modff, ldexpf)
 LG_FREXP_MODF(double, frexp, modf, ldexp)
 
-// maximum/minimum: a NaN on either side wins (a != a only for NaN; integers never).
+// maximum/minimum: a NaN on either side wins (a != a only for NaN; integers never);
+// fmax/fmin: a NaN loses to a number.
 #define LG_MINMAX(T)                                                                  \
   __device__ __forceinline__ T lg_max(T a, T b) { return (a > b || a != a) ? a : b; }  \
-  __device__ __forceinline__ T lg_min(T a, T b) { return (a < b || a != a) ? a : b; }
+  __device__ __forceinline__ T lg_min(T a, T b) { return (a < b || a != a) ? a : b; }  \
+  __device__ __forceinline__ T lg_fmax(T a, T b) { return (a > b || b != b) ? a : b; } \
+  __device__ __forceinline__ T lg_fmin(T a, T b) { return (a < b || b != b) ? a : b; }
 
 LG_MINMAX(bool)
 LG_MINMAX(signed char)
@@ -128,6 +131,22 @@ LG_MINMAX(long long)
 LG_MINMAX(unsigned long long)
 LG_MINMAX(float)
 LG_MINMAX(double)
+
+// isnan, isinf, isfinite and sign; integers and bools are always finite.  The complex
+// overloads are in common.cu.  x - x is 0 exactly for finite x (NaN for infinities and NaN).
+// sign keeps a NaN and gives 0 for both zeros, as NumPy's.
+template <class T> __device__ __forceinline__ bool lg_isnan(T) { return false; }
+template <class T> __device__ __forceinline__ bool lg_isinf(T) { return false; }
+template <class T> __device__ __forceinline__ bool lg_isfinite(T) { return true; }
+template <class T> __device__ __forceinline__ T lg_sign(T x) { return (T)((x > (T)0) - (x < (T)0)); }
+#define LG_FLOAT_CLASS(T)                                                             \
+  __device__ __forceinline__ bool lg_isnan(T x) { return x != x; }                    \
+  __device__ __forceinline__ bool lg_isinf(T x) { return x == x && x - x != 0; }      \
+  __device__ __forceinline__ bool lg_isfinite(T x) { return x - x == 0; }             \
+  __device__ __forceinline__ T lg_sign(T x) { return x > 0 ? (T)1 : x < 0 ? (T)-1 : x == 0 ? (T)0 : x; }
+
+LG_FLOAT_CLASS(float)
+LG_FLOAT_CLASS(double)
 
 // astype from a float to an integer: truncation toward zero, NaN gives 0 and values beyond
 // the target's range its nearest limit (saturation, as the GPU's cvt does).  C leaves those

@@ -154,6 +154,105 @@ describe("where, maximum, minimum, abs", function()
     end
   end)
 
+  helpers.gpu_it("clip, fmax, fmin, sign, isnan, isinf and isfinite match NumPy", function()
+    local ga = gpu.gpuarray
+    local n = 80
+    for _, t in ipairs{"bool", "int8", "uint8", "int16", "uint32", "int64", "uint64", "float16",
+                       "float32", "float64"} do
+      local va, vb, vc = R.random_values(t, n), R.random_values(t, n), R.random_values(t, n)
+      if t:match("^float") then     -- infinities beside the NaN and the zero
+        va[4], va[5], vb[6], vc[7], vb[8], vc[8] = 1 / 0, -1 / 0, 0 / 0, 1 / 0, -1 / 0, 0 / 0
+        if t == "float16" then
+          for _, v in ipairs{va, vb, vc} do for i = 1, n do v[i] = gpu.float16(v[i]).value end end
+        end
+      end
+      local a, b, c = upload(va, t), upload(vb, t), upload(vc, t)
+      local got = {
+        clip = ga.clip(a, b, c), fmax = ga.fmax(a, b), fmin = ga.fmin(a, b),
+        isnan = ga.isnan(a), isinf = ga.isinf(a), isfinite = ga.isfinite(a),
+        sign = t ~= "bool" and ga.sign(a) or nil,
+      }
+      local operands = {clip = {va, vb, vc}, fmax = {va, vb}, fmin = {va, vb}}
+      for op, r in pairs(got) do
+        local vs = operands[op] or {va}
+        local types, names = {}, {}
+        for k = 1, #vs do types[k], names[k] = t, "x" .. k end
+        local rt = select(2, operators.expression(op, types, names))
+        assert.are.equal(rt, r.dtype, op)
+        local h = r:get()
+        for i = 1, n do
+          local args = {}
+          for k, v in ipairs(vs) do args[k] = v[i] end
+          R.check(R.apply(op, types, args), h[i], rt == "float16" and "float32" or rt,
+                  ("%s(%s) #%d"):format(op, t, i))
+        end
+      end
+    end
+    -- clip with number bounds (weak, NEP 50), a broadcast bound, out and the method form
+    local v = R.random_values("float32", 20)
+    local x = upload(v, "float32"):reshape(4, 5)
+    local clipped = x:clip(-2, 2.5)
+    assert.are.equal("float32", clipped.dtype)
+    local h = clipped:get()
+    for i = 1, 20 do
+      R.check(R.apply("clip", {"float32", "weak-int", "weak-float"}, {v[i], -2, 2.5}), h[i], "float32", "clip #" .. i)
+    end
+    local lows = {-1, -2, -3, -4, -5}
+    local out = gpu.empty({4, 5}, "float64")
+    assert.are.equal(out, ga.clip(x, upload(lows, "int32"), 3, {out = out}))
+    h = out:get()
+    for i = 1, 20 do
+      R.check(R.apply("clip", {"float32", "int32", "weak-int"}, {v[i], lows[(i - 1) % 5 + 1], 3}),
+              h[i], "float64", "clip broadcast #" .. i)
+    end
+    -- uint8 clipped by Lua integers stays uint8; traced in gpu.fuse
+    local u = upload({0, 7, 200, 255, 13}, "uint8")
+    local cu = ga.clip(u, 10, 200)
+    assert.are.equal("uint8", cu.dtype)
+    assert.are.same({10, 10, 200, 200, 13}, cu:get():totable())
+    local relu6 = gpu.fuse(function(y) return ga.where(ga.isnan(y), 0, ga.clip(y, 0, 6)) end)
+    local fv = {-3.5, 0 / 0, 2.25, 7, 1 / 0, -1 / 0}
+    assert.are.same({0, 0, 2.25, 6, 6, 0}, relu6(upload(fv, "float64")):get():totable())
+    -- complex: isnan and isinf look at both parts; sign is z / |z|, 0 for 0, the unit along
+    -- a single infinite part (NumPy 2's, checked against NumPy 2.5)
+    local inf, nan = 1 / 0, 0 / 0
+    local zs = {{3, 4}, {0, 0}, {inf, nan}, {0, -2}, {inf, 1}, {1, -inf}, {inf, inf}, {nan, 1},
+                {nan, -inf}, {1e308, 1e308}}
+    for i, p in ipairs(zs) do zs[i] = gpu.complex(p[1], p[2]) end
+    local z = gpu.to_gpu(gpu.host.from_table(zs, "complex128"))
+    local t, f = true, false
+    assert.are.same({f, f, t, f, f, f, f, t, t, f}, ga.isnan(z):get():totable())
+    assert.are.same({f, f, t, f, t, t, t, f, t, f}, ga.isinf(z):get():totable())
+    assert.are.same({t, t, f, t, f, f, f, f, f, t}, ga.isfinite(z):get():totable())
+    local signs = ga.sign(z)
+    assert.are.equal("complex128", signs.dtype)
+    local sz = signs:get()
+    local r2 = math.sqrt(0.5)
+    local want = {{0.6, 0.8}, {0, 0}, {1, 0}, {0, -1}, {1, 0}, {0, -1}, {nan, nan}, {nan, nan}, {0, -1},
+                  {r2, r2}}
+    for i, w in ipairs(want) do
+      R.check(w[1], sz[i].re, "float64", "sign re #" .. i)
+      R.check(w[2], sz[i].im, "float64", "sign im #" .. i)
+    end
+  end)
+
+  it("clip, sign, fmax and fmin refuse what NumPy refuses, by argument", function()
+    local ga = gpu.gpuarray
+    helpers.assert_error("bad argument #3 to 'clip' (GPUArray or number expected, got nil)",
+                         ga.clip, 1.5, 0)
+    local _, why, bad = operators.try_expression("clip", {"float32", "complex64", "float32"}, {"a", "b", "c"})
+    assert.are.equal("clip is not defined for complex operands (complex64)", why)
+    assert.are.equal(2, bad)
+    assert.are.equal("sign is not defined for bool operands",
+                     select(2, operators.try_expression("sign", {"bool"}, {"a"})))
+    assert.are.equal("fmax is not defined for complex operands (complex64 and float32)",
+                     select(2, operators.try_expression("fmax", {"complex64", "float32"}, {"a", "b"})))
+    helpers.assert_error("bad argument #2 to 'isnan' (unknown option 'stream_')",
+                         ga.isnan, nil, {stream_ = 1})
+    helpers.assert_error("bad argument #4 to 'clip' (unknown option 'axis')",
+                         ga.clip, nil, 0, 1, {axis = 1})
+  end)
+
   it("if_positive refuses a complex criterion, by argument", function()
     local e, why, bad = operators.try_expression("if_positive", {"complex64", "float32", "float32"}, {"c", "x", "y"})
     assert.is_nil(e)

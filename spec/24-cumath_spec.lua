@@ -14,11 +14,43 @@ local lua_math = {
   tanh = function(x) local a, b = math.exp(x), math.exp(-x) return (a - b) / (a + b) end,
 }
 
+local function round_to(t, x)
+  if t == "float32" then return R.f32(x) end
+  if t == "float16" then return gpu.float16(x).value end
+  return x
+end
+
+-- NumPy's functions beyond PyCUDA's, with references valid at infinities
+local function rint(x)        -- to nearest, ties to even
+  local f = math.floor(x)
+  if f ~= f or f == math.huge or f == -math.huge then return x end
+  local d = x - f
+  if d > 0.5 or (d == 0.5 and f % 2 == 1) then f = f + 1 end
+  return f + 0.0
+end
+local numpy_math = {
+  trunc = function(x) return x >= 0 and math.floor(x) + 0.0 or x < 0 and math.ceil(x) + 0.0 or x end,
+  rint = rint,
+  expm1 = function(x) return math.exp(x) - 1 end,
+  log1p = function(x) return x < -1 and 0 / 0 or math.log(1 + x) end,
+  log2 = function(x) return x < 0 and 0 / 0 or math.log(x, 2) end,
+  exp2 = function(x) return 2.0 ^ x end,
+  cbrt = function(x) return x < 0 and -((-x) ^ (1 / 3)) or x ^ (1 / 3) end,
+  asinh = function(x)
+    local m = math.abs(x)
+    local r = math.log(m + math.sqrt(m * m + 1))
+    return x < 0 and -r or r
+  end,
+  acosh = function(x) return x < 1 and 0 / 0 or math.log(x + math.sqrt(x * x - 1)) end,
+  atanh = function(x) return math.abs(x) > 1 and 0 / 0 or 0.5 * math.log((1 + x) / (1 - x)) end,
+}
+
 describe("cumath kernels (CPU: NVRTC only)", function()
   it("compile for float32, float64 and integer inputs", function()
     local list = {}
     local names = {}
     for name in pairs(lua_math) do names[#names + 1] = name end
+    for name in pairs(numpy_math) do names[#names + 1] = name end
     table.sort(names)                      -- one source each run, so the disk cache hits
     for _, name in ipairs(names) do
       for _, t in ipairs{"float32", "float64", "int16", "int32"} do
@@ -28,9 +60,11 @@ describe("cumath kernels (CPU: NVRTC only)", function()
       end
     end
     for _, t in ipairs{"float32", "float64", "int32"} do
-      local e, rt = operators.expression("fmod", {t, t}, {"a", "b"})
-      list[#list + 1] = {ew.program{expr = e, out = rt, name = "fmod_" .. t,
-        operands = {{name = "a", dtype = t}, {name = "b", dtype = t}}}, "c"}
+      for _, op in ipairs{"fmod", "atan2", "hypot", "copysign"} do
+        local e, rt = operators.expression(op, {t, t}, {"a", "b"})
+        list[#list + 1] = {ew.program{expr = e, out = rt, name = op .. "_" .. t,
+          operands = {{name = "a", dtype = t}, {name = "b", dtype = t}}}, "c"}
+      end
     end
     for _, t in ipairs{"float32", "float64", "float16", "int16"} do
       for _, op in ipairs{"frexp_mantissa", "frexp_exponent", "modf_fraction", "modf_integer"} do
@@ -105,6 +139,77 @@ describe("cumath", function()
     end
   end)
 
+  helpers.gpu_it("NumPy's trunc, rint, expm1, log1p, log2, exp2, cbrt, asinh, acosh and atanh", function()
+    local specials = {0.5, 1.5, 2.5, -0.5, -2.5, 0.0, -0.0, 1.0, -1.0, 1 / 0, -1 / 0, 0 / 0}
+    for _, t in ipairs{"float32", "float64"} do
+      local v = {}
+      for i, x in ipairs(specials) do v[i] = x end
+      for i = #specials + 1, 120 do v[i] = round_to(t, (math.random() * 2 - 1) * 4) end
+      local a = gpu.to_gpu(gpu.host.from_table(v, t))
+      for name, f in pairs(numpy_math) do
+        local r = gpu.cumath[name](a)
+        assert.are.equal(t, r.dtype, name)
+        local h = r:get()
+        for i = 1, #v do
+          local want, what = f(v[i]), ("%s(%s) of %s, #%d"):format(name, t, v[i], i)
+          if want ~= want or want == h[i] or want == math.huge or want == -math.huge then
+            R.check(want, h[i], "float64", what)
+          else     -- float32 functions are within a few units in the last place
+            helpers.assert_close(want, h[i], t == "float32" and 1e-6 or 1e-13, what)
+          end
+        end
+      end
+    end
+    -- integer input: NumPy's float dtype for it, computed exactly where the result is
+    local r = gpu.cumath.exp2(gpu.to_gpu(gpu.host.from_table({-2, 0, 3, 10}, "int16")))
+    assert.are.equal("float32", r.dtype)
+    assert.are.same({0.25, 1, 8, 1024}, r:get():totable())
+    helpers.assert_error("bad argument #1 to 'cbrt' (cbrt is not defined for complex operands (complex64))",
+                         gpu.cumath.cbrt, gpu.to_gpu(gpu.host.from_table({gpu.complex(1, 1)}, "complex64")))
+  end)
+
+  helpers.gpu_it("atan2, hypot and copysign match Lua references, with scalars and broadcasting", function()
+    for _, t in ipairs{"float32", "float64"} do
+      local n = 100
+      local y, x = {}, {}
+      for i = 1, n do
+        y[i] = round_to(t, (math.random() * 2 - 1) * 8)
+        x[i] = round_to(t, (math.random() * 2 - 1) * 8)
+      end
+      y[1], x[1], y[2], x[2], y[3], x[3], y[4], x[4] = 0.0, -1.0, -0.0, -1.0, 1 / 0, 1 / 0, 0 / 0, 1.0
+      local dy, dx = gpu.to_gpu(gpu.host.from_table(y, t)), gpu.to_gpu(gpu.host.from_table(x, t))
+      local at, hy, cs = gpu.cumath.atan2(dy, dx):get(), gpu.cumath.hypot(dy, dx):get(),
+                         gpu.cumath.copysign(dy, dx):get()
+      local tol = t == "float32" and 1e-6 or 1e-13
+      for i = 1, n do
+        local want = math.atan(y[i], x[i])
+        if want ~= want or want == at[i] then R.check(want, at[i], "float64", "atan2 #" .. i)
+        else helpers.assert_close(want, at[i], tol, "atan2 #" .. i) end
+        want = (y[i] ~= y[i] and x[i] == x[i] and math.abs(x[i]) ~= math.huge) and 0 / 0
+               or math.abs(y[i]) == math.huge and math.huge or math.sqrt(y[i] * y[i] + x[i] * x[i])
+        if want ~= want or want == hy[i] then R.check(want, hy[i], "float64", "hypot #" .. i)
+        else helpers.assert_close(want, hy[i], tol, "hypot #" .. i) end
+        local negative = x[i] < 0 or (x[i] == 0 and 1 / x[i] < 0)
+        want = negative and -math.abs(y[i]) or math.abs(y[i])
+        R.check(want, cs[i], "float64", "copysign #" .. i)
+        if want == 0 then assert.are.equal(negative, 1 / cs[i] < 0, "copysign sign of zero #" .. i) end
+      end
+    end
+    -- atan2(-0.0, -1) is -pi, atan2(0.0, -1) pi: the sign of zero matters
+    local z = gpu.to_gpu(gpu.host.from_table({0.0, -0.0}, "float64"))
+    assert.are.same({math.pi, -math.pi}, gpu.cumath.atan2(z, -1):get():totable())
+    -- a scalar first operand and a broadcast row; int8 computes in float16, as NumPy's
+    local m = gpu.to_gpu(gpu.host.from_table({3, 5, 8, 3, 16, 20}, "int32")):reshape(2, 3)
+    local row = gpu.to_gpu(gpu.host.from_table({4, 12, 15}, "int32"))
+    assert.are.same({{5, 13, 17}, {5, 20, 25}}, gpu.cumath.hypot(m, row):get():totable())
+    assert.are.equal("float16", gpu.cumath.hypot(gpu.to_gpu(gpu.host.from_table({3}, "int8")), 4).dtype)
+    local c = gpu.cumath.copysign(2, gpu.to_gpu(gpu.host.from_table({-1, 0, 1}, "float32")))
+    assert.are.same({-2, 2, 2}, c:get():totable())
+    helpers.assert_error("bad argument #1 to 'atan2' (atan2 is not defined for complex operands (complex64 and Lua integer))",
+                         gpu.cumath.atan2, gpu.to_gpu(gpu.host.from_table({gpu.complex(1, 1)}, "complex64")), 1)
+    helpers.assert_error("bad argument #3 to 'hypot' (unknown option 'axis')", gpu.cumath.hypot, m, m, {axis = 1})
+  end)
+
   -- frexp on the CPU: halving and doubling by 2 are exact, so m is x's significand exactly
   local function frexp_ref(x)
     if x ~= x or x == 0 or x == math.huge or x == -math.huge then return x, 0 end
@@ -112,11 +217,6 @@ describe("cumath", function()
     while m >= 1 do m, e = m / 2, e + 1 end
     while m < 0.5 do m, e = m * 2, e - 1 end
     return x < 0 and -m or m, e
-  end
-  local function round_to(t, x)
-    if t == "float32" then return R.f32(x) end
-    if t == "float16" then return gpu.float16(x).value end
-    return x
   end
 
   helpers.gpu_it("frexp, modf and ldexp match references, with PyCUDA's two results", function()

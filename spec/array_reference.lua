@@ -125,6 +125,32 @@ function R.apply(op, types, values, target)
     if op == "logical_and" then return truth[1] and truth[2] end
     return truth[1] or truth[2]
   end
+  if op == "isnan" or op == "isinf" or op == "isfinite" then
+    local v = values[1]
+    local parts = type(v) == "table" and {v.re, v.im} or {type(v) == "number" and v or 0}
+    local nan, inf = false, false
+    for _, x in ipairs(parts) do
+      nan = nan or x ~= x
+      inf = inf or x == math.huge or x == -math.huge
+    end
+    if op == "isnan" then return nan elseif op == "isinf" then return inf end
+    return not nan and not inf
+  end
+  if op == "sign" then
+    local t, x = types[1], R.convert(values[1], types[1], types[1])
+    if promote.kind(t) == "f" then
+      return x > 0 and 1.0 or x < 0 and -1.0 or x == 0 and 0.0 or x
+    end
+    if promote.kind(t) == "u" then return x ~= 0 and 1 or 0 end
+    return x > 0 and 1 or x < 0 and R.wrap(t, -1) or 0
+  end
+  if op == "clip" then   -- minimum(maximum(a, lo), hi) in the three operands' common type
+    local t = promote.result_type(promote.result_type(types[1], types[2]), types[3])
+    if t == "weak-int" then t = "int64" elseif t == "weak-float" then t = "float64" end
+    local v = {}
+    for i = 1, 3 do v[i] = R.convert(values[i], t, types[i]) end
+    return R.apply("minimum", {t, t}, {R.apply("maximum", {t, t}, {v[1], v[2]}), v[3]})
+  end
   local k1, k2 = promote.kind(types[1]), promote.kind(types[2])
   if lt_ops[op] and (k1 == "i" and k2 == "u" or k1 == "u" and k2 == "i") then
     -- NumPy 2 compares signed with unsigned integers exactly (not through float64)
@@ -148,11 +174,15 @@ function R.apply(op, types, values, target)
   if op == "eq" then return a == b elseif op == "ne" then return a ~= b
   elseif op == "lt" then return lt(t, a, b) elseif op == "le" then return a == b or lt(t, a, b)
   elseif op == "gt" then return lt(t, b, a) elseif op == "ge" then return a == b or lt(t, b, a) end
-  if op == "maximum" or op == "minimum" then
-    if k == "b" then return op == "maximum" and (a or b) or (a and b) end
+  if op == "maximum" or op == "minimum" or op == "fmax" or op == "fmin" then
+    if k == "b" then return (op == "maximum" or op == "fmax") and (a or b) or (a and b) end
+    if op == "fmax" or op == "fmin" then   -- a NaN loses to a number
+      if a ~= a then return b end
+      if b ~= b then return a end
+    end
     if a ~= a then return a end
     if b ~= b then return b end
-    if op == "maximum" then return lt(t, a, b) and b or a end
+    if op == "maximum" or op == "fmax" then return lt(t, a, b) and b or a end
     return lt(t, b, a) and b or a
   end
   if k == "b" then

@@ -1,5 +1,8 @@
--- gpu.cumath: elementwise math functions on GPUArrays, PyCUDA's pycuda.cumath.
+-- gpu.cumath: elementwise math functions on GPUArrays: PyCUDA's pycuda.cumath, and NumPy's
+-- trunc, rint, expm1, log1p, log2, exp2, cbrt, asinh, acosh, atanh, arctan2 (as atan2),
+-- hypot and copysign.
 --   gpu.cumath.sqrt(a[, {out = o, stream = s}]), ..., gpu.cumath.fmod(a, b[, opts]),
+--   gpu.cumath.atan2(y, x[, opts]), hypot(a, b[, opts]), copysign(a, b[, opts]),
 --   gpu.cumath.ldexp(a, exponents[, opts]), gpu.cumath.frexp(a[, {stream = s}]) ->
 --   significands, exponents, gpu.cumath.modf(a[, {stream = s}]) -> fractions, integers
 -- float32 arrays compute in float32 (sqrtf, ...), float64 in float64; integer and bool arrays
@@ -25,9 +28,14 @@ for name in pairs(operators.cumath_unary) do
   end
 end
 
-function M.fmod(a, b, opts)
-  if fuse.is_traced(a) or fuse.is_traced(b) then return fuse.apply("fmod", a, b) end
-  return gpuarray._apply("fmod", "fmod", {a, b}, check_options(opts, 3, "fmod", OUT_STREAM))
+-- fmod and the float functions of two operands (atan2, hypot, copysign)
+local binary = {fmod = true}
+for name in pairs(operators.cumath_binary) do binary[name] = true end
+for name in pairs(binary) do
+  M[name] = function(a, b, opts)
+    if fuse.is_traced(a) or fuse.is_traced(b) then return fuse.apply(name, a, b) end
+    return gpuarray._apply(name, name, {a, b}, check_options(opts, 3, name, OUT_STREAM))
+  end
 end
 
 -- ldexp(a, exponents): a * 2^exponents, exponents integers (an array or a Lua integer).

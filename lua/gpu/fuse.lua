@@ -5,9 +5,9 @@
 -- and two temporaries.
 --
 -- What traces: the arithmetic and bitwise operators, unary minus and ~, the comparison
--- methods (x:lt(y), ...), x:astype(dtype), gpu.gpuarray's where, if_positive, maximum,
--- minimum, abs, logical_and, logical_or and logical_not, and the gpu.cumath functions, with
--- Lua numbers mixed in.  What cannot trace is refused with an error that says so: reading
+-- methods (x:lt(y), ...), x:astype(dtype), gpu.gpuarray's elementwise functions (where,
+-- if_positive, maximum, minimum, fmax, fmin, abs, clip, sign, isnan, isinf, isfinite and the
+-- logical ones), and the gpu.cumath functions, with Lua numbers mixed in.  What cannot trace is refused with an error that says so: reading
 -- values (x:get(), x[i], tostring), Lua comparisons (x < y, which would steer Lua control
 -- flow by array values), passing a traced array to a raw kernel or to anything else that
 -- needs real device memory.

@@ -154,7 +154,8 @@ local comparisons = {eq = true, ne = true, lt = true, le = true, gt = true, ge =
 -- gpu.operators over values (arrays and Lua numbers), into opts.out if given.
 local function apply(op, fname, values, opts, target)
   local types, any_array = {}, false
-  for k, v in ipairs(values) do
+  for k = 1, operators.arity[op] do     -- not ipairs: a missing operand is an error too
+    local v = values[k]
     types[k] = operand_type(v, k, fname)
     any_array = any_array or is_array(v)
   end
@@ -699,18 +700,32 @@ function M.if_positive(c, x, y, opts)
   return apply("if_positive", "if_positive", {c, x, y}, check_options(opts, 4, "if_positive", OUT_STREAM))
 end
 
--- NumPy's logical_and, logical_or and logical_not: bool arrays of the operands' truth.
-for _, op in ipairs{"logical_and", "logical_or"} do
+-- NumPy's logical_and and logical_or (bool arrays of the operands' truth), and fmax and
+-- fmin (maximum and minimum where a NaN loses to a number).
+for _, op in ipairs{"logical_and", "logical_or", "fmax", "fmin"} do
   M[op] = function(x, y, opts)
     if traced(x, y) then return fuse.apply(op, x, y) end
     return apply(op, op, {x, y}, check_options(opts, 3, op, OUT_STREAM))
   end
 end
 
-function M.logical_not(x, opts)
-  if traced(x) then return fuse.apply("logical_not", x) end
-  return apply("logical_not", "logical_not", {x}, check_options(opts, 2, "logical_not", OUT_STREAM))
+-- NumPy's logical_not, isnan, isinf and isfinite (bool arrays) and sign (-1, 0 or 1 in the
+-- operand's dtype, NaN for NaN; z / |z| for complex values).
+for _, op in ipairs{"logical_not", "isnan", "isinf", "isfinite", "sign"} do
+  M[op] = function(x, opts)
+    if traced(x) then return fuse.apply(op, x) end
+    return apply(op, op, {x}, check_options(opts, 2, op, OUT_STREAM))
+  end
 end
+
+-- gpuarray.clip(a, lo, hi[, {out =, stream =}]), a:clip(lo, hi[, opts]): NumPy's
+-- minimum(maximum(a, lo), hi), the bounds arrays (broadcast) or numbers; a NaN anywhere
+-- gives NaN.  One-sided bounds are gpuarray.maximum and gpuarray.minimum.
+function M.clip(a, lo, hi, opts)
+  if traced(a, lo, hi) then return fuse.apply("clip", a, lo, hi) end
+  return apply("clip", "clip", {a, lo, hi}, check_options(opts, 4, "clip", OUT_STREAM))
+end
+function methods.clip(a, lo, hi, opts) return M.clip(a, lo, hi, opts) end
 
 function M.maximum(x, y, opts)
   if traced(x, y) then return fuse.apply("maximum", x, y) end

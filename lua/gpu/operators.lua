@@ -8,7 +8,8 @@
 -- of dtype (every operation casts its result, so nested expressions wrap like NumPy's
 -- fixed-width arithmetic).  Two weak operands give a weak result ("weak-int" is computed
 -- as long long, "weak-float" as double).  Helpers it calls (lg_floordiv, lg_mod, lg_pow,
--- lg_shl, lg_shr, lg_abs, lg_fmod, lg_max, lg_min, lg_to_<int dtype>) come from
+-- lg_shl, lg_shr, lg_abs, lg_fmod, lg_max, lg_min, lg_fmax, lg_fmin, lg_sign, lg_isnan,
+-- lg_isinf, lg_isfinite, lg_to_<int dtype>) come from
 -- kernels/elementwise.cu, the complex types and their functions (lg_complex64, lg_exp, ...)
 -- from kernels/common.cu.  astype from a float to an integer truncates toward zero and
 -- saturates: NaN gives 0, values beyond the range the nearest limit (NumPy leaves it undefined);
@@ -66,8 +67,20 @@ local unary_math = {
   tan = {"tanf", "tan"}, asin = {"asinf", "asin"}, acos = {"acosf", "acos"},
   atan = {"atanf", "atan"}, sinh = {"sinhf", "sinh"}, cosh = {"coshf", "cosh"},
   tanh = {"tanhf", "tanh"},
+  -- NumPy's, beyond PyCUDA's cumath
+  trunc = {"truncf", "trunc"}, rint = {"rintf", "rint"}, expm1 = {"expm1f", "expm1"},
+  log1p = {"log1pf", "log1p"}, log2 = {"log2f", "log2"}, exp2 = {"exp2f", "exp2"},
+  cbrt = {"cbrtf", "cbrt"}, asinh = {"asinhf", "asinh"}, acosh = {"acoshf", "acosh"},
+  atanh = {"atanhf", "atanh"},
 }
 M.cumath_unary = unary_math
+
+-- Float functions of two operands: NumPy's arctan2 (as atan2, C's name, like cumath's
+-- others), hypot and copysign.
+local binary_math = {
+  atan2 = {"atan2f", "atan2"}, hypot = {"hypotf", "hypot"}, copysign = {"copysignf", "copysign"},
+}
+M.cumath_binary = binary_math
 
 -- The cumath functions defined for complex operands (kernels/common.cu's lg_<name>).
 local complex_math = {
@@ -84,9 +97,10 @@ local arity = {
   maximum = 2, minimum = 2, fmod = 2, neg = 1, bnot = 1, abs = 1, astype = 1, where = 3,
   real = 1, imag = 1, conj = 1, logical_and = 2, logical_or = 2, logical_not = 1,
   if_positive = 3, ldexp = 2, frexp_mantissa = 1, frexp_exponent = 1, modf_fraction = 1,
-  modf_integer = 1,
+  modf_integer = 1, fmax = 2, fmin = 2, clip = 3, isnan = 1, isinf = 1, isfinite = 1, sign = 1,
 }
 for name in pairs(unary_math) do arity[name] = 1 end
+for name in pairs(binary_math) do arity[name] = 2 end
 M.arity = arity
 
 local compare = {eq = "==", ne = "!=", lt = "<", le = "<=", gt = ">", ge = ">="}
@@ -190,6 +204,32 @@ function expression_of(op, types, exprs, target)
     return ("lg_%s(%s)"):format(op, x), op == "frexp_exponent" and "int32" or ft
   end
 
+  if binary_math[op] then
+    local ft = float_for(promote.result_type(ta, tb))
+    if is_complex(ft) then
+      return nil, ("%s is not defined for complex operands (%s and %s)"):format(op, typename(ta),
+                                                                               typename(tb)),
+             is_complex(ta) and 1 or 2
+    end
+    local f = binary_math[op][ft == "float64" and 2 or 1]   -- 16-bit floats in float
+    return ("%s(%s, %s)"):format(f, cast(a, ta, ft), cast(b, tb, ft)), ft
+  end
+
+  if op == "isnan" or op == "isinf" or op == "isfinite" then
+    return ("lg_%s(%s)"):format(op, a), "bool"       -- overloaded per type (elementwise.cu)
+  end
+
+  if op == "clip" then   -- NumPy's minimum(maximum(a, lo), hi): a NaN anywhere gives NaN
+    local t = promote.result_type(promote.result_type(ta, tb), types[3])
+    for i = 1, 3 do
+      if is_complex(types[i]) then
+        return nil, ("clip is not defined for complex operands (%s)"):format(typename(types[i])), i
+      end
+    end
+    return ("lg_min(lg_max(%s, %s), %s)"):format(cast(a, ta, t), cast(b, tb, t),
+                                                 cast(exprs[3], types[3], t)), t
+  end
+
   if op == "where" or op == "if_positive" then
     local tc, tx, ty = types[1], types[2], types[3]
     local t = promote.result_type(tx, ty)
@@ -233,6 +273,9 @@ function expression_of(op, types, exprs, target)
       end
       if op == "imag" then return ("((%s)0)"):format(ctype(ta)), ta end   -- NumPy's zeros
       return a, ta
+    elseif op == "sign" then   -- NumPy's: -1, 0 or 1 (NaN stays NaN), z / |z| for complex
+      if k == "b" then return nil, "sign is not defined for bool operands" end
+      return ("lg_sign(%s)"):format(a), ta
     elseif op == "abs" then
       if k == "b" or k == "u" then return a, ta end
       if k == "c" then return ("lg_abs(%s)"):format(a), real_of[ta] end
@@ -246,7 +289,8 @@ function expression_of(op, types, exprs, target)
   local k = promote.kind(t)
 
   if k == "c" and (compare[op] and op ~= "eq" and op ~= "ne" or op == "maximum" or
-                    op == "minimum" or op == "floordiv" or op == "mod" or op == "fmod") then
+                    op == "minimum" or op == "fmax" or op == "fmin" or op == "floordiv" or
+                    op == "mod" or op == "fmod") then
     return nil, ("%s is not defined for complex operands (%s and %s)"):format(opname(op), typename(ta),
                                                                              typename(tb)),
            is_complex(ta) and 1 or 2
@@ -265,6 +309,9 @@ function expression_of(op, types, exprs, target)
   end
   if op == "maximum" or op == "minimum" then
     return ("lg_%s(%s, %s)"):format(op == "maximum" and "max" or "min", ca, cb), t
+  end
+  if op == "fmax" or op == "fmin" then   -- NumPy's: a NaN loses to a number
+    return ("lg_%s(%s, %s)"):format(op, ca, cb), t
   end
   if bitwise[op] or op == "shl" or op == "shr" then
     for i = 1, 2 do

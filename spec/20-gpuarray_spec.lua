@@ -5,7 +5,7 @@ local gpu = helpers.gpu
 describe("gpuarray (CPU)", function()
   it("is installed with its shortcuts", function()
     assert.are.equal(gpu.gpuarray.to_gpu, gpu.to_gpu)
-    for _, name in ipairs{"empty", "zeros", "ones", "full", "arange", "empty_like", "zeros_like"} do
+    for _, name in ipairs{"empty", "zeros", "ones", "full", "arange", "linspace", "empty_like", "zeros_like"} do
       assert.are.equal(gpu.gpuarray[name], gpu[name], name)
     end
     assert.is_function(gpu.ElementwiseKernel)
@@ -53,6 +53,43 @@ describe("gpuarray", function()
     assert.are.equal("float32", z.dtype)
     assert.are.same({{0, 0, 0}}, z:get():totable())
     assert.are.same({1, 3}, gpu.empty_like(a).shape)
+  end)
+
+  helpers.gpu_it("makes linspace as NumPy does, stop exact, integers floored", function()
+    local cases = {{0, 1, 5}, {-3.5, 2.25, 17}, {1, 1, 4}, {10, -7, 33}, {0, 1, 1}, {0.1, 0.7, 60},
+                   {-1e10, 1e10, 1001}, {math.random() * 20 - 10, math.random() * 20 - 10, math.random(2, 200)}}
+    for _, c in ipairs(cases) do
+      local start, stop, num = c[1], c[2], c[3]
+      for _, endpoint in ipairs{true, false} do
+        local a = gpu.linspace(start, stop, num, {endpoint = endpoint})
+        assert.are.equal("float64", a.dtype)
+        assert.are.same({num}, a.shape)
+        local h = a:get()
+        local divisions = endpoint and num - 1 or num
+        local step = divisions > 0 and (stop - start) / divisions or 0.0
+        for i = 1, num do
+          local want = (endpoint and num > 1 and i == num) and stop + 0.0 or (i - 1) * step + start
+          assert.are.equal(want, h[i], ("linspace(%s, %s, %d) #%d"):format(start, stop, num, i))
+        end
+      end
+    end
+    assert.are.equal(50, #gpu.gpuarray.linspace(0, 1))
+    assert.are.equal(0, #gpu.linspace(0, 1, 0))
+    local ints = gpu.linspace(-1, 1, 5, {dtype = "int32"})
+    assert.are.equal("int32", ints.dtype)
+    assert.are.same({-1, -1, 0, 0, 1}, ints:get():totable())     -- floor, as NumPy 2
+    local singles = gpu.linspace(0, 1, 4, {dtype = "float32"}):get():totable()
+    for i, want in ipairs{0, 1 / 3, 2 / 3, 1} do assert.are.equal(helpers.f32(want), singles[i]) end
+    helpers.assert_error("bad argument #2 to 'linspace' (number expected, got nil)", gpu.linspace, 0)
+    helpers.assert_error("bad argument #3 to 'linspace' (num must be a non-negative integer, got 2.5)",
+                         gpu.linspace, 0, 1, 2.5)
+    helpers.assert_error("bad argument #3 to 'linspace' (num must be a non-negative integer, got -1)",
+                         gpu.linspace, 0, 1, -1)
+    helpers.assert_error("bad argument #4 to 'linspace' (unknown option 'step')", gpu.linspace, 0, 1, 3, {step = 1})
+    helpers.assert_error("bad argument #4 to 'linspace' (option 'endpoint' must be a boolean, got number)",
+                         gpu.linspace, 0, 1, 3, {endpoint = 1})
+    helpers.assert_error("bad argument #4 to 'linspace' (a real dtype expected, got complex64)",
+                         gpu.linspace, 0, 1, 3, {dtype = "complex64"})
   end)
 
   helpers.gpu_it("sets from host data, synchronously and on a stream", function()

@@ -281,6 +281,45 @@ function M.arange(...)
   return ew.launch(p, a, nil, "arange", start, step)
 end
 
+-- linspace(start, stop[, num[, {endpoint = true, dtype = "float64"}]]): NumPy's, num (default
+-- 50) evenly spaced values, stop the last of them unless endpoint is false.  Each is
+-- start + i * step in float64, rounded as NumPy rounds it (no fused multiply-add), then
+-- converted to dtype: rounded toward minus infinity for integer dtypes, as NumPy 2 does.
+local LINSPACE_OPTIONS = {endpoint = true, dtype = true}
+function M.linspace(start, stop, num, opts)
+  for i = 1, 2 do
+    local value = ({start, stop})[i]
+    if math.type(value) == nil then
+      argerror(i, "linspace", "number expected, got " .. typename(value))
+    end
+  end
+  if num == nil then num = 50 end
+  if math.type(num) ~= "integer" or num < 0 then
+    argerror(3, "linspace", "num must be a non-negative integer, got " .. tostring(num))
+  end
+  opts = check_options(opts, 4, "linspace", LINSPACE_OPTIONS)
+  if opts.endpoint ~= nil and type(opts.endpoint) ~= "boolean" then
+    argerror(4, "linspace", "option 'endpoint' must be a boolean, got " .. typename(opts.endpoint))
+  end
+  local dtype = opts.dtype == nil and "float64" or check_dtype(opts.dtype, 4, "linspace")
+  if promote.kind(dtype) == "c" then argerror(4, "linspace", "a real dtype expected, got " .. dtype) end
+  local endpoint = opts.endpoint ~= false
+  local divisions = endpoint and num - 1 or num
+  local step = divisions > 0 and (stop - start) / divisions or 0.0
+  local last = (endpoint and num > 1) and num - 1 or -1     -- the index that is stop exactly
+  local a = core.array_empty({num}, dtype)
+  local value = "(lg_i == last ? stop : __dadd_rn(__dmul_rn((double)lg_i, step), start))"
+  local kind = promote.kind(dtype)
+  if kind == "i" or kind == "u" then value = ("floor(%s)"):format(value) end
+  local p = ew.program{expr = (operators.expression("astype", {"float64"}, {value}, dtype)),
+                       out = dtype, name = "linspace_" .. dtype,
+                       operands = {{name = "start", dtype = "float64", scalar = true},
+                                   {name = "step", dtype = "float64", scalar = true},
+                                   {name = "stop", dtype = "float64", scalar = true},
+                                   {name = "last", dtype = "int64", scalar = true}}}
+  return ew.launch(p, a, nil, "linspace", start + 0.0, step, stop + 0.0, last)
+end
+
 local function host_of(data, dtype, n, fname)
   local mt = getmetatable(data)
   if mt == HostArray then return data end
@@ -896,8 +935,8 @@ M.GPUArray = GPUArray
 function M.install(gpu)
   gpu.gpuarray = M
   gpu.GPUArray = GPUArray
-  gpu.to_gpu, gpu.empty, gpu.zeros, gpu.ones, gpu.full, gpu.arange =
-    M.to_gpu, M.empty, M.zeros, M.ones, M.full, M.arange
+  gpu.to_gpu, gpu.empty, gpu.zeros, gpu.ones, gpu.full, gpu.arange, gpu.linspace =
+    M.to_gpu, M.empty, M.zeros, M.ones, M.full, M.arange, M.linspace
   gpu.empty_like, gpu.zeros_like = M.empty_like, M.zeros_like
   gpu.ElementwiseKernel = ew.ElementwiseKernel
   gpu.cumath = require "gpu.cumath"

@@ -327,6 +327,13 @@ local function byte_extent(a)
 end
 M.byte_extent = byte_extent
 
+-- Whether arrays x and y share any byte (a kernel must not write where it still reads).
+function M.overlap(x, y)
+  local xlo, xhi = byte_extent(x)
+  local ylo, yhi = byte_extent(y)
+  return xlo ~= nil and ylo ~= nil and xlo < yhi and ylo < xhi
+end
+
 -- needs_copy(out, v) -> true when operand v (broadcast to out's shape) must be copied before
 -- an elementwise kernel writes out.
 function M.needs_copy(out, v)

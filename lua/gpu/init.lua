@@ -333,6 +333,7 @@ require("gpu.reduction").install(gpu)
 require("gpu.scan").install(gpu)
 require("gpu.random").install(gpu)
 require("gpu.take").install(gpu)
+require("gpu.matmul").install(gpu)
 require("gpu.fuse").install(gpu)
 
 return gpu

@@ -23,12 +23,7 @@ local OPTIONS = {out = true, mode = true, stream = true}
 local MODES = {raise = 0, wrap = 1, clip = 2}
 local check_array = reduction.check_array
 
--- Whether x and y share any byte (a gather must not write where it still reads).
-local function overlap(x, y)
-  local xlo, xhi = ew.byte_extent(x)
-  local ylo, yhi = ew.byte_extent(y)
-  return xlo ~= nil and ylo ~= nil and xlo < yhi and ylo < xhi
-end
+local overlap = ew.overlap
 
 -- The digits of a uint64 read back as a Lua integer (negative from 2^63 on).
 local function unsigned_text(v)

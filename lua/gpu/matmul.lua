@@ -1,0 +1,149 @@
+-- gpu.matmul: gpuarray.matmul(a, b[, {out = o, stream = s}]) and a:matmul(b[, opts]), NumPy's
+-- matmul (kernels/matmul.cu).
+--
+-- The product of matrices in the last two axes; leading axes are stacks of matrices and
+-- broadcast against each other.  A 1-d a is a row and a 1-d b a column, and that axis is
+-- dropped from the result, so two 1-d arrays give a 0-d array (their inner product).  The
+-- result dtype is NumPy's promote_types of the two; integer products and sums wrap to it.
+-- Any views are read in place, through their strides.
+
+local core = require "gpu.core"
+local ew = require "gpu.elementwise"
+local kernel_cache = require "gpu.kernel_cache"
+local reduction = require "gpu.reduction"
+local args = require "gpu.args"
+local promote = require "gpu.promote"
+
+local M = {}
+
+local argerror = args.argerror
+local check_array = reduction.check_array
+local dtypes = reduction.dtypes
+local TILE, THREADS = 64, 16         -- kernels/matmul.cu's GPU_TILE and GPU_THREADS
+local MAX_GRID_YZ = 65535
+local OPTIONS = {out = true, stream = true}
+
+-- The accumulator of a result dtype, and C expressions for x * y added to acc and for the
+-- store of acc.
+local function arithmetic(out)
+  local d = dtypes[out]
+  if d.kind == "b" then
+    return "unsigned int", "acc | (x & y)", "(bool)(acc)"
+  elseif d.kind == "i" or d.kind == "u" then
+    return "unsigned long long", "acc + x * y", ("(%s)(acc)"):format(d.ctype)
+  elseif d.kind == "c" then
+    return d.ctype, "acc + x * y", "acc"
+  end
+  local acc = d.size == 8 and "double" or "float"
+  local store = out == "float16" and "gpu_float_to_half(acc)" or out == "bfloat16" and "gpu_float_to_bf16(acc)"
+                or "acc"
+  return acc, "acc + x * y", store
+end
+
+-- C expression converting x of dtype to the accumulator acc.
+local function load(dtype, acc)
+  if dtype == "float16" then return ("(%s)gpu_half_to_float(x)"):format(acc) end
+  if dtype == "bfloat16" then return ("(%s)gpu_bf16_to_float(x)"):format(acc) end
+  if acc == "unsigned long long" and dtypes[dtype].kind == "i" then
+    return "(unsigned long long)(long long)x"          -- sign-extended, then wrapping
+  end
+  if acc == "unsigned int" then return "(unsigned int)(x != 0)" end
+  return ("(%s)(x)"):format(acc)
+end
+
+-- The module source of the product of a_dtype and b_dtype matrices into out's dtype.
+function M.source(a_dtype, b_dtype, out)
+  local acc, multiply_add, store = arithmetic(out)
+  return core.kernel_sources["common.cu"] .. "\n" .. reduction.fill(core.kernel_sources["matmul.cu"], {
+    A_T = dtypes[a_dtype].ctype, B_T = dtypes[b_dtype].ctype, ACC_T = acc, OUT_T = dtypes[out].ctype,
+    LOAD_A = load(a_dtype, acc), LOAD_B = load(b_dtype, acc), MULTIPLY_ADD = multiply_add,
+    STORE = store,
+  })
+end
+
+local function kernel(a_dtype, b_dtype, out)
+  local key = ("matmul|%s|%s|%s"):format(a_dtype, b_dtype, out)
+  return kernel_cache.get(key, function()
+    return M.source(a_dtype, b_dtype, out), "gpu_matmul", nil, {no_extern_c = true, name = "matmul.cu"}
+  end)
+end
+
+-- The matrix view of x: batch shape and strides, rows, columns and their byte strides.  A 1-d
+-- array is one row (as a's) or one column (as b's).
+local function matrices(x, as_row)
+  local shape, strides = x.shape, x.strides
+  local nd = #shape
+  if nd == 1 then
+    if as_row then return {}, {}, 1, shape[1], 0, strides[1] end
+    return {}, {}, shape[1], 1, strides[1], 0
+  end
+  local batch, batch_strides = {}, {}
+  for d = 1, nd - 2 do batch[d], batch_strides[d] = shape[d], strides[d] end
+  return batch, batch_strides, shape[nd - 1], shape[nd], strides[nd - 1], strides[nd]
+end
+
+local overlap = ew.overlap
+
+function M.matmul(a, b, opts)
+  check_array(a, 1, "matmul")
+  check_array(b, 2, "matmul")
+  opts = args.check_options(opts, 3, "matmul", OPTIONS)
+  for i, x in ipairs{a, b} do
+    if x.ndim == 0 then argerror(i, "matmul", "matmul needs arrays of at least one axis, got a 0-d array") end
+  end
+  if a.device ~= b.device then
+    argerror(2, "matmul", ("arrays on devices %d and %d"):format(a.device, b.device))
+  end
+  local a_batch, a_batch_strides, n, k, a_row, a_col = matrices(a, true)
+  local b_batch, b_batch_strides, k2, m, b_row, b_col = matrices(b, false)
+  if k ~= k2 then
+    argerror(2, "matmul", ("the inner dimensions differ: %s and %s (%d and %d)")
+                          :format(promote.shape_text(a.shape), promote.shape_text(b.shape), k, k2))
+  end
+  local batch, why = promote.broadcast_shapes({a_batch, b_batch})
+  if batch == nil then argerror(2, "matmul", why .. " (the stacks of matrices)") end
+  local out_dtype = promote.promote_types(a.dtype, b.dtype)
+  local shape = {table.unpack(batch)}
+  if a.ndim > 1 then shape[#shape + 1] = n end
+  if b.ndim > 1 then shape[#shape + 1] = m end
+  local out, stream = opts.out, opts.stream
+  if out ~= nil then
+    check_array(out, 3, "matmul")
+    if out.dtype ~= out_dtype or not promote.same_shape(out.shape, shape) then
+      argerror(3, "matmul", ("out array is %s of shape %s, the result %s of shape %s")
+                            :format(out.dtype, promote.shape_text(out.shape), out_dtype,
+                                    promote.shape_text(shape)))
+    end
+  end
+  local result = out or core.array_empty(shape, out_dtype)
+  local batches = 1
+  for _, s in ipairs(batch) do batches = batches * s end
+  if n == 0 or m == 0 or batches == 0 then return result end
+  -- written in place when it can be: a strided out, or one that overlaps an input (which the
+  -- kernel would read after writing), goes through a temporary
+  local target = result
+  if not result.is_contiguous or overlap(result, a) or overlap(result, b) then
+    target = core.array_empty(shape, out_dtype)
+  end
+  local function batch_layout(x_batch, x_strides)
+    local s = promote.broadcast_strides(x_batch, x_strides, batch)
+    return reduction.pack_layout(reduction.collapse(batch, s))
+  end
+  local grid = {(m + TILE - 1) // TILE, math.min((n + TILE - 1) // TILE, MAX_GRID_YZ),
+                math.min(batches, MAX_GRID_YZ)}
+  kernel(a.dtype, b.dtype, out_dtype)(target, a, batch_layout(a_batch, a_batch_strides), a_row, a_col,
+                                      b, batch_layout(b_batch, b_batch_strides), b_row, b_col, n, k,
+                                      m, batches, {block = {THREADS, THREADS, 1}, grid = grid, stream = stream})
+  if target ~= result then
+    ew.launch(ew.copy_program(out_dtype), result, stream, "matmul", target)
+    core.free_after(target.gpudata, stream)
+  end
+  return result
+end
+
+function M.install(gpu)
+  gpu.gpuarray.matmul = M.matmul
+  core.types.GPUArray.__methods.matmul = M.matmul
+end
+
+return M

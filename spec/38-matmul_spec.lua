@@ -1,0 +1,210 @@
+-- gpuarray.matmul: NumPy's matrix products, checked against products computed in Lua.
+local helpers = require "helpers"
+local gpu = helpers.gpu
+local promote = require "gpu.promote"
+local matmul = require "gpu.matmul"
+local A = require "array_reference"
+
+local function upload(values, dtype, shape)
+  local a = gpu.to_gpu(gpu.host.from_table(values, dtype))
+  return shape and a:reshape(shape) or a
+end
+
+local function f16(x) return gpu.float16(x).value end
+
+-- Random elements of dtype that the reference can check exactly or tightly: 16-bit floats
+-- on a grid of 1/64 (their sums are exact in float), wide integers whose products wrap.
+local function random_values(dtype, count)
+  local v = {}
+  for i = 1, count do
+    local x
+    if dtype == "bool" then x = math.random() < 0.6
+    elseif dtype == "float16" or dtype == "bfloat16" then x = math.random(-64, 64) / 64
+    elseif dtype == "float32" then x = A.f32(math.random() * 2 - 1)
+    elseif dtype == "float64" then x = math.random() * 2 - 1
+    elseif dtype == "complex64" then x = gpu.complex(A.f32(math.random() * 2 - 1), A.f32(math.random() * 2 - 1))
+    elseif dtype == "complex128" then x = gpu.complex(math.random() * 2 - 1, math.random() * 2 - 1)
+    elseif dtype == "int8" then x = math.random(-128, 127)
+    elseif dtype == "uint64" then x = math.random(0, 1 << 40) * 977 + math.random(0, 976)
+    elseif dtype == "uint8" then x = math.random(0, 255)
+    else x = math.random(-1000, 1000) end
+    v[i] = x
+  end
+  return v
+end
+
+-- C = A B for row-major a (n x k) and b (k x m) values, as dtype out; also the sums of
+-- |a b| for each element (the scale of a float result's rounding).
+local function reference(av, bv, n, k, m, out)
+  local kind = promote.kind(out)
+  local c, scale = {}, {}
+  for i = 1, n do
+    for j = 1, m do
+      local sum, abs = (kind == "f" or kind == "c") and 0.0 or 0, 0.0
+      if kind == "b" then sum = false elseif kind == "c" then sum = gpu.complex(0, 0) end
+      for l = 1, k do
+        local x, y = av[(i - 1) * k + l], bv[(l - 1) * m + j]
+        if kind == "b" then sum = sum or (x and y)
+        else
+          if type(x) == "boolean" then x = x and 1 or 0 end
+          if type(y) == "boolean" then y = y and 1 or 0 end
+          sum = sum + x * y
+          local ax = type(x) == "table" and x:abs() or math.abs(x)
+          local ay = type(y) == "table" and y:abs() or math.abs(y)
+          abs = abs + ax * ay
+        end
+      end
+      if kind == "i" or kind == "u" then sum = A.wrap(out, sum) end
+      if out == "float16" then sum = f16(sum) end
+      c[#c + 1], scale[#scale + 1] = sum, abs
+    end
+  end
+  return c, scale
+end
+
+-- Relative to the sum of |a b|: k roundings of the unit roundoff at most, for k up to 70.
+local rtol = {float32 = 2 ^ -17, complex64 = 2 ^ -16, float64 = 2 ^ -45, complex128 = 2 ^ -44}
+
+local function check(got, want, scale, out, what)
+  for i = 1, #want do
+    local g, w = got[i], want[i]
+    local tol = (rtol[out] or 0) * scale[i]
+    if promote.kind(out) == "c" then
+      assert(math.abs(g.re - w.re) <= tol and math.abs(g.im - w.im) <= tol,
+             ("%s #%d: got %s, expected %s"):format(what, i, tostring(g), tostring(w)))
+    elseif tol > 0 then
+      assert(math.abs(g - w) <= tol, ("%s #%d: got %.17g, expected %.17g"):format(what, i, g, w))
+    else
+      assert(g == w, ("%s #%d: got %s, expected %s"):format(what, i, tostring(g), tostring(w)))
+    end
+  end
+end
+
+-- A HostArray's elements, flat in row-major order.
+local function flat(h)
+  local t = {}
+  for i = 1, h.size do t[i] = h[i] end
+  return t
+end
+
+describe("matmul (CPU: NVRTC only)", function()
+  it("compiles for every result dtype and mixed inputs", function()
+    local pairs_ = {{"float32", "float32"}, {"float64", "int32"}, {"float16", "float16"},
+                    {"bfloat16", "float32"}, {"int8", "int8"}, {"uint64", "int64"}, {"bool", "bool"},
+                    {"complex64", "float32"}, {"complex128", "int16"}, {"uint8", "bool"}}
+    local sources = {}
+    for _, p in ipairs(pairs_) do
+      sources[#sources + 1] = matmul.source(p[1], p[2], promote.promote_types(p[1], p[2]))
+    end
+    for _, src in ipairs(sources) do
+      assert.is_true(#gpu.compile(src, {target = "ptx", no_extern_c = true}) > 0)
+    end
+  end)
+
+  it("names a bad argument", function()
+    helpers.assert_error("bad argument #1 to 'matmul' (GPUArray expected, got number)",
+                         gpu.gpuarray.matmul, 1, 2)
+  end)
+end)
+
+describe("matmul", function()
+  helpers.gpu_it("matches Lua for every kind of dtype and for sizes off the 64 x 64 tiles", function()
+    local cases = {
+      {"float32", "float32", 17, 33, 5}, {"float32", "float32", 40, 64, 31}, {"float64", "float64", 1, 1, 1},
+      {"float64", "float64", 19, 70, 23}, {"float16", "float16", 9, 20, 18}, {"int32", "int32", 16, 16, 16},
+      {"int8", "int8", 7, 40, 3}, {"uint64", "uint64", 5, 9, 6}, {"bool", "bool", 12, 8, 20},
+      {"complex64", "complex64", 6, 21, 4}, {"int32", "float32", 11, 13, 17}, {"int16", "uint8", 3, 5, 2},
+      {"float32", "float32", 130, 70, 67}, {"float64", "float64", 65, 17, 129}, {"int64", "int8", 64, 64, 64},
+      {"complex128", "float64", 66, 20, 70},
+    }
+    for _, c in ipairs(cases) do
+      local ta, tb, n, k, m = table.unpack(c)
+      local out = promote.promote_types(ta, tb)
+      local av, bv = random_values(ta, n * k), random_values(tb, k * m)
+      local r = gpu.gpuarray.matmul(upload(av, ta, {n, k}), upload(bv, tb, {k, m}))
+      assert.are.equal(out, r.dtype)
+      assert.are.same({n, m}, r.shape)
+      local want, scale = reference(av, bv, n, k, m, out)
+      check(flat(r:get()), want, scale, out, ("%s %s (%d, %d, %d)"):format(ta, tb, n, k, m))
+    end
+  end)
+
+  helpers.gpu_it("reads views in place, broadcasts stacks, and drops the axes of 1-d operands", function()
+    local n, k, m = 13, 18, 7
+    -- a transposed a and every other column of b
+    local at, bw = random_values("float64", k * n), random_values("float64", k * 2 * m)
+    local a = upload(at, "float64", {k, n}).T
+    local wide_b = upload(bw, "float64", {k, 2 * m})
+    local b = gpu.GPUArray({k, m}, "float64", {gpudata = wide_b.gpudata, strides = {2 * m * 8, 16}})
+    local av, bv = {}, {}
+    for i = 1, n do for l = 1, k do av[#av + 1] = at[(l - 1) * n + i] end end
+    for l = 1, k do for j = 1, m do bv[#bv + 1] = bw[(l - 1) * 2 * m + 2 * j - 1] end end
+    local want, scale = reference(av, bv, n, k, m, "float64")
+    check(flat(a:matmul(b):get()), want, scale, "float64", "views")
+    -- 1-d operands: a row, a column, and two vectors (a 0-d inner product)
+    local v = random_values("float64", k)
+    local row = gpu.gpuarray.matmul(upload(v, "float64"), b)
+    assert.are.same({m}, row.shape)
+    local rw, rs = reference(v, bv, 1, k, m, "float64")
+    check(flat(row:get()), rw, rs, "float64", "row")
+    local col = gpu.gpuarray.matmul(a, upload(v, "float64"))
+    assert.are.same({n}, col.shape)
+    local cw, cs = reference(av, v, n, k, 1, "float64")
+    check(flat(col:get()), cw, cs, "float64", "column")
+    local dot = gpu.gpuarray.matmul(upload(v, "float64"), upload(v, "float64"))
+    assert.are.same({}, dot.shape)
+    local dw, ds = reference(v, v, 1, k, 1, "float64")
+    check({dot:get()[1]}, dw, ds, "float64", "inner product")
+    -- stacks: (2, 1, 3, 4) @ (5, 4, 2) -> (2, 5, 3, 2), each product checked on its own
+    local sa, sb = random_values("float32", 2 * 3 * 4), random_values("float32", 5 * 4 * 2)
+    local stacked = gpu.gpuarray.matmul(upload(sa, "float32", {2, 1, 3, 4}), upload(sb, "float32", {5, 4, 2}))
+    assert.are.same({2, 5, 3, 2}, stacked.shape)
+    local h = flat(stacked:get())
+    for p = 1, 2 do
+      for q = 1, 5 do
+        local am, bm = {}, {}
+        for i = 1, 12 do am[i] = sa[(p - 1) * 12 + i] end
+        for i = 1, 8 do bm[i] = sb[(q - 1) * 8 + i] end
+        local w, s = reference(am, bm, 3, 4, 2, "float32")
+        local first = ((p - 1) * 5 + (q - 1)) * 6
+        check({table.unpack(h, first + 1, first + 6)}, w, s, "float32", ("stack %d, %d"):format(p, q))
+      end
+    end
+    -- an empty inner dimension gives zeros; an empty outer one an empty result
+    assert.are.same({{0, 0}, {0, 0}}, gpu.gpuarray.matmul(gpu.zeros({2, 0}, "int32"), gpu.zeros({0, 2}, "int32")):get():totable())
+    assert.are.same({0, 3}, gpu.gpuarray.matmul(gpu.zeros({0, 2}), gpu.zeros({2, 3})).shape)
+  end)
+
+  helpers.gpu_it("writes out, contiguous or strided, on a stream", function()
+    local av, bv = random_values("float32", 6 * 5), random_values("float32", 5 * 4)
+    local a, b = upload(av, "float32", {6, 5}), upload(bv, "float32", {5, 4})
+    local want, scale = reference(av, bv, 6, 5, 4, "float32")
+    local out = gpu.empty({6, 4}, "float32")
+    local s = gpu.Stream()
+    assert.are.equal(out, gpu.gpuarray.matmul(a, b, {out = out, stream = s}))
+    s:synchronize()
+    check(flat(out:get()), want, scale, "float32", "out")
+    local wide = gpu.zeros({4, 6}, "float32")
+    local strided = wide.T                           -- (6, 4) through strides
+    gpu.gpuarray.matmul(a, b, {out = strided})
+    check(flat(strided:get()), want, scale, "float32", "strided out")
+  end)
+
+  helpers.gpu_it("refuses what NumPy refuses, naming the argument", function()
+    local a, b = gpu.zeros({2, 3}, "float32"), gpu.zeros({4, 5}, "float32")
+    helpers.assert_error("bad argument #2 to 'matmul' (the inner dimensions differ: (2,3) and (4,5) (3 and 4))",
+                         gpu.gpuarray.matmul, a, b)
+    helpers.assert_error("bad argument #1 to 'matmul' (matmul needs arrays of at least one axis, got a 0-d array)",
+                         gpu.gpuarray.matmul, gpu.zeros({}, "float32"), b)
+    helpers.assert_error("bad argument #2 to 'matmul' (operands could not be broadcast together with shapes "
+                         .. "(2,) (3,) (the stacks of matrices))",
+                         gpu.gpuarray.matmul, gpu.zeros({2, 2, 3}), gpu.zeros({3, 3, 1}))
+    helpers.assert_error("bad argument #3 to 'matmul' (out array is float64 of shape (2,5), the result float32 "
+                         .. "of shape (2,5))", gpu.gpuarray.matmul, a, gpu.zeros({3, 5}, "float32"),
+                         {out = gpu.zeros({2, 5})})
+    helpers.assert_error("bad argument #3 to 'matmul' (unknown option 'axes')", gpu.gpuarray.matmul, a, a.T, {axes = 1})
+    local freed = gpu.zeros({3, 2}, "float32")
+    freed:free()
+    helpers.assert_error("bad argument #2 to 'matmul' (array has been freed)", gpu.gpuarray.matmul, a, freed)
+  end)
+end)

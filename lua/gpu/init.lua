@@ -334,6 +334,7 @@ require("gpu.scan").install(gpu)
 require("gpu.random").install(gpu)
 require("gpu.take").install(gpu)
 require("gpu.matmul").install(gpu)
+require("gpu.sort").install(gpu)
 require("gpu.fuse").install(gpu)
 
 return gpu

@@ -1,0 +1,159 @@
+-- gpu.sort: NumPy's sort and argsort along an axis (kernels/sort.cu).
+--   gpuarray.sort(a[, {axis = k, stream = s}]) -> a sorted copy
+--   a:sort([{axis = k, stream = s}]) sorts a in place
+--   gpuarray.argsort(a[, {axis = k, stream = s}]) -> int64 array of 1-based indices along the
+--     axis that would sort it; stable (equal elements keep their order)
+-- The axis is the last one unless given (1-based, negatives from the end), as NumPy's.  NaN
+-- sorts after every number.  Complex arrays are refused: NumPy orders them by real part,
+-- then imaginary part, which this does not do.
+
+local core = require "gpu.core"
+local ew = require "gpu.elementwise"
+local kernel_cache = require "gpu.kernel_cache"
+local reduction = require "gpu.reduction"
+local args = require "gpu.args"
+
+local M = {}
+
+local argerror = args.argerror
+local check_array = reduction.check_array
+local dtypes = reduction.dtypes
+local BLOCK = 256
+local CHUNK = 2048                   -- kernels/sort.cu's GPU_CHUNK
+local OPTIONS = {axis = true, stream = true}
+
+-- The module source for keys of dtype (with 1-based indices carried along for argsort).
+function M.source(dtype, with_indices)
+  local d = dtypes[dtype]
+  local compare, load = d.ctype, "%s"
+  if dtype == "float16" then compare, load = "float", "gpu_half_to_float(%s)"
+  elseif dtype == "bfloat16" then compare, load = "float", "gpu_bf16_to_float(%s)" end
+  return core.kernel_sources["common.cu"] .. "\n" .. reduction.fill(core.kernel_sources["sort.cu"], {
+    KEY_T = d.ctype, COMPARE_T = compare, LOAD_A = load:format("a"), LOAD_B = load:format("b"),
+    WITH_INDICES = with_indices and "1" or "0",
+  })
+end
+
+local function kernel(dtype, with_indices, name)
+  local key = ("sort|%s|%s"):format(dtype, with_indices and "indices" or "keys")
+  return kernel_cache.get(key .. "|" .. name, function()
+    return M.source(dtype, with_indices), name, nil, {no_extern_c = true, name = "sort.cu"}
+  end)
+end
+
+local function grid_for(n)
+  return math.max(1, math.min(reduction.max_grid() * 4, (n + BLOCK - 1) // BLOCK))
+end
+
+-- Sorts each of the rows of the contiguous array keys along its last axis (and indices, an
+-- int64 array of keys' shape, along with it when given).
+local function sort_rows(keys, indices, stream)
+  local shape = keys.shape
+  local len = shape[#shape]
+  local rows = keys.size // len
+  if indices then
+    kernel(keys.dtype, true, "gpu_sort_init_indices")(indices, rows, len,
+                                                      {block = BLOCK, grid = grid_for(keys.size), stream = stream})
+  end
+  local padded = 1
+  while padded < len do padded = padded * 2 end
+  local half = padded // 2
+  local with_indices = indices ~= nil
+  local step = kernel(keys.dtype, with_indices, "gpu_sort_step")
+  local chunk = kernel(keys.dtype, with_indices, "gpu_sort_chunk")
+  local chunks = (len + CHUNK - 1) // CHUNK
+  local step_launch = {block = BLOCK, grid = grid_for(rows * half), stream = stream}
+  local chunk_launch = {block = CHUNK // 2, grid = math.min(rows * chunks, reduction.max_grid() * 8),
+                        stream = stream}
+  chunk(keys, indices, rows, len, chunks, math.min(padded, CHUNK), 0, chunk_launch)
+  local size = 2 * CHUNK
+  while size <= padded do                   -- the wider steps in global memory, the rest in chunks
+    step(keys, indices, rows, len, half, size, size // 2, 1, step_launch)
+    local distance = size // 4
+    while distance >= CHUNK do
+      step(keys, indices, rows, len, half, size, distance, 0, step_launch)
+      distance = distance // 2
+    end
+    chunk(keys, indices, rows, len, chunks, 0, size, chunk_launch)
+    size = size * 2
+  end
+end
+
+-- The order of a's axes with axis moved last (a transpose permutation).
+local function axis_last(a, axis)
+  local order = {}
+  for d = 1, a.ndim do if d ~= axis then order[#order + 1] = d end end
+  order[#order + 1] = axis
+  return order
+end
+
+-- Checks a and the options; returns the axis (1-based) and the stream.
+local function check(a, opts, fname)
+  check_array(a, 1, fname)
+  opts = args.check_options(opts, 2, fname, OPTIONS)
+  if opts.stream ~= nil and getmetatable(opts.stream) ~= core.types.Stream then
+    argerror(2, fname, "option 'stream' must be a gpu.Stream, got " .. args.typename(opts.stream))
+  end
+  if dtypes[a.dtype].kind == "c" then
+    argerror(1, fname, ("%s of complex arrays is not supported (%s)"):format(fname, a.dtype))
+  end
+  local axis = opts.axis
+  if axis == nil then
+    if a.ndim == 0 then argerror(1, fname, "a 0-d array has no axis to sort along") end
+    axis = a.ndim
+  end
+  return args.check_axis(axis, a.ndim, 2, fname), opts.stream
+end
+
+-- Sorts (or, with indices wanted, argsorts) a along axis; returns the sorted keys (or the
+-- indices) in a's layout as new contiguous arrays in axis-last order, and the permutation
+-- that gives that order (nil when it is a's own).
+local function sorted(a, axis, want_indices, stream)
+  local order = axis_last(a, axis)
+  local moved = axis ~= a.ndim
+  local view = moved and a:transpose(order) or a
+  local keys = view:copy(stream and {stream = stream})
+  local indices = want_indices and core.array_empty(keys.shape, "int64") or nil
+  if keys.size > 0 then sort_rows(keys, indices, stream) end
+  return keys, indices, moved and order or nil
+end
+
+-- The array of a's shape holding rows (contiguous, in axis-last order): rows itself when
+-- the axis was already last, else a copy through the transposed view of a new array, or of
+-- `into` (an existing array of that shape) when given.
+local function restore(rows, order, shape, dtype, stream, into)
+  if order == nil and into == nil then return rows end
+  local target = into or core.array_empty(shape, dtype)
+  local view = order and target:transpose(order) or target
+  ew.launch(ew.copy_program(dtype), view, stream, "sort", rows)
+  core.free_after(rows.gpudata, stream)
+  return target
+end
+
+function M.sort(a, opts)
+  local axis, stream = check(a, opts, "sort")
+  local keys, _, order = sorted(a, axis, false, stream)
+  return restore(keys, order, a.shape, a.dtype, stream)
+end
+
+-- a:sort() sorts in place, as NumPy's ndarray.sort, and returns nothing.
+function M.sort_in_place(a, opts)
+  local axis, stream = check(a, opts, "sort")
+  local keys, _, order = sorted(a, axis, false, stream)
+  restore(keys, order, a.shape, a.dtype, stream, a)
+end
+
+function M.argsort(a, opts)
+  local axis, stream = check(a, opts, "argsort")
+  local keys, indices, order = sorted(a, axis, true, stream)
+  core.free_after(keys.gpudata, stream)
+  return restore(indices, order, a.shape, "int64", stream)
+end
+
+function M.install(gpu)
+  gpu.gpuarray.sort, gpu.gpuarray.argsort = M.sort, M.argsort
+  local methods = core.types.GPUArray.__methods
+  methods.sort, methods.argsort = M.sort_in_place, M.argsort
+end
+
+return M

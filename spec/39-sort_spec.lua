@@ -1,0 +1,170 @@
+-- gpuarray.sort, a:sort() and gpuarray.argsort, against Lua's table.sort in NumPy's order.
+local helpers = require "helpers"
+local gpu = helpers.gpu
+local sort = require "gpu.sort"
+local A = require "array_reference"
+
+local REAL = {"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+              "float16", "bfloat16", "float32", "float64"}
+
+-- Whether x sorts before y in NumPy's order for dtype: NaN last, uint64 unsigned.
+local function before(dtype, x, y)
+  if dtype == "bool" then return not x and y end
+  if dtype == "uint64" then return math.ult(x, y) end
+  return x < y or (y ~= y and x == x)
+end
+
+-- Random values of dtype with many repeats (and NaNs and infinities for floats), as stored.
+local function random_values(dtype, n)
+  local h = gpu.host.empty(n, dtype)
+  local values = {}
+  for i = 1, n do
+    local v
+    if dtype == "bool" then v = math.random() < 0.5
+    elseif dtype:match("float") then
+      local r = math.random()
+      v = r < 0.05 and 0 / 0 or r < 0.07 and 1 / 0 or r < 0.09 and -1 / 0 or math.random(-40, 40) / 8
+    elseif dtype == "uint64" then v = math.random(0, 20) * (1 << 59) + math.random(0, 3)
+    elseif dtype:match("^u") then v = math.random(0, 50)
+    else v = math.random(-50, 50) end
+    h[i] = v
+    values[i] = h[i]
+  end
+  return gpu.to_gpu(h), values
+end
+
+local function same(dtype, x, y)
+  if dtype:match("float") and x ~= x then return y ~= y end
+  return x == y
+end
+
+-- The stable order of values: 1-based positions sorted by (value, position).
+local function stable_order(dtype, values)
+  local order = {}
+  for i = 1, #values do order[i] = i end
+  table.sort(order, function(i, j)
+    local x, y = values[i], values[j]
+    if before(dtype, x, y) then return true end
+    if before(dtype, y, x) then return false end
+    return i < j
+  end)
+  return order
+end
+
+describe("sort (CPU: NVRTC only)", function()
+  it("compiles for every real dtype, with and without indices", function()
+    for _, dtype in ipairs(REAL) do
+      for _, with_indices in ipairs{false, true} do
+        assert.is_true(#gpu.compile(sort.source(dtype, with_indices), {target = "ptx", no_extern_c = true}) > 0)
+      end
+    end
+  end)
+
+  it("names a bad argument", function()
+    helpers.assert_error("bad argument #1 to 'sort' (GPUArray expected, got number)", gpu.gpuarray.sort, 1)
+    helpers.assert_error("bad argument #1 to 'argsort' (GPUArray expected, got nil)", gpu.gpuarray.argsort)
+  end)
+end)
+
+describe("sort", function()
+  helpers.gpu_it("sorts every real dtype in NumPy's order, and argsort is stable", function()
+    for _, dtype in ipairs(REAL) do
+      for _, n in ipairs{1, 2, 3, 5, 16, 17, 100, 1000, 4097} do
+        local a, values = random_values(dtype, n)
+        local order = stable_order(dtype, values)
+        local what = ("%s[%d]"):format(dtype, n)
+        local s = gpu.gpuarray.sort(a):get()
+        for i = 1, n do
+          assert(same(dtype, values[order[i]], s[i]), ("%s sorted #%d: got %s, expected %s")
+                 :format(what, i, tostring(s[i]), tostring(values[order[i]])))
+        end
+        local idx = gpu.gpuarray.argsort(a)
+        assert.are.equal("int64", idx.dtype)
+        assert.are.same(order, idx:get():totable(), what .. " argsort")
+        a:sort()                                   -- in place
+        local h = a:get()
+        for i = 1, n do assert(same(dtype, s[i], h[i]), what .. " in place #" .. i) end
+      end
+    end
+    -- a long one, past one block's worth of pairs
+    local a, values = random_values("float32", 100001)
+    local order = stable_order("float32", values)
+    assert.are.same(order, gpu.gpuarray.argsort(a):get():totable())
+  end)
+
+  helpers.gpu_it("sorts along any axis of views, in place or into a copy", function()
+    local values = {}
+    for i = 1, 4 * 5 * 6 do values[i] = math.random(-9, 9) end
+    local base = gpu.to_gpu(gpu.host.from_table(values, "int32")):reshape(4, 5, 6)
+    local t = base:transpose({3, 1, 2})               -- (6, 4, 5), strided
+    local shape = {6, 4, 5}
+    local function at(i, j, k) return values[((j - 1) * 5 + (k - 1)) * 6 + i] end   -- t[i][j][k]
+    for axis = 1, 3 do
+      local sorted = gpu.gpuarray.sort(t, {axis = axis}):get():totable()
+      local indices = gpu.gpuarray.argsort(t, {axis = axis - 4}):get():totable()   -- negative
+      for i = 1, shape[1] do
+        for j = 1, shape[2] do
+          for k = 1, shape[3] do
+            local pos = {i, j, k}
+            local line = {}
+            for r = 1, shape[axis] do
+              pos[axis] = r
+              line[r] = at(pos[1], pos[2], pos[3])
+            end
+            pos[axis] = nil
+            local want = stable_order("int32", line)
+            local r = ({i, j, k})[axis]
+            local got_value = sorted[i][j][k]
+            local got_index = indices[i][j][k]
+            assert.are.equal(line[want[r]], got_value, ("axis %d at %d,%d,%d"):format(axis, i, j, k))
+            assert.are.equal(want[r], got_index, ("argsort axis %d at %d,%d,%d"):format(axis, i, j, k))
+          end
+        end
+      end
+    end
+    -- in place on the strided view: base's memory holds the sorted columns afterwards
+    local s = gpu.Stream()
+    t:sort({axis = 1, stream = s})
+    s:synchronize()
+    local h = base:get():totable()
+    for j = 1, 4 do
+      for k = 1, 5 do
+        local line = {}
+        for i = 1, 6 do line[i] = at(i, j, k) end
+        table.sort(line)
+        for i = 1, 6 do assert.are.equal(line[i], h[j][k][i], ("in place %d,%d,%d"):format(i, j, k)) end
+      end
+    end
+    -- rows longer than a 2048-element chunk, and many short rows
+    local wide, wv = random_values("int16", 3 * 5000)
+    wide = wide:reshape(3, 5000)
+    local hs = gpu.gpuarray.sort(wide):get()
+    local ha = gpu.gpuarray.argsort(wide, {axis = 1}):get()
+    for r = 1, 3 do
+      local line = {table.unpack(wv, (r - 1) * 5000 + 1, r * 5000)}
+      table.sort(line)
+      for c = 1, 5000 do assert.are.equal(line[c], hs[(r - 1) * 5000 + c], ("row %d #%d"):format(r, c)) end
+    end
+    for c = 1, 5000 do
+      local want = stable_order("int16", {wv[c], wv[5000 + c], wv[10000 + c]})
+      for r = 1, 3 do assert.are.equal(want[r], ha[(r - 1) * 5000 + c], ("column %d #%d"):format(c, r)) end
+    end
+    assert.are.same({0}, gpu.gpuarray.sort(gpu.zeros({0}, "float32")).shape)
+    assert.are.same({3, 0}, gpu.gpuarray.argsort(gpu.zeros({3, 0}, "float32")).shape)
+  end)
+
+  helpers.gpu_it("refuses complex arrays, 0-d arrays and bad options", function()
+    local z = gpu.to_gpu(gpu.host.from_table({gpu.complex(1, 2)}, "complex64"))
+    helpers.assert_error("bad argument #1 to 'sort' (sort of complex arrays is not supported (complex64))",
+                         gpu.gpuarray.sort, z)
+    helpers.assert_error("bad argument #1 to 'argsort' (a 0-d array has no axis to sort along)",
+                         gpu.gpuarray.argsort, gpu.zeros({}, "float32"))
+    local a = gpu.zeros({2, 3}, "float32")
+    helpers.assert_error("bad argument #2 to 'sort' (unknown option 'kind')", gpu.gpuarray.sort, a, {kind = "stable"})
+    helpers.assert_error("bad argument #2 to 'sort' (axis 3 is out of range for a 2-d array)",
+                         gpu.gpuarray.sort, a, {axis = 3})
+    local freed = gpu.zeros({3}, "float32")
+    freed:free()
+    helpers.assert_error("bad argument #1 to 'sort' (array has been freed)", freed.sort, freed)
+  end)
+end)

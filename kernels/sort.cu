@@ -12,7 +12,8 @@
 // 2048 (gpu_sort_chunk): all of them for merges up to that size, and the last eleven of each
 // larger merge, after gpu_sort_step has run its wider steps over global memory.
 //
-// Keys order as NumPy's: NaN after every number.  With indices (argsort), equal keys order
+// Keys order as NumPy's: NaN after every number; complex numbers by real part, then
+// imaginary part, those with NaN parts last (R + Rj, R + NaNj, NaN + Rj, NaN + NaNj).  With indices (argsort), equal keys order
 // by index, which makes the result stable and independent of the network.
 
 typedef $KEY_T gpu_key_t;
@@ -23,8 +24,7 @@ typedef $KEY_T gpu_key_t;
 
 // Whether key a sorts before key b.
 __device__ __forceinline__ bool gpu_key_before(gpu_key_t a, gpu_key_t b) {
-  const $COMPARE_T x = $LOAD_A, y = $LOAD_B;
-  return x < y || (y != y && x == x);
+$BEFORE
 }
 
 extern "C" __global__ void gpu_sort_init_indices(long long *indices, long long rows, long long len) {

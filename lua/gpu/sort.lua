@@ -4,8 +4,8 @@
 --   gpuarray.argsort(a[, {axis = k, stream = s}]) -> int64 array of 1-based indices along the
 --     axis that would sort it; stable (equal elements keep their order)
 -- The axis is the last one unless given (1-based, negatives from the end), as NumPy's.  NaN
--- sorts after every number.  Complex arrays are refused: NumPy orders them by real part,
--- then imaginary part, which this does not do.
+-- sorts after every number; complex numbers order by real part, then imaginary part, with
+-- NaN parts last, as NumPy's.
 
 local core = require "gpu.core"
 local ew = require "gpu.elementwise"
@@ -22,15 +22,29 @@ local BLOCK = 256
 local CHUNK = 2048                   -- kernels/sort.cu's GPU_CHUNK
 local OPTIONS = {axis = true, stream = true}
 
+-- The body of gpu_key_before(a, b) for complex keys: NumPy's order, by which parts are NaN
+-- first (none, the imaginary one, the real one, both), then by the parts that are not.
+local COMPLEX_BEFORE = [[
+  const int nan_a = (a.re != a.re) * 2 + (a.im != a.im), nan_b = (b.re != b.re) * 2 + (b.im != b.im);
+  if (nan_a != nan_b) return nan_a < nan_b;
+  if (nan_a == 0) return a.re < b.re || (a.re == b.re && a.im < b.im);
+  if (nan_a == 1) return a.re < b.re;
+  if (nan_a == 2) return a.im < b.im;
+  return false;]]
+
 -- The module source for keys of dtype (with 1-based indices carried along for argsort).
 function M.source(dtype, with_indices)
   local d = dtypes[dtype]
-  local compare, load = d.ctype, "%s"
-  if dtype == "float16" then compare, load = "float", "gpu_half_to_float(%s)"
-  elseif dtype == "bfloat16" then compare, load = "float", "gpu_bf16_to_float(%s)" end
+  local before = COMPLEX_BEFORE
+  if d.kind ~= "c" then
+    local compare, load = d.ctype, "%s"
+    if dtype == "float16" then compare, load = "float", "gpu_half_to_float(%s)"
+    elseif dtype == "bfloat16" then compare, load = "float", "gpu_bf16_to_float(%s)" end
+    before = ("  const %s x = %s, y = %s;\n  return x < y || (y != y && x == x);")
+             :format(compare, load:format("a"), load:format("b"))
+  end
   return core.kernel_sources["common.cu"] .. "\n" .. reduction.fill(core.kernel_sources["sort.cu"], {
-    KEY_T = d.ctype, COMPARE_T = compare, LOAD_A = load:format("a"), LOAD_B = load:format("b"),
-    WITH_INDICES = with_indices and "1" or "0",
+    KEY_T = d.ctype, BEFORE = before, WITH_INDICES = with_indices and "1" or "0",
   })
 end
 
@@ -93,9 +107,6 @@ local function check(a, opts, fname)
   opts = args.check_options(opts, 2, fname, OPTIONS)
   if opts.stream ~= nil and getmetatable(opts.stream) ~= core.types.Stream then
     argerror(2, fname, "option 'stream' must be a gpu.Stream, got " .. args.typename(opts.stream))
-  end
-  if dtypes[a.dtype].kind == "c" then
-    argerror(1, fname, ("%s of complex arrays is not supported (%s)"):format(fname, a.dtype))
   end
   local axis = opts.axis
   if axis == nil then

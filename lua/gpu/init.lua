@@ -335,6 +335,7 @@ require("gpu.random").install(gpu)
 require("gpu.take").install(gpu)
 require("gpu.matmul").install(gpu)
 require("gpu.sort").install(gpu)
+require("gpu.compact").install(gpu)
 require("gpu.fuse").install(gpu)
 
 return gpu

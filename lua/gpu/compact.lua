@@ -1,0 +1,173 @@
+-- gpu.compact: NumPy's selections whose size depends on the data, by stream compaction
+-- (kernels/compact.cu): the running count of a mask (gpu.cumsum) gives each selected element
+-- its place.  Each reads that count back to size its result, so each synchronizes once.
+--   gpuarray.extract(condition, a) -> 1-d array of a's elements where condition is true
+--     (nonzero), both read in row-major order
+--   gpuarray.nonzero(a) -> one int64 array per axis of a, the 1-based indices of a's nonzero
+--     elements (a NaN is nonzero) in row-major order
+--   gpuarray.count_nonzero(a) -> Lua integer
+--   gpuarray.unique(a[, {return_counts = true}]) -> a's distinct values, sorted (NaNs count as
+--     one, as with NumPy's equal_nan), and with return_counts how often each occurs (int64)
+
+local core = require "gpu.core"
+local kernel_cache = require "gpu.kernel_cache"
+local reduction = require "gpu.reduction"
+local args = require "gpu.args"
+
+local M = {}
+
+local argerror, check_array = args.argerror, reduction.check_array
+local BLOCK = 256
+
+local function kernel(name, item_bytes)
+  return kernel_cache.get(("compact|%d|%s"):format(item_bytes, name), function()
+    return reduction.fill(core.kernel_sources["compact.cu"], {ITEM_BYTES = tostring(item_bytes)}),
+           name, nil, {no_extern_c = true, name = "compact.cu"}
+  end)
+end
+
+local function launch_options(n)
+  return {block = BLOCK, grid = math.max(1, math.min(reduction.max_grid() * 4, (n + BLOCK - 1) // BLOCK))}
+end
+
+-- Temporaries made here are freed in the default stream's order, after the kernels that read them.
+local function release(...)
+  for i = 1, select("#", ...) do
+    local x = select(i, ...)
+    if x then core.free_after(x.gpudata, nil) end
+  end
+end
+
+-- a as a contiguous array, and whether that is a copy.
+local function contiguous(a)
+  if a.is_contiguous then return a, false end
+  return a:copy(), true
+end
+
+-- The truth of a's elements as a contiguous bool array, and whether that is a new array.
+local function truth(a)
+  if a.dtype == "bool" and a.is_contiguous then return a, false end
+  return a:astype("bool"), true
+end
+
+-- The running count of the selected elements of mask (a contiguous bool array) and its total.
+local function running_count(mask)
+  local positions = core.types.GPUArray.__methods.cumsum(mask)   -- int64
+  return positions, positions[positions.size]                     -- reads one element: syncs
+end
+
+-- The 0-based flat indices of the true elements of mask (contiguous, not empty).
+local function true_indices(mask)
+  local positions, total = running_count(mask)
+  local out = core.array_empty({total}, "int64")
+  if total > 0 then
+    kernel("gpu_compact_indices", 8)(out, mask, positions, mask.size, launch_options(mask.size))
+  end
+  release(positions)
+  return out
+end
+
+function M.extract(condition, a)
+  check_array(condition, 1, "extract")
+  check_array(a, 2, "extract")
+  if condition.size ~= a.size then
+    argerror(2, "extract", ("condition and array differ in size (%d and %d)"):format(condition.size, a.size))
+  end
+  if a.size == 0 then return core.array_empty({0}, a.dtype) end
+  local mask, new_mask = truth(condition)
+  local values, copied = contiguous(a)
+  local positions, total = running_count(mask)
+  local out = core.array_empty({total}, a.dtype)
+  if total > 0 then
+    kernel("gpu_compact", a.itemsize)(out, values, mask, positions, a.size, launch_options(a.size))
+  end
+  release(positions, new_mask and mask, copied and values)
+  return out
+end
+
+local unravel        -- flat index, row-major stride, axis length -> 1-based index along the axis
+
+function M.nonzero(a)
+  check_array(a, 1, "nonzero")
+  if a.ndim == 0 then argerror(1, "nonzero", "a 0-d array has no axes to index (use a:ravel())") end
+  local results = {}
+  if a.size == 0 then
+    for d = 1, a.ndim do results[d] = core.array_empty({0}, "int64") end
+    return table.unpack(results, 1, a.ndim)
+  end
+  local mask, new_mask = truth(a)
+  local flat = true_indices(mask)
+  if new_mask then release(mask) end
+  unravel = unravel or require("gpu.fuse").fuse(function(f, stride, length)
+    return f // stride % length + 1
+  end, "nonzero_unravel")
+  local shape, stride = a.shape, 1
+  for d = a.ndim, 1, -1 do
+    results[d] = flat.size > 0 and unravel(flat, stride, shape[d]) or core.array_empty({0}, "int64")
+    stride = stride * shape[d]
+  end
+  release(flat)
+  return table.unpack(results, 1, a.ndim)
+end
+
+function M.count_nonzero(a)
+  check_array(a, 1, "count_nonzero")
+  local mask, new_mask = truth(a)
+  local n = a.size > 0 and mask:sum() or 0
+  if new_mask then release(mask) end
+  return n
+end
+
+local UNIQUE_OPTIONS = {return_counts = true}
+local starts_of     -- sorted x (all but the first), the one before each -> whether x starts a run
+
+function M.unique(a, opts)
+  check_array(a, 1, "unique")
+  opts = args.check_options(opts, 2, "unique", UNIQUE_OPTIONS)
+  if opts.return_counts ~= nil and type(opts.return_counts) ~= "boolean" then
+    argerror(2, "unique", "option 'return_counts' must be a boolean, got " .. args.typename(opts.return_counts))
+  end
+  local ga = require("gpu").gpuarray
+  local n = a.size
+  if n == 0 then
+    local values = core.array_empty({0}, a.dtype)
+    if opts.return_counts then return values, core.array_empty({0}, "int64") end
+    return values
+  end
+  local flat, copied = contiguous(a)
+  local sorted = ga.sort(flat:reshape(n))
+  if copied then release(flat) end
+  -- whether each element starts a run of equal ones (NaNs equal each other here)
+  starts_of = starts_of or require("gpu.fuse").fuse(function(x, before)
+    return ga.logical_not(ga.logical_or(x:eq(before), ga.logical_and(ga.isnan(x), ga.isnan(before))))
+  end, "unique_starts")
+  local first = ga.ones({1}, "bool")
+  local starts_mask = first
+  if n > 1 then
+    local later = starts_of(sorted:slice(2, n), sorted:slice(1, n - 1))
+    starts_mask = ga.concatenate({first, later})
+    release(later, first)
+  end
+  local starts = true_indices(starts_mask)          -- 0-based
+  release(starts_mask)
+  local one_based = starts + 1
+  local values = ga.take(sorted, one_based, {mode = "clip"})    -- in range: no check, no sync
+  release(sorted, one_based)
+  if not opts.return_counts then
+    release(starts)
+    return values
+  end
+  local k = starts.size
+  local ends = k > 1 and ga.concatenate({starts:slice(2, k), ga.full({1}, n, "int64")}) or ga.full({1}, n, "int64")
+  local counts = ends - starts
+  release(ends, starts)
+  return values, counts
+end
+
+function M.install(gpu)
+  local ga = gpu.gpuarray
+  ga.extract, ga.nonzero, ga.count_nonzero, ga.unique = M.extract, M.nonzero, M.count_nonzero, M.unique
+  core.types.GPUArray.__methods.nonzero = M.nonzero
+end
+
+return M

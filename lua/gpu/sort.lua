@@ -104,10 +104,7 @@ end
 -- Checks a and the options; returns the axis (1-based) and the stream.
 local function check(a, opts, fname)
   check_array(a, 1, fname)
-  opts = args.check_options(opts, 2, fname, OPTIONS)
-  if opts.stream ~= nil and getmetatable(opts.stream) ~= core.types.Stream then
-    argerror(2, fname, "option 'stream' must be a gpu.Stream, got " .. args.typename(opts.stream))
-  end
+  opts = reduction.check_options(opts, 2, fname, OPTIONS)
   local axis = opts.axis
   if axis == nil then
     if a.ndim == 0 then argerror(1, fname, "a 0-d array has no axis to sort along") end
@@ -116,9 +113,9 @@ local function check(a, opts, fname)
   return args.check_axis(axis, a.ndim, 2, fname), opts.stream
 end
 
--- Sorts (or, with indices wanted, argsorts) a along axis; returns the sorted keys (or the
--- indices) in a's layout as new contiguous arrays in axis-last order, and the permutation
--- that gives that order (nil when it is a's own).
+-- Sorts a along axis into new contiguous arrays in axis-last order: returns the sorted keys,
+-- the indices that sort it when wanted, and the permutation that gives that order (nil when
+-- it is a's own).
 local function sorted(a, axis, want_indices, stream)
   local order = axis_last(a, axis)
   local moved = axis ~= a.ndim

@@ -12,6 +12,7 @@
 local core = require "gpu.core"
 local kernel_cache = require "gpu.kernel_cache"
 local reduction = require "gpu.reduction"
+local scan = require "gpu.scan"
 local args = require "gpu.args"
 
 local M = {}
@@ -27,7 +28,7 @@ local function kernel(name, item_bytes)
 end
 
 local function launch_options(n)
-  return {block = BLOCK, grid = math.max(1, math.min(reduction.max_grid() * 4, (n + BLOCK - 1) // BLOCK))}
+  return {block = BLOCK, grid = reduction.grid_stride_blocks(n, BLOCK)}
 end
 
 -- Temporaries made here are freed in the default stream's order, after the kernels that read them.
@@ -52,7 +53,7 @@ end
 
 -- The running count of the selected elements of mask (a contiguous bool array) and its total.
 local function running_count(mask)
-  local positions = core.types.GPUArray.__methods.cumsum(mask)   -- int64
+  local positions = scan.cumsum(mask)                             -- int64
   return positions, positions[positions.size]                     -- reads one element: syncs
 end
 

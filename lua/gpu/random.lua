@@ -133,7 +133,7 @@ local function generate(fname, normal, shape, dtype, opts)
   local f = kernel_cache.get("random|" .. name, function()
     return core.kernel_sources["random.cu"], name, nil, {no_extern_c = true, name = "random.cu"}
   end)
-  local grid = math.max(1, math.min(reduction.max_grid() * 4, (blocks + BLOCK - 1) // BLOCK))
+  local grid = reduction.grid_stride_blocks(blocks, BLOCK)
   f(out, n, seed & MASK, (seed >> 32) & MASK, base, {block = BLOCK, grid = grid, stream = opts.stream})
   return out
 end

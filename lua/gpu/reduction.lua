@@ -305,6 +305,12 @@ local function max_grid()
 end
 M.max_grid = max_grid
 
+-- Blocks of `block` threads for a grid-stride loop over n items: enough for one item a
+-- thread, at most four waves of the device's multiprocessors, at least one.
+function M.grid_stride_blocks(n, block)
+  return math.max(1, math.min(max_grid() * 4, (n + block - 1) // block))
+end
+
 local function ceil_div(a, b) return (a + b - 1) // b end
 
 local module_options = {no_extern_c = true, name = "reduce.cu"}

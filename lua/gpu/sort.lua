@@ -55,9 +55,7 @@ local function kernel(dtype, with_indices, name)
   end)
 end
 
-local function grid_for(n)
-  return math.max(1, math.min(reduction.max_grid() * 4, (n + BLOCK - 1) // BLOCK))
-end
+local function grid_for(n) return reduction.grid_stride_blocks(n, BLOCK) end
 
 -- Sorts each of the rows of the contiguous array keys along its last axis (and indices, an
 -- int64 array of keys' shape, along with it when given).

@@ -92,7 +92,7 @@ function M.take(a, indices, opts)
     first_bad = core.mem_alloc(8)
     core.memset_d32_async(first_bad, 0xffffffff, 2, stream)
   end
-  local grid = math.max(1, math.min(reduction.max_grid() * 4, (n + BLOCK - 1) // BLOCK))
+  local grid = reduction.grid_stride_blocks(n, BLOCK)
   f(target, source, where, n, a.size, first_bad, {block = BLOCK, grid = grid, stream = stream})
   if source_copied then core.free_after(source.gpudata, stream) end
   if first_bad then

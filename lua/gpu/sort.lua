@@ -142,9 +142,14 @@ function M.sort(a, opts)
   return restore(keys, order, a.shape, a.dtype, stream)
 end
 
--- a:sort() sorts in place, as NumPy's ndarray.sort, and returns nothing.
+-- a:sort() sorts in place, as NumPy's ndarray.sort, and returns nothing.  A contiguous array
+-- sorted along its last axis needs no copy; other layouts go through one and back.
 function M.sort_in_place(a, opts)
   local axis, stream = check(a, opts, "sort")
+  if axis == a.ndim and a.is_contiguous then
+    if a.size > 0 then sort_rows(a, nil, stream) end
+    return
+  end
   local keys, _, order = sorted(a, axis, false, stream)
   restore(keys, order, a.shape, a.dtype, stream, a)
 end

@@ -297,29 +297,26 @@ end)
 describe("gpuarray.concatenate and gpuarray.stack", function()
   local ga = gpu.gpuarray
 
-  -- References on nested tables: joining along an axis of the tables' nesting.
-  local function concat_ref(tables, axis)
+  -- References on nested tables: join(tables) applied at the given depth of their nesting.
+  local function join_at(tables, axis, join)
+    if axis == 1 then return join(tables) end
     local out = {}
-    if axis == 1 then
-      for _, t in ipairs(tables) do for _, v in ipairs(t) do out[#out + 1] = v end end
-      return out
-    end
     for i = 1, #tables[1] do
       local parts = {}
       for k, t in ipairs(tables) do parts[k] = t[i] end
-      out[i] = concat_ref(parts, axis - 1)
+      out[i] = join_at(parts, axis - 1, join)
     end
     return out
   end
+  local function concat_ref(tables, axis)
+    return join_at(tables, axis, function(ts)
+      local out = {}
+      for _, t in ipairs(ts) do for _, v in ipairs(t) do out[#out + 1] = v end end
+      return out
+    end)
+  end
   local function stack_ref(tables, axis)
-    if axis == 1 then return tables end
-    local out = {}
-    for i = 1, #tables[1] do
-      local parts = {}
-      for k, t in ipairs(tables) do parts[k] = t[i] end
-      out[i] = stack_ref(parts, axis - 1)
-    end
-    return out
+    return join_at(tables, axis, function(ts) return ts end)
   end
   local function random_array(shape, dtype)
     local n = 1

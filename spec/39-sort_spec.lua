@@ -36,7 +36,8 @@ local function random_values(dtype, n)
       v = math.random() < 0.1 and gpu.complex(part(), part()) or gpu.complex(math.random(-3, 3), math.random(-3, 3))
     elseif dtype:match("float") then
       local r = math.random()
-      v = r < 0.05 and 0 / 0 or r < 0.07 and 1 / 0 or r < 0.09 and -1 / 0 or math.random(-40, 40) / 8
+      v = r < 0.05 and 0 / 0 or r < 0.07 and 1 / 0 or r < 0.09 and -1 / 0 or r < 0.11 and -0.0
+          or math.random(-40, 40) / 8                        -- -0.0 ties with 0.0
     elseif dtype == "uint64" then v = math.random(0, 20) * (1 << 59) + math.random(0, 3)
     elseif dtype:match("^u") then v = math.random(0, 50)
     else v = math.random(-50, 50) end
@@ -166,6 +167,13 @@ describe("sort", function()
     for c = 1, 5000 do
       local want = stable_order("int16", {wv[c], wv[5000 + c], wv[10000 + c]})
       for r = 1, 3 do assert.are.equal(want[r], ha[(r - 1) * 5000 + c], ("column %d #%d"):format(c, r)) end
+    end
+    -- argsort of rows of eight-byte keys, longer than a chunk and than a radix tile
+    local long, lv = random_values("float64", 3 * 2500)
+    local hl = gpu.gpuarray.argsort(long:reshape(3, 2500)):get()
+    for r = 1, 3 do
+      local want = stable_order("float64", {table.unpack(lv, (r - 1) * 2500 + 1, r * 2500)})
+      for c = 1, 2500 do assert.are.equal(want[c], hl[(r - 1) * 2500 + c], ("float64 row %d #%d"):format(r, c)) end
     end
     assert.are.same({0}, gpu.gpuarray.sort(gpu.zeros({0}, "float32")).shape)
     assert.are.same({3, 0}, gpu.gpuarray.argsort(gpu.zeros({3, 0}, "float32")).shape)

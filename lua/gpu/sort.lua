@@ -32,9 +32,33 @@ local COMPLEX_BEFORE = [[
   if (nan_a == 2) return a.im < b.im;
   return false;]]
 
+-- The body of gpu_radix_bits(key) for each kind of dtype, given u, the key's bits: an unsigned
+-- number that orders as NumPy orders the keys.  Floats: a set sign bit flips every bit (more
+-- negative, smaller), a clear one sets the sign bit; -0.0 counts as 0.0 and every NaN
+-- (exponent all ones, $INF, and a mantissa) as the largest number.
+local RADIX_BITS = {
+  b = "  return u;",
+  u = "  return u;",
+  i = "  return (gpu_bits_t)(u ^ ((gpu_bits_t)1 << (8 * sizeof(gpu_bits_t) - 1)));",
+  f = [[
+  const gpu_bits_t sign = (gpu_bits_t)1 << (8 * sizeof(gpu_bits_t) - 1);
+  if ((gpu_bits_t)(u & ~sign) > (gpu_bits_t)$INF) return (gpu_bits_t)~(gpu_bits_t)0;
+  if (u == sign) u = 0;
+  return (gpu_bits_t)((u & sign) ? ~u : (u | sign));]],
+}
+local FLOAT_INFINITY_BITS = {float16 = "0x7c00", bfloat16 = "0x7f80", float32 = "0x7f800000u",
+                             float64 = "0x7ff0000000000000ull"}
+local UNSIGNED_OF_SIZE = {"unsigned char", "unsigned short", nil, "unsigned int", [8] = "unsigned long long"}
+
+-- Keys a thread takes per tile in kernels/sort.cu's radix sort.
+local function radix_items(dtype, with_indices)
+  return (dtypes[dtype].size <= 4 and not with_indices) and 16 or 8
+end
+
 -- The module source for keys of dtype (with 1-based indices carried along for argsort).
 function M.source(dtype, with_indices)
   local d = dtypes[dtype]
+  local radix = d.kind ~= "c"
   local before = COMPLEX_BEFORE
   if d.kind ~= "c" then
     local compare, load = d.ctype, "%s"
@@ -45,6 +69,9 @@ function M.source(dtype, with_indices)
   end
   return core.kernel_sources["common.cu"] .. "\n" .. reduction.fill(core.kernel_sources["sort.cu"], {
     KEY_T = d.ctype, BEFORE = before, WITH_INDICES = with_indices and "1" or "0",
+    RADIX = radix and "1" or "0", BITS_T = UNSIGNED_OF_SIZE[d.size] or "",
+    RADIX_ITEMS = tostring(radix_items(dtype, with_indices)),
+    RADIX_BITS = radix and reduction.fill(RADIX_BITS[d.kind], {INF = FLOAT_INFINITY_BITS[dtype]}) or "",
   })
 end
 
@@ -57,12 +84,55 @@ end
 
 local function grid_for(n) return reduction.grid_stride_blocks(n, BLOCK) end
 
+-- sort_rows for rows longer than a chunk, of keys that are not complex: a radix sort, a byte
+-- of the key a pass, between keys and a spare array (and indices and a spare for them).
+local function radix_rows(keys, indices, rows, len, stream)
+  local dtype, with_indices = keys.dtype, indices ~= nil
+  local tile = BLOCK * radix_items(dtype, with_indices)
+  local tiles = (len + tile - 1) // tile
+  local counts = core.array_empty(rows * 256 * tiles, "uint64")   -- then where tiles' digits start
+  local totals = core.array_empty(rows * 256, "uint64")
+  local count = kernel(dtype, with_indices, "gpu_radix_count")
+  local scatter = kernel(dtype, with_indices, "gpu_radix_scatter")
+  local launch = {block = BLOCK, grid = math.min(rows * tiles, reduction.max_grid()), stream = stream}
+  local scan_tiles, scan_launch                  -- a block a (row, digit), or a thread
+  if tiles >= 32 then
+    scan_tiles = kernel(dtype, with_indices, "gpu_radix_scan_tiles")
+    scan_launch = {block = BLOCK, grid = math.min(rows * 256, reduction.max_grid()), stream = stream}
+  else
+    scan_tiles = kernel(dtype, with_indices, "gpu_radix_scan_few_tiles")
+    scan_launch = {block = BLOCK, grid = grid_for(rows * 256), stream = stream}
+  end
+  local spare = core.array_empty(keys.shape, dtype)
+  local spare_indices = with_indices and core.array_empty(keys.shape, "int64") or nil
+  local key_arrays, index_arrays = {keys, spare}, {indices, spare_indices}
+  local passes = dtypes[dtype].size
+  for pass = 0, passes - 1 do
+    local from, to = pass % 2 + 1, (pass + 1) % 2 + 1
+    local from_indices = pass > 0 and index_arrays[from] or nil   -- the first pass numbers the keys
+    count(key_arrays[from], counts, rows, len, tiles, 8 * pass, launch)
+    scan_tiles(counts, totals, rows, tiles, scan_launch)
+    scatter(key_arrays[from], key_arrays[to], from_indices, index_arrays[to], counts, totals, rows, len,
+            tiles, 8 * pass, launch)
+  end
+  if passes % 2 == 1 then                  -- an odd number of passes ends in the spare arrays
+    ew.launch(ew.copy_program(dtype), keys, stream, "sort", spare)
+    if with_indices then ew.launch(ew.copy_program("int64"), indices, stream, "sort", spare_indices) end
+  end
+  for _, scratch in ipairs{counts, totals, spare, spare_indices} do   -- (ipairs stops at nil)
+    core.free_after(scratch.gpudata, stream)
+  end
+end
+
 -- Sorts each of the rows of the contiguous array keys along its last axis (and indices, an
 -- int64 array of keys' shape, along with it when given).
 local function sort_rows(keys, indices, stream)
   local shape = keys.shape
   local len = shape[#shape]
   local rows = keys.size // len
+  if len > CHUNK and dtypes[keys.dtype].kind ~= "c" then
+    return radix_rows(keys, indices, rows, len, stream)
+  end
   if indices then
     kernel(keys.dtype, true, "gpu_sort_init_indices")(indices, rows, len,
                                                       {block = BLOCK, grid = grid_for(keys.size), stream = stream})

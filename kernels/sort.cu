@@ -133,6 +133,7 @@ gpu_sort_chunk(gpu_key_t *keys, long long *indices, long long rows, long long le
 // lowest byte first, leave every row sorted, and equal keys in their first order.
 
 typedef $BITS_T gpu_bits_t;
+typedef unsigned int gpu_index_t;              // 1-based place in a row: rows are under 2^32 long
 
 #define GPU_RADIX_THREADS 256
 #define GPU_RADIX_WARPS (GPU_RADIX_THREADS / 32)
@@ -256,22 +257,23 @@ extern "C" __global__ void gpu_radix_scan_few_tiles(unsigned long long *counts,
 
 // Moves each key (and its index) of `from` to its place in `to` for the byte at shift;
 // starts and totals are what the scan of tiles made of gpu_radix_count's counts.  With
-// indices but no from_indices (the first pass), a key's index is its place in its row.
+// indices but no from_indices (the first pass), a key's index is its place in its row; the
+// last pass writes the indices as int64 to final_indices instead of to_indices.
 // A tile first goes into shared memory ordered by digit, then consecutive threads write
 // consecutive keys of each digit's run.  Each warp ranks a contiguous segment of the tile, in
 // rounds of a key a lane, with counters of its own: a key's place in the tile is its digit's
 // first place there, plus the keys of its digit in earlier warps' segments, in earlier rounds
 // of its own, and in earlier lanes of its round.
 extern "C" __global__ void __launch_bounds__(GPU_RADIX_THREADS)
-gpu_radix_scatter(const gpu_key_t *from, gpu_key_t *to, const long long *from_indices,
-                  long long *to_indices, const unsigned long long *starts,
-                  const unsigned long long *totals, long long rows, long long len, long long tiles,
-                  int shift) {
+gpu_radix_scatter(const gpu_key_t *from, gpu_key_t *to, const gpu_index_t *from_indices,
+                  gpu_index_t *to_indices, long long *final_indices,
+                  const unsigned long long *starts, const unsigned long long *totals,
+                  long long rows, long long len, long long tiles, int shift) {
   __shared__ gpu_key_t tile_keys[GPU_TILE];
 #if GPU_WITH_INDICES
-  __shared__ long long tile_indices[GPU_TILE];
+  __shared__ gpu_index_t tile_indices[GPU_TILE];
 #endif
-  __shared__ long long delta[GPU_DIGITS];       // a key's place in `to` minus its place in tile_keys
+  __shared__ long long delta[GPU_DIGITS];       // a key's place in `to` minus its place in tile
   __shared__ unsigned warp_sums[GPU_RADIX_WARPS];
   __shared__ unsigned long long digit_sums[GPU_RADIX_WARPS];
   // Each warp's keys of each digit; then where the warp's first key of a digit goes in tile_keys.
@@ -285,7 +287,7 @@ gpu_radix_scatter(const gpu_key_t *from, gpu_key_t *to, const long long *from_in
     const long long segment = begin + (long long)warp * 32 * GPU_RADIX_ITEMS + lane;
     gpu_key_t key[GPU_RADIX_ITEMS];
 #if GPU_WITH_INDICES
-    long long index[GPU_RADIX_ITEMS];
+    gpu_index_t index[GPU_RADIX_ITEMS];
 #endif
     unsigned rank[GPU_RADIX_ITEMS];
     for (int r = 0; r < GPU_RADIX_ITEMS; r++) {   // every load of the tile in flight at once
@@ -293,7 +295,7 @@ gpu_radix_scatter(const gpu_key_t *from, gpu_key_t *to, const long long *from_in
       if (i < end) {
         key[r] = from[i];
 #if GPU_WITH_INDICES
-        index[r] = from_indices != nullptr ? from_indices[i] : i - row * len + 1;   // 1-based
+        index[r] = from_indices != nullptr ? from_indices[i] : (gpu_index_t)(i - row * len + 1);
 #endif
       }
     }
@@ -338,7 +340,8 @@ gpu_radix_scatter(const gpu_key_t *from, gpu_key_t *to, const long long *from_in
       const long long place = delta[gpu_radix_digit(k, shift)] + j;
       to[place] = k;
 #if GPU_WITH_INDICES
-      to_indices[place] = tile_indices[j];
+      if (final_indices != nullptr) final_indices[place] = tile_indices[j];
+      else to_indices[place] = tile_indices[j];
 #endif
     }
     __syncthreads();                           // before the next tile reuses shared memory

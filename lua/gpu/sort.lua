@@ -50,9 +50,10 @@ local FLOAT_INFINITY_BITS = {float16 = "0x7c00", bfloat16 = "0x7f80", float32 = 
                              float64 = "0x7ff0000000000000ull"}
 local UNSIGNED_OF_SIZE = {"unsigned char", "unsigned short", nil, "unsigned int", [8] = "unsigned long long"}
 
--- Keys a thread takes per tile in kernels/sort.cu's radix sort.
-local function radix_items(dtype, with_indices)
-  return (dtypes[dtype].size <= 4 and not with_indices) and 16 or 8
+-- Keys a thread takes per tile in kernels/sort.cu's radix sort (with a 4-byte index each
+-- for argsort, the tile still fits in 48 KiB of shared memory).
+local function radix_items(dtype)
+  return dtypes[dtype].size <= 4 and 16 or 8
 end
 
 -- The module source for keys of dtype (with 1-based indices carried along for argsort).
@@ -70,7 +71,7 @@ function M.source(dtype, with_indices)
   return core.kernel_sources["common.cu"] .. "\n" .. reduction.fill(core.kernel_sources["sort.cu"], {
     KEY_T = d.ctype, BEFORE = before, WITH_INDICES = with_indices and "1" or "0",
     RADIX = radix and "1" or "0", BITS_T = UNSIGNED_OF_SIZE[d.size] or "",
-    RADIX_ITEMS = tostring(radix_items(dtype, with_indices)),
+    RADIX_ITEMS = tostring(radix_items(dtype)),
     RADIX_BITS = radix and reduction.fill(RADIX_BITS[d.kind], {INF = FLOAT_INFINITY_BITS[dtype]}) or "",
   })
 end
@@ -85,10 +86,11 @@ end
 local function grid_for(n) return reduction.grid_stride_blocks(n, BLOCK) end
 
 -- sort_rows for rows longer than a chunk, of keys that are not complex: a radix sort, a byte
--- of the key a pass, between keys and a spare array (and indices and a spare for them).
+-- of the key a pass, between keys and a spare array (and, for indices, between two arrays of
+-- 4-byte indices, the last pass writing into indices).
 local function radix_rows(keys, indices, rows, len, stream)
   local dtype, with_indices = keys.dtype, indices ~= nil
-  local tile = BLOCK * radix_items(dtype, with_indices)
+  local tile = BLOCK * radix_items(dtype)
   local tiles = (len + tile - 1) // tile
   local counts = core.array_empty(rows * 256 * tiles, "uint64")   -- then where tiles' digits start
   local totals = core.array_empty(rows * 256, "uint64")
@@ -104,33 +106,36 @@ local function radix_rows(keys, indices, rows, len, stream)
     scan_launch = {block = BLOCK, grid = grid_for(rows * 256), stream = stream}
   end
   local spare = core.array_empty(keys.shape, dtype)
-  local spare_indices = with_indices and core.array_empty(keys.shape, "int64") or nil
-  local key_arrays, index_arrays = {keys, spare}, {indices, spare_indices}
+  local key_arrays, index_arrays = {keys, spare}, {}
+  if with_indices then
+    index_arrays = {core.array_empty(keys.shape, "uint32"), core.array_empty(keys.shape, "uint32")}
+  end
   local passes = dtypes[dtype].size
   for pass = 0, passes - 1 do
     local from, to = pass % 2 + 1, (pass + 1) % 2 + 1
     local from_indices = pass > 0 and index_arrays[from] or nil   -- the first pass numbers the keys
+    local final = pass == passes - 1 and indices or nil
     count(key_arrays[from], counts, rows, len, tiles, 8 * pass, launch)
     scan_tiles(counts, totals, rows, tiles, scan_launch)
-    scatter(key_arrays[from], key_arrays[to], from_indices, index_arrays[to], counts, totals, rows, len,
-            tiles, 8 * pass, launch)
+    scatter(key_arrays[from], key_arrays[to], from_indices, not final and index_arrays[to] or nil, final,
+            counts, totals, rows, len, tiles, 8 * pass, launch)
   end
-  if passes % 2 == 1 then                  -- an odd number of passes ends in the spare arrays
+  if passes % 2 == 1 and not with_indices then   -- an odd number of passes ends in the spare
     ew.launch(ew.copy_program(dtype), keys, stream, "sort", spare)
-    if with_indices then ew.launch(ew.copy_program("int64"), indices, stream, "sort", spare_indices) end
   end
-  for _, scratch in ipairs{counts, totals, spare, spare_indices} do   -- (ipairs stops at nil)
+  for _, scratch in ipairs{counts, totals, spare, index_arrays[1], index_arrays[2]} do
     core.free_after(scratch.gpudata, stream)
   end
 end
 
--- Sorts each of the rows of the contiguous array keys along its last axis (and indices, an
--- int64 array of keys' shape, along with it when given).
+-- Sorts each of the rows of the contiguous array keys along its last axis, or, given indices
+-- (an int64 array of keys' shape), sets them to the 1-based indices that sort each row; keys
+-- are then left in no particular order.
 local function sort_rows(keys, indices, stream)
   local shape = keys.shape
   local len = shape[#shape]
   local rows = keys.size // len
-  if len > CHUNK and dtypes[keys.dtype].kind ~= "c" then
+  if len > CHUNK and dtypes[keys.dtype].kind ~= "c" and (indices == nil or len < 1 << 32) then
     return radix_rows(keys, indices, rows, len, stream)
   end
   if indices then

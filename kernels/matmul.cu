@@ -3,14 +3,17 @@
 //
 // out[batch] = a[batch] (n x k) times b[batch] (k x m).  a and b are read through byte
 // strides (any view, broadcast batches with stride 0), each batch found by its flat index
-// through a gpu_layout; out is contiguous.  A block of 16 x 16 threads computes a 64 x 64
-// tile of out, each thread 4 x 4 of its elements, from 64 x 16 and 16 x 64 tiles of a and b
-// staged in shared memory: correct for every size and dtype, and a fraction of a tuned
-// BLAS's speed.  Elements convert to the accumulator on loading (integers accumulate in 64
-// unsigned bits, which wraps as NumPy's fixed-width sums do once the store truncates).
+// through a gpu_layout; out is contiguous.  A block of 16 x 16 threads computes a T x T tile
+// of out, each thread P x P of its elements (P = 8, T = 128; P = 4, T = 64 for complex
+// accumulators, which would not fit in registers, and for products of fewer big tiles than
+// multiprocessors: lua/gpu/matmul.lua chooses), from T x 16 and 16 x T tiles of a and b
+// staged in shared memory.  While a block computes with one pair of tiles, its loads of the
+// next are in flight into registers.  Correct for every size and dtype, and a fraction of a
+// tuned BLAS's speed.  Elements convert to the accumulator on loading (integers accumulate in
+// 64 unsigned bits, which wraps as NumPy's fixed-width sums do once the store truncates).
 
 #define GPU_THREADS 16                        // threads along each side of a block
-#define GPU_PER_THREAD 4                      // rows, and columns, of out per thread
+#define GPU_PER_THREAD $PER_THREAD            // rows, and columns, of out per thread
 #define GPU_TILE (GPU_THREADS * GPU_PER_THREAD)
 #define GPU_DEPTH 16                          // the k extent of a staged tile
 
@@ -54,21 +57,31 @@ gpu_matmul(gpu_out_t *out, const char *a, gpu_layout a_batches, long long a_row,
       for (int p = 0; p < GPU_PER_THREAD; p++)
 #pragma unroll
         for (int q = 0; q < GPU_PER_THREAD; q++) acc[p][q] = (gpu_acc_t)0;
-      for (long long k0 = 0; k0 < k; k0 += GPU_DEPTH) {
-        // consecutive threads load consecutive k of a row of a, consecutive columns of b
+      // consecutive threads load consecutive k of a row of a, consecutive columns of b
+      gpu_acc_t a_next[GPU_PER_THREAD], b_next[GPU_PER_THREAD];
+      auto load_tiles = [&](long long k0) {
 #pragma unroll
         for (int s = 0; s < GPU_PER_THREAD; s++) {
           const int r = t / GPU_DEPTH + s * (GPU_THREADS * GPU_THREADS / GPU_DEPTH), j = t % GPU_DEPTH;
           const long long row = row0 + r, kk = k0 + j;
-          a_tile[j][r] = (row < n && kk < k) ? gpu_load_a(ab + row * a_row + kk * a_col) : (gpu_acc_t)0;
+          a_next[s] = (row < n && kk < k) ? gpu_load_a(ab + row * a_row + kk * a_col) : (gpu_acc_t)0;
         }
 #pragma unroll
         for (int s = 0; s < GPU_PER_THREAD; s++) {
           const int j = t / GPU_TILE + s * (GPU_THREADS * GPU_THREADS / GPU_TILE), c = t % GPU_TILE;
           const long long kk = k0 + j, col = col0 + c;
-          b_tile[j][c] = (kk < k && col < m) ? gpu_load_b(bb + kk * b_row + col * b_col) : (gpu_acc_t)0;
+          b_next[s] = (kk < k && col < m) ? gpu_load_b(bb + kk * b_row + col * b_col) : (gpu_acc_t)0;
+        }
+      };
+      load_tiles(0);
+      for (long long k0 = 0; k0 < k; k0 += GPU_DEPTH) {
+#pragma unroll
+        for (int s = 0; s < GPU_PER_THREAD; s++) {
+          a_tile[t % GPU_DEPTH][t / GPU_DEPTH + s * (GPU_THREADS * GPU_THREADS / GPU_DEPTH)] = a_next[s];
+          b_tile[t / GPU_TILE + s * (GPU_THREADS * GPU_THREADS / GPU_TILE)][t % GPU_TILE] = b_next[s];
         }
         __syncthreads();
+        if (k0 + GPU_DEPTH < k) load_tiles(k0 + GPU_DEPTH);   // in flight while this pair is used
 #pragma unroll
         for (int j = 0; j < GPU_DEPTH; j++) {
           gpu_acc_t x[GPU_PER_THREAD], y[GPU_PER_THREAD];

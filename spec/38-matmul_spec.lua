@@ -94,7 +94,9 @@ describe("matmul (CPU: NVRTC only)", function()
                     {"complex64", "float32"}, {"complex128", "int16"}, {"uint8", "bool"}}
     local sources = {}
     for _, p in ipairs(pairs_) do
-      sources[#sources + 1] = matmul.source(p[1], p[2], promote.promote_types(p[1], p[2]))
+      local out = promote.promote_types(p[1], p[2])
+      sources[#sources + 1] = matmul.source(p[1], p[2], out, 4)
+      if promote.kind(out) ~= "c" then sources[#sources + 1] = matmul.source(p[1], p[2], out, 8) end
     end
     for _, src in ipairs(sources) do
       assert.is_true(#gpu.compile(src, {target = "ptx", no_extern_c = true}) > 0)
@@ -126,6 +128,29 @@ describe("matmul", function()
       assert.are.same({n, m}, r.shape)
       local want, scale = reference(av, bv, n, k, m, out)
       check(flat(r:get()), want, scale, out, ("%s %s (%d, %d, %d)"):format(ta, tb, n, k, m))
+    end
+  end)
+
+  helpers.gpu_it("uses 8 x 8 elements a thread for large products, off the 128 x 128 tiles", function()
+    -- enough tiles that matmul picks its big ones, ending part-way into the last tile
+    local side = math.ceil(math.sqrt(require("gpu.reduction").multiprocessors()))
+    local n, k, m = 128 * (side - 1) + 37, 40, 128 * (side - 1) + 100
+    for _, dtype in ipairs{"float32", "float64", "int64", "float16"} do
+      assert.are.equal(8, matmul.per_thread(dtype, n, m, 1))
+      local av, bv = random_values(dtype, n * k), random_values(dtype, k * m)
+      local h = gpu.gpuarray.matmul(upload(av, dtype, {n, k}), upload(bv, dtype, {k, m})):get()
+      -- every element of the last rows and columns, and random ones elsewhere
+      local positions = {}
+      for i = n - 2, n do for j = 1, m, 7 do positions[#positions + 1] = {i, j} end end
+      for j = m - 2, m do for i = 1, n, 7 do positions[#positions + 1] = {i, j} end end
+      for _ = 1, 2000 do positions[#positions + 1] = {math.random(1, n), math.random(1, m)} end
+      for _, pos in ipairs(positions) do
+        local i, j = pos[1], pos[2]
+        local row, column = {}, {}
+        for l = 1, k do row[l], column[l] = av[(i - 1) * k + l], bv[(l - 1) * m + j] end
+        local want, scale = reference(row, column, 1, k, 1, dtype)
+        check({h[(i - 1) * m + j]}, want, scale, dtype, ("%s (%d, %d) at %d, %d"):format(dtype, n, m, i, j))
+      end
     end
   end)
 

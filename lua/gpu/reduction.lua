@@ -294,15 +294,18 @@ end
 -- Launching --------------------------------------------------------------------------------
 
 local sm_counts = {}
-local function max_grid()
+-- The current device's multiprocessor count.
+function M.multiprocessors()
   local ordinal = core.device_ordinal()
   local n = sm_counts[ordinal]
   if n == nil then
     n = core.get_device():attribute("MULTIPROCESSOR_COUNT")
     sm_counts[ordinal] = n
   end
-  return n * (2048 // BLOCK)
+  return n
 end
+
+local function max_grid() return M.multiprocessors() * (2048 // BLOCK) end
 M.max_grid = max_grid
 
 -- Blocks of `block` threads for a grid-stride loop over n items: enough for one item a

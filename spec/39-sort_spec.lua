@@ -105,10 +105,16 @@ describe("sort", function()
         for i = 1, n do assert(same(dtype, s[i], h[i]), what .. " in place #" .. i) end
       end
     end
-    -- a long one, past one block's worth of pairs
+    -- long ones: past one block's worth of pairs, and past 32 radix tiles (where the counts
+    -- of each digit are scanned by a block rather than a thread)
     local a, values = random_values("float32", 100001)
     local order = stable_order("float32", values)
     assert.are.same(order, gpu.gpuarray.argsort(a):get():totable())
+    a, values = random_values("float64", 70001)
+    order = stable_order("float64", values)
+    assert.are.same(order, gpu.gpuarray.argsort(a):get():totable())
+    local s = gpu.gpuarray.sort(a):get()
+    for i = 1, #values do assert(same("float64", values[order[i]], s[i]), "float64[70001] sorted #" .. i) end
   end)
 
   helpers.gpu_it("sorts along any axis of views, in place or into a copy", function()

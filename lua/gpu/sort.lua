@@ -48,7 +48,8 @@ local RADIX_BITS = {
 }
 local FLOAT_INFINITY_BITS = {float16 = "0x7c00", bfloat16 = "0x7f80", float32 = "0x7f800000u",
                              float64 = "0x7ff0000000000000ull"}
-local UNSIGNED_OF_SIZE = {"unsigned char", "unsigned short", nil, "unsigned int", [8] = "unsigned long long"}
+local UNSIGNED_OF_SIZE = {[1] = "unsigned char", [2] = "unsigned short", [4] = "unsigned int",
+                          [8] = "unsigned long long"}
 
 -- Keys a thread takes per tile in kernels/sort.cu's radix sort (with a 4-byte index each
 -- for argsort, the tile still fits in 48 KiB of shared memory).

@@ -73,6 +73,10 @@ describe("gpu.complex values", function()
     assert_error("bad argument #1 to 'complex' (number expected, got string)", C, "1")
     assert_error("bad argument #2 to 'complex' (number expected, got table)", C, 1, {})
     assert_error("attempt to perform arithmetic on a boolean value", function() return C(1, 2) + true end)
+    -- strings too, from either side (a string's own arithmetic would coerce, and fail
+    -- inside this library)
+    assert_error("attempt to perform arithmetic on a string value", function() return C(1, 2) - "1" end)
+    assert_error("attempt to perform arithmetic on a string value", function() return "1" * C(1, 2) end)
     -- a table given the metatable by hand, without numbers, is refused, not recursed into
     local fake = setmetatable({re = "1"}, getmetatable(C(0)))
     assert_error("attempt to perform arithmetic on a gpu.complex value", function() return fake * C(1, 2) end)

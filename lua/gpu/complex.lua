@@ -84,7 +84,8 @@ local function pow(ar, ai, br, bi)
 end
 
 -- A binary metamethod: Lua numbers and complex values compute here; with a GPUArray (or
--- anything else with that metamethod) on one side, that side's metamethod decides.
+-- anything else with that metamethod) on one side, that side's metamethod decides.  Not a
+-- string's: its arithmetic coerces to numbers and would blame this file's line.
 local function binary(event, f)
   Complex[event] = function(a, b)
     local ar, ai = parts(a)
@@ -92,7 +93,8 @@ local function binary(event, f)
     if ar == nil or br == nil then
       local other = ar == nil and a or b
       local mt = getmetatable(other)
-      local handler = type(mt) == "table" and mt ~= Complex and rawget(mt, event)
+      local handler = type(other) ~= "string" and type(mt) == "table" and mt ~= Complex
+                      and rawget(mt, event)
       if handler then return handler(a, b) end   -- never this one again: it would loop
       error(("attempt to perform arithmetic on a %s value"):format(describe(other)), 2)
     end

@@ -55,6 +55,19 @@ describe("API.md", function()
     end
   end)
 
+  it("keeps the library's internal modules out of the gpu table", function()
+    -- their helpers assume checked arguments; require "gpu.scan" and the like reach them
+    assert.is_nil(gpu.reduction)
+    assert.is_nil(gpu.scan)
+    assert.is_nil(gpu.take)
+    local names = {}
+    for name in pairs(gpu.random) do names[#names + 1] = name end
+    table.sort(names)
+    assert.are.same({"philox", "rand", "randn", "reference", "seed"}, names)
+    -- gpu.gpuarray is the module itself, installer included: that checks its argument
+    helpers.assert_error("bad argument #1 to 'install' (table expected, got number)", gpu.gpuarray.install, 1)
+  end)
+
   it("names the methods of each type", function()
     local expect = {
       GPUArray = {"get", "set", "get_async", "set_async", "copy", "fill", "astype", "reshape",

@@ -3,13 +3,14 @@ local helpers = require "helpers"
 local R = require "reduction_helpers"
 local gpu = helpers.gpu
 local scan = require "gpu.scan"
+local reduction = require "gpu.reduction"
 local sim = require "scan_sim"
 local core = require "gpu.core"
 
 describe("scans", function()
   it("compile for every cumsum dtype, strided or not, and for exclusive custom operators", function()
     for _, dtype in ipairs(R.all_dtypes) do
-      local out = gpu.reduction.sum_dtype(dtype)
+      local out = reduction.sum_dtype(dtype)
       for _, strided in ipairs{false, true} do
         local ok, err = pcall(gpu.compile, scan.source(out, dtype, "a + b", nil, false, strided),
                               {arch = "compute_90", target = "ptx", no_extern_c = true})
@@ -106,7 +107,7 @@ describe("scans", function()
           if n < 100000 or dtype == "int32" or dtype == "float64" then
             local a, values = R.generate(n, dtype, function() return R.random_value(dtype) end)
             local c = gpu.cumsum(a)
-            assert.are.equal(gpu.reduction.sum_dtype(dtype), c.dtype)
+            assert.are.equal(reduction.sum_dtype(dtype), c.dtype)
             assert.are.same({n}, c.shape)
             local h = R.get(c)
             local run, abs = 0, 0

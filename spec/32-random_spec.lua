@@ -39,6 +39,12 @@ describe("random numbers", function()
                          random.rand, 10, "float32", {seed = 1.5})
     helpers.assert_error("bad argument #1 to 'rand' (shape expected, got no value)", random.rand)
     helpers.assert_error("bad argument #1 to 'seed' (integer expected, got string)", random.seed, "x")
+    helpers.assert_error("bad argument #1 to 'philox' (table of 4 integers in [0, 2^32) expected)",
+                         random.philox, 7, {0, 0})
+    helpers.assert_error("bad argument #1 to 'philox' (table of 4 integers in [0, 2^32) expected)",
+                         random.philox, {0, 0, 0}, {0, 0})
+    helpers.assert_error("bad argument #2 to 'philox' (table of 2 integers in [0, 2^32) expected)",
+                         random.philox, {0, 0, 0, 0}, {0, 1 << 32})
   end)
 
   helpers.gpu_it("equal the CPU reference, element by element", function()

@@ -309,8 +309,12 @@ local sticky = {CUDA_ERROR_ILLEGAL_ADDRESS = true, CUDA_ERROR_LAUNCH_FAILED = tr
                 CUDA_ERROR_MISALIGNED_ADDRESS = true, CUDA_ERROR_ILLEGAL_INSTRUCTION = true,
                 CUDA_ERROR_HARDWARE_STACK_ERROR = true, CUDA_ERROR_INVALID_PC = true}
 
--- Internal faults of the Lua layer, as opposed to argument checks.
+-- Internal faults of the Lua layer, as opposed to argument checks: the interpreter's own
+-- messages, which carry the position in the library's Lua code where they were raised.
+-- (A message of the library's own that reads like them, such as "attempt to compare
+-- GPUArrays with '<'", names the caller's position or none.)
 local function looks_internal(msg)
+  if not msg:find("gpu/[%w_]+%.lua:%d+: ") then return false end
   return msg:find("attempt to ", 1, true) or msg:find("stack overflow", 1, true)
       or msg:find("to 'format'", 1, true) or msg:find("to 'concat'", 1, true)
       or msg:find("to 'insert'", 1, true) or msg:find("to 'unpack'", 1, true)

@@ -931,8 +931,10 @@ setmetatable(GPUArray, {__call = function(_, shape, dtype, opts)
 end})
 M.GPUArray = GPUArray
 
--- install(gpu): gpu.gpuarray and the shortcuts.
+-- install(gpu): gpu.gpuarray and the shortcuts.  (Reachable as gpu.gpuarray.install, since
+-- gpu.gpuarray is this table, so it checks its argument.)
 function M.install(gpu)
+  if type(gpu) ~= "table" then argerror(1, "install", "table expected, got " .. typename(gpu)) end
   gpu.gpuarray = M
   gpu.GPUArray = GPUArray
   gpu.to_gpu, gpu.empty, gpu.zeros, gpu.ones, gpu.full, gpu.arange, gpu.linspace =

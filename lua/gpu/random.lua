@@ -21,7 +21,21 @@ local argerror, check_options = reduction.argerror, reduction.check_options
 local M0, M1, W0, W1 = 0xD2511F53, 0xCD9E8D57, 0x9E3779B9, 0xBB67AE85
 local MASK = 0xffffffff
 
+-- Checks that words (argument n) is a table of count 32-bit unsigned integers.
+local function check_words(words, count, n)
+  local ok = type(words) == "table"
+  for i = 1, count do
+    local w = ok and words[i]
+    ok = ok and math.type(w) == "integer" and w >= 0 and w <= MASK
+  end
+  if not ok then
+    argerror(n, "philox", ("table of %d integers in [0, 2^32) expected"):format(count), 2)
+  end
+end
+
 function M.philox(c, k)
+  check_words(c, 4, 1)
+  check_words(k, 2, 2)
   local c0, c1, c2, c3, k0, k1 = c[1], c[2], c[3], c[4], k[1], k[2]
   for _ = 1, 10 do
     local p0, p1 = M0 * c0, M1 * c2          -- 64-bit products, exact as unsigned bits
@@ -141,8 +155,10 @@ end
 function M.rand(shape, dtype, opts) return generate("rand", false, shape, dtype, opts) end
 function M.randn(shape, dtype, opts) return generate("randn", true, shape, dtype, opts) end
 
+-- gpu.random holds the public functions only (not install).
 function M.install(gpu)
-  gpu.random = M
+  gpu.random = {rand = M.rand, randn = M.randn, seed = M.seed, philox = M.philox,
+                reference = M.reference}
 end
 
 return M

@@ -821,7 +821,6 @@ function M.install(gpu)
   methods.var, methods.std = M.var_value, M.std_value
   ga.var, ga.std = M.var, M.std
   gpu.ReductionKernel = M.ReductionKernel
-  gpu.reduction = M
 end
 
 return M

@@ -184,7 +184,6 @@ function M.install(gpu)
   gpu.gpuarray = ga
   ga.cumsum = M.cumsum
   core.types.GPUArray.__methods.cumsum = M.cumsum
-  gpu.scan = M
 end
 
 return M

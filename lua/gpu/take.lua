@@ -118,7 +118,6 @@ end
 
 function M.install(gpu)
   gpu.gpuarray.take = M.take
-  gpu.take = M
 end
 
 return M

@@ -69,6 +69,7 @@ function M.source(a_dtype, b_dtype, out, per_thread)
     A_T = dtypes[a_dtype].ctype, B_T = dtypes[b_dtype].ctype, ACC_T = acc, OUT_T = dtypes[out].ctype,
     LOAD_A = load(a_dtype, acc), LOAD_B = load(b_dtype, acc), MULTIPLY_ADD = multiply_add,
     STORE = store, PER_THREAD = tostring(per_thread),
+    MIN_BLOCKS = (acc == "float" or acc == "unsigned int") and "2" or "1",
   })
 end
 

@@ -4,18 +4,25 @@
 // out[batch] = a[batch] (n x k) times b[batch] (k x m).  a and b are read through byte
 // strides (any view, broadcast batches with stride 0), each batch found by its flat index
 // through a gpu_layout; out is contiguous.  A block of 16 x 16 threads computes a T x T tile
-// of out, each thread P x P of its elements (P = 8, T = 128; P = 4, T = 64 for complex
-// accumulators, which would not fit in registers, and for products of fewer big tiles than
-// multiprocessors: lua/gpu/matmul.lua chooses), from T x 16 and 16 x T tiles of a and b
-// staged in shared memory.  While a block computes with one pair of tiles, its loads of the
-// next are in flight into registers.  Correct for every size and dtype, and a fraction of a
-// tuned BLAS's speed.  Elements convert to the accumulator on loading (integers accumulate in
-// 64 unsigned bits, which wraps as NumPy's fixed-width sums do once the store truncates).
+// of out, each thread P x P of its elements (P = 8, T = 128; P = 4, T = 64 for complex and
+// 64-bit integer accumulators, which would not fit in registers, and for products of fewer big
+// tiles than multiprocessors: lua/gpu/matmul.lua chooses), from T x 16 and 16 x T tiles of a
+// and b staged in shared memory.  A thread's rows, and columns, come in runs of 4 adjacent
+// ones, so it reads each run from shared memory in one vector load.  While a block computes
+// with one pair of tiles, its loads of the next are in flight into registers.  Correct for
+// every size and dtype, and below a tuned BLAS's speed.  Elements convert to the accumulator
+// on loading (integers accumulate in 64 unsigned bits, which wraps as NumPy's fixed-width sums
+// do once the store truncates).
 
 #define GPU_THREADS 16                        // threads along each side of a block
 #define GPU_PER_THREAD $PER_THREAD            // rows, and columns, of out per thread
 #define GPU_TILE (GPU_THREADS * GPU_PER_THREAD)
 #define GPU_DEPTH 16                          // the k extent of a staged tile
+#define GPU_RUN 4                             // adjacent rows, or columns, a thread owns
+#define GPU_RUN_SPAN (GPU_THREADS * GPU_RUN)  // the rows, or columns, of one run of each thread
+// Rows of a staged tile are padded by a run: vector loads stay aligned, and the stores of a
+// tile staged along k hit each bank at most twice.
+#define GPU_TILE_ROW (GPU_TILE + GPU_RUN)
 
 typedef $A_T gpu_a_t;
 typedef $B_T gpu_b_t;
@@ -35,17 +42,71 @@ __device__ __forceinline__ gpu_acc_t gpu_multiply_add(gpu_acc_t acc, gpu_acc_t x
 }
 __device__ __forceinline__ gpu_out_t gpu_store(gpu_acc_t acc) { return $STORE; }
 
-// With 4-byte accumulators the compiler is asked to fit two blocks a multiprocessor (128
-// registers a thread): float32 4096^3 went from 19.2 to 22.0 TFLOP/s.  8-byte ones would spill.
-extern "C" __global__ void __launch_bounds__(GPU_THREADS * GPU_THREADS, $MIN_BLOCKS)
+// A run of accumulators, read from shared memory in one load (two or four for 8- and 16-byte
+// accumulators: 16 bytes is the widest).
+struct alignas(GPU_RUN * sizeof(gpu_acc_t) < 16 ? GPU_RUN * sizeof(gpu_acc_t) : 16) gpu_run {
+  gpu_acc_t v[GPU_RUN];
+};
+
+// How a thread stages its share of one operand's tile.  A tile has GPU_TILE lines (rows of a,
+// columns of b) of GPU_DEPTH elements along k; the thread's s-th element is at line
+// line0 + s line_delta, depth depth0 + s depth_delta.  Threads next to each other take
+// elements next to each other in memory, along k or along the lines, whichever the strides
+// make adjacent: loads coalesce for a matrix and for a transposed view alike.
+struct gpu_stager {
+  const char *at;           // the thread's s = 0 element in the tile at the current k0
+  long long step;           // bytes from one s to the next
+  long long tile_step;      // bytes from one tile to the next along k
+  long long lines_left;     // lines of the matrix from the thread's line0 on
+  int line0, depth0, line_delta, depth_delta;
+};
+
+__device__ gpu_stager gpu_stage_from(const char *matrix, long long line_stride,
+                                     long long k_stride, long long first_line,
+                                     long long lines, int t) {
+  const bool along_k = llabs(k_stride) <= llabs(line_stride);
+  gpu_stager st;
+  st.line0 = along_k ? t / GPU_DEPTH : t % GPU_TILE;
+  st.depth0 = along_k ? t % GPU_DEPTH : t / GPU_TILE;
+  st.line_delta = along_k ? GPU_THREADS * GPU_THREADS / GPU_DEPTH : 0;
+  st.depth_delta = along_k ? 0 : GPU_THREADS * GPU_THREADS / GPU_TILE;
+  st.at = matrix + (first_line + st.line0) * line_stride + st.depth0 * k_stride;
+  st.step = st.line_delta * line_stride + st.depth_delta * k_stride;
+  st.tile_step = GPU_DEPTH * k_stride;
+  st.lines_left = lines - first_line - st.line0;
+  return st;
+}
+
+// The thread's elements of the tile at k0 (zero outside the matrix), as accumulators.
+template <typename Load>
+__device__ __forceinline__ void gpu_stage_load(const gpu_stager &st, long long k0, long long k,
+                                               gpu_acc_t next[GPU_PER_THREAD], Load load) {
+  const char *p = st.at;
+#pragma unroll
+  for (int s = 0; s < GPU_PER_THREAD; s++, p += st.step)
+    next[s] = (s * st.line_delta < st.lines_left && k0 + st.depth0 + s * st.depth_delta < k)
+              ? load(p) : (gpu_acc_t)0;
+}
+
+__device__ __forceinline__ void gpu_stage_store(const gpu_stager &st,
+                                                gpu_acc_t tile[GPU_DEPTH][GPU_TILE_ROW],
+                                                const gpu_acc_t next[GPU_PER_THREAD]) {
+#pragma unroll
+  for (int s = 0; s < GPU_PER_THREAD; s++)
+    tile[st.depth0 + s * st.depth_delta][st.line0 + s * st.line_delta] = next[s];
+}
+
+// Not asked to fit two blocks a multiprocessor: the compiler then spills float32's 8 x 8
+// accumulators (float32 4096^3 ran at 25.6 TFLOP/s with two, 37.6 without).
+extern "C" __global__ void __launch_bounds__(GPU_THREADS * GPU_THREADS)
 gpu_matmul(gpu_out_t *out, const char *a, gpu_layout a_batches, long long a_row, long long a_col,
            const char *b, gpu_layout b_batches, long long b_row, long long b_col, long long n,
            long long k, long long m, long long batches) {
   // a_tile[j][r]: a's row row0 + r at k0 + j; b_tile[j][c]: b's column col0 + c at k0 + j.
-  // Thread (tx, ty) owns rows ty + 16 p and columns tx + 16 q, so a warp reads one a_tile
-  // word (a broadcast) and 16 or 32 consecutive b_tile words per step: no bank conflicts.
-  __shared__ gpu_acc_t a_tile[GPU_DEPTH][GPU_TILE + 1];
-  __shared__ gpu_acc_t b_tile[GPU_DEPTH][GPU_TILE + 1];
+  // Thread (tx, ty) owns rows ty * 4 + i + 64 g and columns tx * 4 + i + 64 g (i < 4), so a
+  // warp reads two a_tile runs (broadcasts) and 16 adjacent b_tile runs per step.
+  __shared__ __align__(16) gpu_acc_t a_tile[GPU_DEPTH][GPU_TILE_ROW];
+  __shared__ __align__(16) gpu_acc_t b_tile[GPU_DEPTH][GPU_TILE_ROW];
   const int tx = threadIdx.x, ty = threadIdx.y, t = ty * GPU_THREADS + tx;
   const long long col0 = (long long)blockIdx.x * GPU_TILE;
   for (long long batch = blockIdx.z; batch < batches; batch += gridDim.z) {
@@ -59,38 +120,34 @@ gpu_matmul(gpu_out_t *out, const char *a, gpu_layout a_batches, long long a_row,
       for (int p = 0; p < GPU_PER_THREAD; p++)
 #pragma unroll
         for (int q = 0; q < GPU_PER_THREAD; q++) acc[p][q] = (gpu_acc_t)0;
-      // consecutive threads load consecutive k of a row of a, consecutive columns of b
+      gpu_stager a_stage = gpu_stage_from(ab, a_row, a_col, row0, n, t);
+      gpu_stager b_stage = gpu_stage_from(bb, b_col, b_row, col0, m, t);
       gpu_acc_t a_next[GPU_PER_THREAD], b_next[GPU_PER_THREAD];
       auto load_tiles = [&](long long k0) {
-#pragma unroll
-        for (int s = 0; s < GPU_PER_THREAD; s++) {
-          const int r = t / GPU_DEPTH + s * (GPU_THREADS * GPU_THREADS / GPU_DEPTH), j = t % GPU_DEPTH;
-          const long long row = row0 + r, kk = k0 + j;
-          a_next[s] = (row < n && kk < k) ? gpu_load_a(ab + row * a_row + kk * a_col) : (gpu_acc_t)0;
-        }
-#pragma unroll
-        for (int s = 0; s < GPU_PER_THREAD; s++) {
-          const int j = t / GPU_TILE + s * (GPU_THREADS * GPU_THREADS / GPU_TILE), c = t % GPU_TILE;
-          const long long kk = k0 + j, col = col0 + c;
-          b_next[s] = (kk < k && col < m) ? gpu_load_b(bb + kk * b_row + col * b_col) : (gpu_acc_t)0;
-        }
+        gpu_stage_load(a_stage, k0, k, a_next, gpu_load_a);
+        gpu_stage_load(b_stage, k0, k, b_next, gpu_load_b);
       };
       load_tiles(0);
       for (long long k0 = 0; k0 < k; k0 += GPU_DEPTH) {
-#pragma unroll
-        for (int s = 0; s < GPU_PER_THREAD; s++) {
-          a_tile[t % GPU_DEPTH][t / GPU_DEPTH + s * (GPU_THREADS * GPU_THREADS / GPU_DEPTH)] = a_next[s];
-          b_tile[t / GPU_TILE + s * (GPU_THREADS * GPU_THREADS / GPU_TILE)][t % GPU_TILE] = b_next[s];
-        }
+        gpu_stage_store(a_stage, a_tile, a_next);
+        gpu_stage_store(b_stage, b_tile, b_next);
+        a_stage.at += a_stage.tile_step;
+        b_stage.at += b_stage.tile_step;
         __syncthreads();
         if (k0 + GPU_DEPTH < k) load_tiles(k0 + GPU_DEPTH);   // in flight while this pair is used
 #pragma unroll
         for (int j = 0; j < GPU_DEPTH; j++) {
           gpu_acc_t x[GPU_PER_THREAD], y[GPU_PER_THREAD];
 #pragma unroll
-          for (int p = 0; p < GPU_PER_THREAD; p++) x[p] = a_tile[j][ty + p * GPU_THREADS];
+          for (int g = 0; g < GPU_PER_THREAD / GPU_RUN; g++) {
+            const gpu_run xs = *(const gpu_run *)&a_tile[j][g * GPU_RUN_SPAN + ty * GPU_RUN];
+            const gpu_run ys = *(const gpu_run *)&b_tile[j][g * GPU_RUN_SPAN + tx * GPU_RUN];
 #pragma unroll
-          for (int q = 0; q < GPU_PER_THREAD; q++) y[q] = b_tile[j][tx + q * GPU_THREADS];
+            for (int i = 0; i < GPU_RUN; i++) {
+              x[g * GPU_RUN + i] = xs.v[i];
+              y[g * GPU_RUN + i] = ys.v[i];
+            }
+          }
 #pragma unroll
           for (int p = 0; p < GPU_PER_THREAD; p++)
 #pragma unroll
@@ -100,10 +157,10 @@ gpu_matmul(gpu_out_t *out, const char *a, gpu_layout a_batches, long long a_row,
       }
 #pragma unroll
       for (int p = 0; p < GPU_PER_THREAD; p++) {
-        const long long row = row0 + ty + p * GPU_THREADS;
+        const long long row = row0 + (p / GPU_RUN) * GPU_RUN_SPAN + ty * GPU_RUN + p % GPU_RUN;
 #pragma unroll
         for (int q = 0; q < GPU_PER_THREAD; q++) {
-          const long long col = col0 + tx + q * GPU_THREADS;
+          const long long col = col0 + (q / GPU_RUN) * GPU_RUN_SPAN + tx * GPU_RUN + q % GPU_RUN;
           if (row < n && col < m) out[(batch * n + row) * m + col] = gpu_store(acc[p][q]);
         }
       }

@@ -80,6 +80,22 @@ local function check(got, want, scale, out, what)
   end
 end
 
+-- Checks elements of the n x m product h (a HostArray) of row-major av and bv: every element
+-- of the last rows and columns, and random ones elsewhere.
+local function check_sampled(h, av, bv, n, k, m, dtype, what)
+  local positions = {}
+  for i = math.max(n - 2, 1), n do for j = 1, m, 7 do positions[#positions + 1] = {i, j} end end
+  for j = math.max(m - 2, 1), m do for i = 1, n, 7 do positions[#positions + 1] = {i, j} end end
+  for _ = 1, 2000 do positions[#positions + 1] = {math.random(1, n), math.random(1, m)} end
+  for _, pos in ipairs(positions) do
+    local i, j = pos[1], pos[2]
+    local row, column = {}, {}
+    for l = 1, k do row[l], column[l] = av[(i - 1) * k + l], bv[(l - 1) * m + j] end
+    local want, scale = reference(row, column, 1, k, 1, dtype)
+    check({h[(i - 1) * m + j]}, want, scale, dtype, ("%s at %d, %d"):format(what, i, j))
+  end
+end
+
 -- A HostArray's elements, flat in row-major order.
 local function flat(h)
   local t = {}
@@ -132,25 +148,32 @@ describe("matmul", function()
   end)
 
   helpers.gpu_it("uses 8 x 8 elements a thread for large products, off the 128 x 128 tiles", function()
-    -- enough tiles that matmul picks its big ones, ending part-way into the last tile
+    -- enough tiles that matmul picks its big ones, ending part-way into the last tile (64-bit
+    -- integer accumulators keep 4 x 4)
     local side = math.ceil(math.sqrt(require("gpu.reduction").multiprocessors()))
     local n, k, m = 128 * (side - 1) + 37, 40, 128 * (side - 1) + 100
-    for _, dtype in ipairs{"float32", "float64", "int64", "float16"} do
-      assert.are.equal(8, matmul.per_thread(dtype, n, m, 1))
+    for _, dtype in ipairs{"float32", "float64", "int64", "float16", "bool"} do
+      assert.are.equal(dtype == "int64" and 4 or 8, matmul.per_thread(dtype, n, m, 1))
       local av, bv = random_values(dtype, n * k), random_values(dtype, k * m)
       local h = gpu.gpuarray.matmul(upload(av, dtype, {n, k}), upload(bv, dtype, {k, m})):get()
-      -- every element of the last rows and columns, and random ones elsewhere
-      local positions = {}
-      for i = n - 2, n do for j = 1, m, 7 do positions[#positions + 1] = {i, j} end end
-      for j = m - 2, m do for i = 1, n, 7 do positions[#positions + 1] = {i, j} end end
-      for _ = 1, 2000 do positions[#positions + 1] = {math.random(1, n), math.random(1, m)} end
-      for _, pos in ipairs(positions) do
-        local i, j = pos[1], pos[2]
-        local row, column = {}, {}
-        for l = 1, k do row[l], column[l] = av[(i - 1) * k + l], bv[(l - 1) * m + j] end
-        local want, scale = reference(row, column, 1, k, 1, dtype)
-        check({h[(i - 1) * m + j]}, want, scale, dtype, ("%s (%d, %d) at %d, %d"):format(dtype, n, m, i, j))
-      end
+      check_sampled(h, av, bv, n, k, m, dtype, ("%s (%d, %d)"):format(dtype, n, m))
+    end
+  end)
+
+  helpers.gpu_it("stages transposed operands in small and big tiles", function()
+    -- views whose adjacent elements run along the other axis than a row-major matrix's
+    local side = math.ceil(math.sqrt(require("gpu.reduction").multiprocessors()))
+    for _, size in ipairs{{70, 37, 45}, {128 * (side - 1) + 37, 40, 128 * (side - 1) + 100}} do
+      local n, k, m = table.unpack(size)
+      local at, bt = random_values("float32", k * n), random_values("float32", m * k)
+      local av, bv = {}, {}                                -- row-major a (n x k) and b (k x m)
+      for i = 1, n do for l = 1, k do av[(i - 1) * k + l] = at[(l - 1) * n + i] end end
+      for l = 1, k do for j = 1, m do bv[(l - 1) * m + j] = bt[(j - 1) * k + l] end end
+      local a, b = upload(at, "float32", {k, n}).T, upload(bt, "float32", {m, k}).T
+      local h = gpu.gpuarray.matmul(a, b):get()
+      check_sampled(h, av, bv, n, k, m, "float32", ("transposed (%d, %d, %d)"):format(n, k, m))
+      h = gpu.gpuarray.matmul(upload(av, "float32", {n, k}), b):get()
+      check_sampled(h, av, bv, n, k, m, "float32", ("b transposed (%d, %d, %d)"):format(n, k, m))
     end
   end)
 

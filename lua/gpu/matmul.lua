@@ -52,12 +52,14 @@ local function load(dtype, acc)
 end
 
 -- Rows, and columns, of out that a thread computes (kernels/matmul.cu's GPU_PER_THREAD) for
--- products of n x m matrices: 8 x 8, unless the accumulators are complex (they would not fit
--- in registers) or there would be fewer 128 x 128 tiles than multiprocessors.  (On the H100,
--- float32: 1024^3 ran at 8.5 TFLOP/s in big tiles and 10 in 64 x 64 ones; 2048^3 at 18.8 in
--- big ones, 64 tiles a multiprocessor short of two each, and 13 in small ones.)
+-- products of n x m matrices: 8 x 8, unless the accumulators are complex or 64-bit integers
+-- (they would not fit in registers: int32 2048^3 ran at 4.1 TOP/s in 8 x 8 and 5.5 in 4 x 4)
+-- or there would be fewer 128 x 128 tiles than multiprocessors.  (On the H100, float32: 1024^3
+-- ran at 8.5 TFLOP/s in big tiles and 10 in 64 x 64 ones; 2048^3 at 18.8 in big ones, 64
+-- tiles a multiprocessor short of two each, and 13 in small ones.)
 function M.per_thread(out, n, m, batches)
-  if dtypes[out].kind == "c" then return 4 end
+  local kind = dtypes[out].kind
+  if kind == "c" or kind == "i" or kind == "u" then return 4 end
   local big_tiles = ((n + 127) // 128) * ((m + 127) // 128) * batches
   return big_tiles >= reduction.multiprocessors() and 8 or 4
 end
@@ -69,7 +71,6 @@ function M.source(a_dtype, b_dtype, out, per_thread)
     A_T = dtypes[a_dtype].ctype, B_T = dtypes[b_dtype].ctype, ACC_T = acc, OUT_T = dtypes[out].ctype,
     LOAD_A = load(a_dtype, acc), LOAD_B = load(b_dtype, acc), MULTIPLY_ADD = multiply_add,
     STORE = store, PER_THREAD = tostring(per_thread),
-    MIN_BLOCKS = (acc == "float" or acc == "unsigned int") and "2" or "1",
   })
 end
 

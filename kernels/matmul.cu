@@ -12,12 +12,14 @@
 // with one pair of tiles, its loads of the next are in flight into registers.  Correct for
 // every size and dtype, and below a tuned BLAS's speed.  Elements convert to the accumulator
 // on loading (integers accumulate in 64 unsigned bits, which wraps as NumPy's fixed-width sums
-// do once the store truncates).
+// do once the store truncates).  float64 products on devices of compute capability 8.0 and
+// later multiply the same staged tiles on the tensor cores instead (GPU_TENSOR_CORES).
 
 #define GPU_THREADS 16                        // threads along each side of a block
 #define GPU_PER_THREAD $PER_THREAD            // rows, and columns, of out per thread
 #define GPU_TILE (GPU_THREADS * GPU_PER_THREAD)
 #define GPU_DEPTH 16                          // the k extent of a staged tile
+#define GPU_TENSOR_CORES $TENSOR_CORES        // 1 for float64 products on the tensor cores
 #define GPU_RUN 4                             // adjacent rows, or columns, a thread owns
 #define GPU_RUN_SPAN (GPU_THREADS * GPU_RUN)  // the rows, or columns, of one run of each thread
 // Rows of a staged tile are padded by a run: vector loads stay aligned, and the stores of a
@@ -96,18 +98,125 @@ __device__ __forceinline__ void gpu_stage_store(const gpu_stager &st,
     tile[st.depth0 + s * st.depth_delta][st.line0 + s * st.line_delta] = next[s];
 }
 
+#if GPU_TENSOR_CORES
+// float64 on the tensor cores (sm_80 and later).  mma.m8n8k4 multiplies an 8 x 4 piece of a by a
+// 4 x 8 piece of b into 8 x 8 doubles across a warp: lane l holds a's element (l / 4, l % 4),
+// b's (l % 4, l / 4) and the result's (l / 4, 2 (l % 4) + i), i < 2.  The block's 8 warps
+// cover the tile 2 down and 4 across, each warp GPU_WARP_ROWS x GPU_WARP_COLS in 8 x 8 pieces
+// (the same P x P results a thread as on the other path).
+#define GPU_WARP_ROWS (GPU_TILE / 2)
+#define GPU_WARP_COLS (GPU_TILE / 4)
+#define GPU_ROW_PIECES (GPU_WARP_ROWS / 8)
+#define GPU_COL_PIECES (GPU_WARP_COLS / 8)
+
+struct gpu_accumulators { double d[GPU_ROW_PIECES][GPU_COL_PIECES][2]; };
+
+__device__ __forceinline__ void gpu_clear(gpu_accumulators &acc) {
+#pragma unroll
+  for (int p = 0; p < GPU_ROW_PIECES; p++)
+#pragma unroll
+    for (int q = 0; q < GPU_COL_PIECES; q++) acc.d[p][q][0] = acc.d[p][q][1] = 0.0;
+}
+
+// acc += the staged pair of tiles' product
+__device__ __forceinline__ void gpu_multiply_tiles(gpu_accumulators &acc,
+                                                   const double (*a_tile)[GPU_TILE_ROW],
+                                                   const double (*b_tile)[GPU_TILE_ROW], int t) {
+  const int warp = t / 32, lane = t % 32;
+  const int row = (warp / 4) * GPU_WARP_ROWS + lane / 4, col = (warp % 4) * GPU_WARP_COLS + lane / 4;
+#pragma unroll
+  for (int j = 0; j < GPU_DEPTH; j += 4) {
+    double x[GPU_ROW_PIECES], y[GPU_COL_PIECES];
+#pragma unroll
+    for (int p = 0; p < GPU_ROW_PIECES; p++) x[p] = a_tile[j + lane % 4][row + 8 * p];
+#pragma unroll
+    for (int q = 0; q < GPU_COL_PIECES; q++) y[q] = b_tile[j + lane % 4][col + 8 * q];
+#pragma unroll
+    for (int p = 0; p < GPU_ROW_PIECES; p++)
+#pragma unroll
+      for (int q = 0; q < GPU_COL_PIECES; q++)
+        asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
+            : "+d"(acc.d[p][q][0]), "+d"(acc.d[p][q][1]) : "d"(x[p]), "d"(y[q]));
+  }
+}
+
+// Calls put(row, column, value) for each of the thread's results (row and column in the tile).
+template <typename Put>
+__device__ __forceinline__ void gpu_each_result(const gpu_accumulators &acc, int t, Put put) {
+  const int warp = t / 32, lane = t % 32;
+  const int row = (warp / 4) * GPU_WARP_ROWS + lane / 4;
+  const int col = (warp % 4) * GPU_WARP_COLS + 2 * (lane % 4);
+#pragma unroll
+  for (int p = 0; p < GPU_ROW_PIECES; p++)
+#pragma unroll
+    for (int q = 0; q < GPU_COL_PIECES; q++)
+#pragma unroll
+      for (int i = 0; i < 2; i++) put(row + 8 * p, col + 8 * q + i, acc.d[p][q][i]);
+}
+
+#else
+// On the CUDA cores: thread (tx, ty) owns rows ty * 4 + i + 64 g and columns tx * 4 + i + 64 g
+// (i < 4), so a warp reads two a_tile runs (broadcasts) and 16 adjacent b_tile runs per step.
+struct gpu_accumulators { gpu_acc_t v[GPU_PER_THREAD][GPU_PER_THREAD]; };
+
+__device__ __forceinline__ void gpu_clear(gpu_accumulators &acc) {
+#pragma unroll
+  for (int p = 0; p < GPU_PER_THREAD; p++)
+#pragma unroll
+    for (int q = 0; q < GPU_PER_THREAD; q++) acc.v[p][q] = (gpu_acc_t)0;
+}
+
+// The tile's row, or column, of a thread's p-th one
+__device__ __forceinline__ int gpu_line_of(int p, int thread_along) {
+  return (p / GPU_RUN) * GPU_RUN_SPAN + thread_along * GPU_RUN + p % GPU_RUN;
+}
+
+// acc += the staged pair of tiles' product
+__device__ __forceinline__ void gpu_multiply_tiles(gpu_accumulators &acc,
+                                                   const gpu_acc_t (*a_tile)[GPU_TILE_ROW],
+                                                   const gpu_acc_t (*b_tile)[GPU_TILE_ROW], int t) {
+  const int tx = t % GPU_THREADS, ty = t / GPU_THREADS;
+#pragma unroll
+  for (int j = 0; j < GPU_DEPTH; j++) {
+    gpu_acc_t x[GPU_PER_THREAD], y[GPU_PER_THREAD];
+#pragma unroll
+    for (int g = 0; g < GPU_PER_THREAD / GPU_RUN; g++) {
+      const gpu_run xs = *(const gpu_run *)&a_tile[j][gpu_line_of(g * GPU_RUN, ty)];
+      const gpu_run ys = *(const gpu_run *)&b_tile[j][gpu_line_of(g * GPU_RUN, tx)];
+#pragma unroll
+      for (int i = 0; i < GPU_RUN; i++) {
+        x[g * GPU_RUN + i] = xs.v[i];
+        y[g * GPU_RUN + i] = ys.v[i];
+      }
+    }
+#pragma unroll
+    for (int p = 0; p < GPU_PER_THREAD; p++)
+#pragma unroll
+      for (int q = 0; q < GPU_PER_THREAD; q++) acc.v[p][q] = gpu_multiply_add(acc.v[p][q], x[p], y[q]);
+  }
+}
+
+// Calls put(row, column, value) for each of the thread's results (row and column in the tile).
+template <typename Put>
+__device__ __forceinline__ void gpu_each_result(const gpu_accumulators &acc, int t, Put put) {
+  const int tx = t % GPU_THREADS, ty = t / GPU_THREADS;
+#pragma unroll
+  for (int p = 0; p < GPU_PER_THREAD; p++)
+#pragma unroll
+    for (int q = 0; q < GPU_PER_THREAD; q++) put(gpu_line_of(p, ty), gpu_line_of(q, tx), acc.v[p][q]);
+}
+#endif
+
 // Not asked to fit two blocks a multiprocessor: the compiler then spills float32's 8 x 8
 // accumulators (float32 4096^3 ran at 25.6 TFLOP/s with two, 37.6 without).
 extern "C" __global__ void __launch_bounds__(GPU_THREADS * GPU_THREADS)
 gpu_matmul(gpu_out_t *out, const char *a, gpu_layout a_batches, long long a_row, long long a_col,
            const char *b, gpu_layout b_batches, long long b_row, long long b_col, long long n,
            long long k, long long m, long long batches) {
-  // a_tile[j][r]: a's row row0 + r at k0 + j; b_tile[j][c]: b's column col0 + c at k0 + j.
-  // Thread (tx, ty) owns rows ty * 4 + i + 64 g and columns tx * 4 + i + 64 g (i < 4), so a
-  // warp reads two a_tile runs (broadcasts) and 16 adjacent b_tile runs per step.
+  // a_tile[j][r]: a's row row0 + r at k0 + j; b_tile[j][c]: b's column col0 + c at k0 + j
   __shared__ __align__(16) gpu_acc_t a_tile[GPU_DEPTH][GPU_TILE_ROW];
   __shared__ __align__(16) gpu_acc_t b_tile[GPU_DEPTH][GPU_TILE_ROW];
-  const int tx = threadIdx.x, ty = threadIdx.y, t = ty * GPU_THREADS + tx;
+  const int t = threadIdx.y * GPU_THREADS + threadIdx.x;
   const long long col0 = (long long)blockIdx.x * GPU_TILE;
   for (long long batch = blockIdx.z; batch < batches; batch += gridDim.z) {
     const char *ab = a + gpu_offset(a_batches, batch);
@@ -115,11 +224,8 @@ gpu_matmul(gpu_out_t *out, const char *a, gpu_layout a_batches, long long a_row,
     // every thread of the block runs every iteration, so the barriers are reached by all
     for (long long row0 = (long long)blockIdx.y * GPU_TILE; row0 < n;
          row0 += (long long)gridDim.y * GPU_TILE) {
-      gpu_acc_t acc[GPU_PER_THREAD][GPU_PER_THREAD];
-#pragma unroll
-      for (int p = 0; p < GPU_PER_THREAD; p++)
-#pragma unroll
-        for (int q = 0; q < GPU_PER_THREAD; q++) acc[p][q] = (gpu_acc_t)0;
+      gpu_accumulators acc;
+      gpu_clear(acc);
       gpu_stager a_stage = gpu_stage_from(ab, a_row, a_col, row0, n, t);
       gpu_stager b_stage = gpu_stage_from(bb, b_col, b_row, col0, m, t);
       gpu_acc_t a_next[GPU_PER_THREAD], b_next[GPU_PER_THREAD];
@@ -135,35 +241,13 @@ gpu_matmul(gpu_out_t *out, const char *a, gpu_layout a_batches, long long a_row,
         b_stage.at += b_stage.tile_step;
         __syncthreads();
         if (k0 + GPU_DEPTH < k) load_tiles(k0 + GPU_DEPTH);   // in flight while this pair is used
-#pragma unroll
-        for (int j = 0; j < GPU_DEPTH; j++) {
-          gpu_acc_t x[GPU_PER_THREAD], y[GPU_PER_THREAD];
-#pragma unroll
-          for (int g = 0; g < GPU_PER_THREAD / GPU_RUN; g++) {
-            const gpu_run xs = *(const gpu_run *)&a_tile[j][g * GPU_RUN_SPAN + ty * GPU_RUN];
-            const gpu_run ys = *(const gpu_run *)&b_tile[j][g * GPU_RUN_SPAN + tx * GPU_RUN];
-#pragma unroll
-            for (int i = 0; i < GPU_RUN; i++) {
-              x[g * GPU_RUN + i] = xs.v[i];
-              y[g * GPU_RUN + i] = ys.v[i];
-            }
-          }
-#pragma unroll
-          for (int p = 0; p < GPU_PER_THREAD; p++)
-#pragma unroll
-            for (int q = 0; q < GPU_PER_THREAD; q++) acc[p][q] = gpu_multiply_add(acc[p][q], x[p], y[q]);
-        }
+        gpu_multiply_tiles(acc, a_tile, b_tile, t);
         __syncthreads();
       }
-#pragma unroll
-      for (int p = 0; p < GPU_PER_THREAD; p++) {
-        const long long row = row0 + (p / GPU_RUN) * GPU_RUN_SPAN + ty * GPU_RUN + p % GPU_RUN;
-#pragma unroll
-        for (int q = 0; q < GPU_PER_THREAD; q++) {
-          const long long col = col0 + (q / GPU_RUN) * GPU_RUN_SPAN + tx * GPU_RUN + q % GPU_RUN;
-          if (row < n && col < m) out[(batch * n + row) * m + col] = gpu_store(acc[p][q]);
-        }
-      }
+      gpu_each_result(acc, t, [&](int r, int c, gpu_acc_t v) {
+        const long long row = row0 + r, col = col0 + c;
+        if (row < n && col < m) out[(batch * n + row) * m + col] = gpu_store(v);
+      });
     }
   }
 }

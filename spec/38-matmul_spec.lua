@@ -117,6 +117,10 @@ describe("matmul (CPU: NVRTC only)", function()
     for _, src in ipairs(sources) do
       assert.is_true(#gpu.compile(src, {target = "ptx", no_extern_c = true}) > 0)
     end
+    for _, per_thread in ipairs{4, 8} do      -- float64 on tensor cores, from sm_80 on
+      local src = matmul.source("float64", "float32", "float64", per_thread, true)
+      assert.is_true(#gpu.compile(src, {target = "ptx", no_extern_c = true, arch = "compute_80"}) > 0)
+    end
   end)
 
   it("names a bad argument", function()
@@ -175,6 +179,22 @@ describe("matmul", function()
       h = gpu.gpuarray.matmul(upload(av, "float32", {n, k}), b):get()
       check_sampled(h, av, bv, n, k, m, "float32", ("b transposed (%d, %d, %d)"):format(n, k, m))
     end
+  end)
+
+  helpers.gpu_it("multiplies float64 on the CUDA cores where there are no tensor cores", function()
+    local uses_tensor_cores = matmul.float64_tensor_cores
+    matmul.float64_tensor_cores = function() return false end   -- as before sm_80
+    local side = math.ceil(math.sqrt(require("gpu.reduction").multiprocessors()))
+    local ok, err = pcall(function()
+      for _, size in ipairs{{19, 70, 23}, {128 * (side - 1) + 37, 40, 128 * (side - 1) + 100}} do
+        local n, k, m = table.unpack(size)
+        local av, bv = random_values("float64", n * k), random_values("float64", k * m)
+        local h = gpu.gpuarray.matmul(upload(av, "float64", {n, k}), upload(bv, "float64", {k, m})):get()
+        check_sampled(h, av, bv, n, k, m, "float64", ("CUDA cores (%d, %d, %d)"):format(n, k, m))
+      end
+    end)
+    matmul.float64_tensor_cores = uses_tensor_cores
+    assert(ok, err)
   end)
 
   helpers.gpu_it("reads views in place, broadcasts stacks, and drops the axes of 1-d operands", function()

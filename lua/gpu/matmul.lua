@@ -64,20 +64,35 @@ function M.per_thread(out, n, m, batches)
   return big_tiles >= reduction.multiprocessors() and 8 or 4
 end
 
--- The module source of the product of a_dtype and b_dtype matrices into out's dtype.
-function M.source(a_dtype, b_dtype, out, per_thread)
+local has_tensor_cores = {}   -- device ordinal -> whether float64 products can use them
+-- Whether the current device multiplies float64 on tensor cores (compute capability 8.0 on).
+function M.float64_tensor_cores()
+  local ordinal = core.device_ordinal()
+  local has = has_tensor_cores[ordinal]
+  if has == nil then
+    has = core.get_device():compute_capability() >= 8
+    has_tensor_cores[ordinal] = has
+  end
+  return has
+end
+
+-- The module source of the product of a_dtype and b_dtype matrices into out's dtype; with
+-- tensor_cores (float64 results only) on the tensor cores.
+function M.source(a_dtype, b_dtype, out, per_thread, tensor_cores)
+  assert(not tensor_cores or out == "float64", "tensor cores take float64 products only")
   local acc, multiply_add, store = arithmetic(out)
   return core.kernel_sources["common.cu"] .. "\n" .. reduction.fill(core.kernel_sources["matmul.cu"], {
     A_T = dtypes[a_dtype].ctype, B_T = dtypes[b_dtype].ctype, ACC_T = acc, OUT_T = dtypes[out].ctype,
     LOAD_A = load(a_dtype, acc), LOAD_B = load(b_dtype, acc), MULTIPLY_ADD = multiply_add,
-    STORE = store, PER_THREAD = tostring(per_thread),
+    STORE = store, PER_THREAD = tostring(per_thread), TENSOR_CORES = tensor_cores and "1" or "0",
   })
 end
 
 local function kernel(a_dtype, b_dtype, out, per_thread)
-  local key = ("matmul|%s|%s|%s|%d"):format(a_dtype, b_dtype, out, per_thread)
+  local tensor_cores = out == "float64" and M.float64_tensor_cores()
+  local key = ("matmul|%s|%s|%s|%d|%s"):format(a_dtype, b_dtype, out, per_thread, tensor_cores)
   return kernel_cache.get(key, function()
-    return M.source(a_dtype, b_dtype, out, per_thread), "gpu_matmul", nil,
+    return M.source(a_dtype, b_dtype, out, per_thread, tensor_cores), "gpu_matmul", nil,
            {no_extern_c = true, name = "matmul.cu"}
   end)
 end

@@ -101,21 +101,26 @@ __device__ __forceinline__ void gpu_stage_store(const gpu_stager &st,
 #if GPU_TENSOR_CORES
 // float64 on the tensor cores (sm_80 and later).  mma.m8n8k4 multiplies an 8 x 4 piece of a by a
 // 4 x 8 piece of b into 8 x 8 doubles across a warp: lane l holds a's element (l / 4, l % 4),
-// b's (l % 4, l / 4) and the result's (l / 4, 2 (l % 4) + i), i < 2.  The block's 8 warps
-// cover the tile 2 down and 4 across, each warp GPU_WARP_ROWS x GPU_WARP_COLS in 8 x 8 pieces
-// (the same P x P results a thread as on the other path).
+// b's (l % 4, l / 4) and the result's (l / 4, 2 (l % 4) + i), i < 2.  mma.m16n8k4 (sm_90)
+// stacks two such pieces of a and of the result: rows r and r + 8.  The block's 8 warps cover
+// the tile 2 down and 4 across, each warp GPU_WARP_ROWS x GPU_WARP_COLS in GPU_MMA_ROWS x 8
+// pieces (the same P x P results a thread as on the other path).
+#define GPU_MMA_ROWS $MMA_ROWS                 // 8 or 16: mma.m8n8k4 or mma.m16n8k4
+#define GPU_MMA_HALVES (GPU_MMA_ROWS / 8)      // a's elements a lane holds a piece
 #define GPU_WARP_ROWS (GPU_TILE / 2)
 #define GPU_WARP_COLS (GPU_TILE / 4)
-#define GPU_ROW_PIECES (GPU_WARP_ROWS / 8)
+#define GPU_ROW_PIECES (GPU_WARP_ROWS / GPU_MMA_ROWS)
 #define GPU_COL_PIECES (GPU_WARP_COLS / 8)
 
-struct gpu_accumulators { double d[GPU_ROW_PIECES][GPU_COL_PIECES][2]; };
+struct gpu_accumulators { double d[GPU_ROW_PIECES][GPU_COL_PIECES][2 * GPU_MMA_HALVES]; };
 
 __device__ __forceinline__ void gpu_clear(gpu_accumulators &acc) {
 #pragma unroll
   for (int p = 0; p < GPU_ROW_PIECES; p++)
 #pragma unroll
-    for (int q = 0; q < GPU_COL_PIECES; q++) acc.d[p][q][0] = acc.d[p][q][1] = 0.0;
+    for (int q = 0; q < GPU_COL_PIECES; q++)
+#pragma unroll
+      for (int i = 0; i < 2 * GPU_MMA_HALVES; i++) acc.d[p][q][i] = 0.0;
 }
 
 // acc += the staged pair of tiles' product
@@ -126,17 +131,28 @@ __device__ __forceinline__ void gpu_multiply_tiles(gpu_accumulators &acc,
   const int row = (warp / 4) * GPU_WARP_ROWS + lane / 4, col = (warp % 4) * GPU_WARP_COLS + lane / 4;
 #pragma unroll
   for (int j = 0; j < GPU_DEPTH; j += 4) {
-    double x[GPU_ROW_PIECES], y[GPU_COL_PIECES];
+    double x[GPU_ROW_PIECES][GPU_MMA_HALVES], y[GPU_COL_PIECES];
 #pragma unroll
-    for (int p = 0; p < GPU_ROW_PIECES; p++) x[p] = a_tile[j + lane % 4][row + 8 * p];
+    for (int p = 0; p < GPU_ROW_PIECES; p++)
+#pragma unroll
+      for (int h = 0; h < GPU_MMA_HALVES; h++)
+        x[p][h] = a_tile[j + lane % 4][row + GPU_MMA_ROWS * p + 8 * h];
 #pragma unroll
     for (int q = 0; q < GPU_COL_PIECES; q++) y[q] = b_tile[j + lane % 4][col + 8 * q];
 #pragma unroll
     for (int p = 0; p < GPU_ROW_PIECES; p++)
 #pragma unroll
-      for (int q = 0; q < GPU_COL_PIECES; q++)
+      for (int q = 0; q < GPU_COL_PIECES; q++) {
+        double *d = acc.d[p][q];
+#if GPU_MMA_ROWS == 16
+        asm("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
+            "{%0, %1, %2, %3};"
+            : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3]) : "d"(x[p][0]), "d"(x[p][1]), "d"(y[q]));
+#else
         asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
-            : "+d"(acc.d[p][q][0]), "+d"(acc.d[p][q][1]) : "d"(x[p]), "d"(y[q]));
+            : "+d"(d[0]), "+d"(d[1]) : "d"(x[p][0]), "d"(y[q]));
+#endif
+      }
   }
 }
 
@@ -151,7 +167,8 @@ __device__ __forceinline__ void gpu_each_result(const gpu_accumulators &acc, int
 #pragma unroll
     for (int q = 0; q < GPU_COL_PIECES; q++)
 #pragma unroll
-      for (int i = 0; i < 2; i++) put(row + 8 * p, col + 8 * q + i, acc.d[p][q][i]);
+      for (int i = 0; i < 2 * GPU_MMA_HALVES; i++)
+        put(row + GPU_MMA_ROWS * p + 8 * (i / 2), col + 8 * q + i % 2, acc.d[p][q][i]);
 }
 
 #else

@@ -117,9 +117,11 @@ describe("matmul (CPU: NVRTC only)", function()
     for _, src in ipairs(sources) do
       assert.is_true(#gpu.compile(src, {target = "ptx", no_extern_c = true}) > 0)
     end
-    for _, per_thread in ipairs{4, 8} do      -- float64 on tensor cores, from sm_80 on
-      local src = matmul.source("float64", "float32", "float64", per_thread, true)
-      assert.is_true(#gpu.compile(src, {target = "ptx", no_extern_c = true, arch = "compute_80"}) > 0)
+    for _, per_thread in ipairs{4, 8} do      -- float64 on tensor cores: sm_80's mma, sm_90's
+      for rows, arch in pairs{[8] = "compute_80", [16] = "compute_90"} do
+        local src = matmul.source("float64", "float32", "float64", per_thread, rows)
+        assert.is_true(#gpu.compile(src, {target = "ptx", no_extern_c = true, arch = arch}) > 0)
+      end
     end
   end)
 
@@ -181,20 +183,22 @@ describe("matmul", function()
     end
   end)
 
-  helpers.gpu_it("multiplies float64 on the CUDA cores where there are no tensor cores", function()
-    local uses_tensor_cores = matmul.float64_tensor_cores
-    matmul.float64_tensor_cores = function() return false end   -- as before sm_80
+  helpers.gpu_it("multiplies float64 as devices before sm_90 and sm_80 do", function()
+    local tensor_cores = matmul.float64_tensor_cores
     local side = math.ceil(math.sqrt(require("gpu.reduction").multiprocessors()))
-    local ok, err = pcall(function()
-      for _, size in ipairs{{19, 70, 23}, {128 * (side - 1) + 37, 40, 128 * (side - 1) + 100}} do
-        local n, k, m = table.unpack(size)
-        local av, bv = random_values("float64", n * k), random_values("float64", k * m)
-        local h = gpu.gpuarray.matmul(upload(av, "float64", {n, k}), upload(bv, "float64", {k, m})):get()
-        check_sampled(h, av, bv, n, k, m, "float64", ("CUDA cores (%d, %d, %d)"):format(n, k, m))
-      end
-    end)
-    matmul.float64_tensor_cores = uses_tensor_cores
-    assert(ok, err)
+    for _, older in ipairs{8, false} do           -- mma.m8n8k4 (sm_80), the CUDA cores
+      matmul.float64_tensor_cores = function() return older end
+      local ok, err = pcall(function()
+        for _, size in ipairs{{19, 70, 23}, {128 * (side - 1) + 37, 40, 128 * (side - 1) + 100}} do
+          local n, k, m = table.unpack(size)
+          local av, bv = random_values("float64", n * k), random_values("float64", k * m)
+          local h = gpu.gpuarray.matmul(upload(av, "float64", {n, k}), upload(bv, "float64", {k, m})):get()
+          check_sampled(h, av, bv, n, k, m, "float64", ("%s (%d, %d, %d)"):format(older, n, k, m))
+        end
+      end)
+      matmul.float64_tensor_cores = tensor_cores
+      assert(ok, err)
+    end
   end)
 
   helpers.gpu_it("reads views in place, broadcasts stacks, and drops the axes of 1-d operands", function()

@@ -64,20 +64,22 @@ function M.per_thread(out, n, m, batches)
   return big_tiles >= reduction.multiprocessors() and 8 or 4
 end
 
-local has_tensor_cores = {}   -- device ordinal -> whether float64 products can use them
--- Whether the current device multiplies float64 on tensor cores (compute capability 8.0 on).
+local tensor_core_rows = {}   -- device ordinal -> rows of its float64 mma, or false
+-- The rows of the float64 tensor-core instruction matmul uses on the current device: 16
+-- (mma.m16n8k4) from compute capability 9.0 on, 8 (mma.m8n8k4) from 8.0 on, else false.
 function M.float64_tensor_cores()
   local ordinal = core.device_ordinal()
-  local has = has_tensor_cores[ordinal]
-  if has == nil then
-    has = core.get_device():compute_capability() >= 8
-    has_tensor_cores[ordinal] = has
+  local rows = tensor_core_rows[ordinal]
+  if rows == nil then
+    local major = core.get_device():compute_capability()
+    rows = major >= 9 and 16 or major >= 8 and 8 or false
+    tensor_core_rows[ordinal] = rows
   end
-  return has
+  return rows
 end
 
 -- The module source of the product of a_dtype and b_dtype matrices into out's dtype; with
--- tensor_cores (float64 results only) on the tensor cores.
+-- tensor_cores (float64 results only: 8 or 16, float64_tensor_cores' rows) on the tensor cores.
 function M.source(a_dtype, b_dtype, out, per_thread, tensor_cores)
   assert(not tensor_cores or out == "float64", "tensor cores take float64 products only")
   local acc, multiply_add, store = arithmetic(out)
@@ -85,6 +87,7 @@ function M.source(a_dtype, b_dtype, out, per_thread, tensor_cores)
     A_T = dtypes[a_dtype].ctype, B_T = dtypes[b_dtype].ctype, ACC_T = acc, OUT_T = dtypes[out].ctype,
     LOAD_A = load(a_dtype, acc), LOAD_B = load(b_dtype, acc), MULTIPLY_ADD = multiply_add,
     STORE = store, PER_THREAD = tostring(per_thread), TENSOR_CORES = tensor_cores and "1" or "0",
+    MMA_ROWS = tostring(tensor_cores or 8),
   })
 end
 

@@ -92,6 +92,24 @@ def figures(lib, xp, n, want, event, sync, extra):
     extra(run, a, b, nbytes)
     del a, b, c
     sync()
+    dense_figures(xp, run, want, event, sync)
+
+
+def dense_figures(xp, run, want, event, sync):
+    """The library kernels that are not bandwidth-bound: matmul (TFLOP/s) and sort (ms)."""
+    n = 4096
+    for fid, dtype in (("matmul_f32", "float32"), ("matmul_f64", "float64")):
+        if fid not in want:
+            continue
+        a = xp.asarray(rand(n * n).astype(dtype)).reshape(n, n)
+        b = xp.asarray(rand(n * n + 1)[:n * n].astype(dtype)).reshape(n, n)
+        run(fid, lambda: 2 * n ** 3 / device(event, sync, 5, lambda: xp.matmul(a, b)) / 1e6)
+        del a, b
+    if "sort_f32" in want:
+        x = xp.asarray(rand(1 << 24))
+        run("sort_f32", lambda: device(event, sync, 5, lambda: xp.sort(x)) / 1e3)
+        del x
+    sync()
 
 
 def rand(n):
@@ -182,8 +200,15 @@ def bench_torch(n, want, log2n):
         return
     sync = torch.cuda.synchronize
 
+    torch.backends.cuda.matmul.allow_tf32 = False     # float32 products in float32, as lua-gpu's
+
     class XP:       # the few NumPy-style names figures() uses
         float32 = torch.float32
+        matmul = staticmethod(torch.matmul)
+
+        @staticmethod
+        def sort(x):
+            return torch.sort(x).values
 
         @staticmethod
         def asarray(x):
@@ -290,7 +315,7 @@ def main():
 ALL_IDS = {"launch_async_f", "launch_sync_f", "small_add", "alloc_free", "copy_dtod", "large_add",
            "sum", "max", "dot", "cumsum", "axpby_unfused", "axpby_fused", "htod_pageable",
            "htod_pinned", "dtoh_pageable", "dtoh_pinned", "compile_cold", "graph_loop",
-           "graph_replay", "graph_speedup"}
+           "graph_replay", "graph_speedup", "matmul_f32", "matmul_f64", "sort_f32"}
 
 if __name__ == "__main__":
     main()

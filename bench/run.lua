@@ -112,6 +112,10 @@ local FIGURES = {
   {id = "graph_replay", what = "the same 100 replayed as a graph", unit = "us", raw = "graph_replay"},
   {id = "graph_speedup", what = "graph speedup (one by one / replay)", unit = "x", raw = "graph_speedup",
    target = {abs_min = 3}},
+  {id = "matmul_f32", what = "gpuarray.matmul, 4096 x 4096 float32 (PyTorch: cuBLAS, TF32 off)",
+   unit = "TFLOP/s"},
+  {id = "matmul_f64", what = "gpuarray.matmul, 4096 x 4096 float64", unit = "TFLOP/s"},
+  {id = "sort_f32", what = "gpuarray.sort, 2^24 float32 (a sorted copy)", unit = "ms"},
 }
 
 -- BENCH_ONLY: Lua patterns separated by commas; a figure runs when one matches its id.
@@ -660,6 +664,52 @@ function lua_bench.graph()
   return r
 end
 
+-- matmul and sort: the library's kernels that are not bandwidth-bound, with no raw C twin
+-- (their peers are cuBLAS and PyTorch's sort).
+function lua_bench.dense()
+  local r = {}
+  local n = 4096
+  for _, case in ipairs{{"matmul_f32", "float32"}, {"matmul_f64", "float64"}} do
+    local id, dtype = case[1], case[2]
+    if selected(id) then
+      local a32, b32 = empty_array(n * n), empty_array(n * n)
+      fill_random(a32, n * n, 21)
+      fill_random(b32, n * n, 22)
+      local a, b = a32:astype(dtype):reshape({n, n}), b32:astype(dtype):reshape({n, n})
+      local c = gpu.empty({n, n}, dtype)
+      local t = device(5, function() gpuarray.matmul(a, b, {out = c}) end)
+      -- a few elements against sums in Lua, within n roundings of the sum of |a b|
+      local ha, hb, hc = a:get(), b:get(), c:get()
+      local unit_roundoff = dtype == "float32" and 2 ^ -24 or 2 ^ -53
+      for _ = 1, 4 do
+        local i, j, want, scale = math.random(n), math.random(n), 0, 0
+        for l = 1, n do
+          local p = ha[(i - 1) * n + l] * hb[(l - 1) * n + j]
+          want, scale = want + p, scale + math.abs(p)
+        end
+        check(math.abs(hc[(i - 1) * n + j] - want) <= n * unit_roundoff * scale,
+              ("%s element %d, %d"):format(id, i, j))
+      end
+      r[id] = 2 * n ^ 3 / t / 1e6
+      close(a32); close(b32); close(a); close(b); close(c)
+    end
+  end
+  if selected("sort_f32") then
+    local keys = empty_array(1 << 24)
+    fill_random(keys, 1 << 24, 23)
+    local sorted
+    local t = device(5, function() close(sorted); sorted = gpuarray.sort(keys) end)
+    local h = sorted:get()
+    for _ = 1, 1000 do
+      local i = math.random(1, (1 << 24) - 1)
+      check(h[i] <= h[i + 1], "sort_f32 order at " .. i)
+    end
+    r.sort_f32 = t / 1e3
+    close(sorted); close(keys)
+  end
+  return r
+end
+
 local function run_lua()
   local source = assert(io.open(root .. "/bench/kernels.cu")):read("a")
   local mod = gpu.SourceModule(source)
@@ -681,6 +731,7 @@ local function run_lua()
      run = function() return lua_bench.host_copies(LOG2N) end},
     {ids = {"compile_cold", "compile_hit", "compile_disk"}, run = lua_bench.compile},
     {ids = {"graph_loop", "graph_replay", "graph_speedup"}, run = lua_bench.graph},
+    {ids = {"matmul_f32", "matmul_f64", "sort_f32"}, run = lua_bench.dense},
   }
   for _, g in ipairs(groups) do
     local any = false

@@ -12,14 +12,15 @@
 // with one pair of tiles, its loads of the next are in flight into registers.  Correct for
 // every size and dtype, and below a tuned BLAS's speed.  Elements convert to the accumulator
 // on loading (integers accumulate in 64 unsigned bits, which wraps as NumPy's fixed-width sums
-// do once the store truncates).  float64 products on devices of compute capability 8.0 and
-// later multiply the same staged tiles on the tensor cores instead (GPU_TENSOR_CORES).
+// do once the store truncates).  float64 and complex128 products on devices of compute
+// capability 8.0 and later multiply the same staged tiles on the tensor cores instead
+// (GPU_TENSOR_CORES).
 
 #define GPU_THREADS 16                        // threads along each side of a block
 #define GPU_PER_THREAD $PER_THREAD            // rows, and columns, of out per thread
 #define GPU_TILE (GPU_THREADS * GPU_PER_THREAD)
 #define GPU_DEPTH 16                          // the k extent of a staged tile
-#define GPU_TENSOR_CORES $TENSOR_CORES        // 1 for float64 products on the tensor cores
+#define GPU_TENSOR_CORES $TENSOR_CORES        // on the tensor cores: 1 float64, 2 complex128
 #define GPU_RUN 4                             // adjacent rows, or columns, a thread owns
 #define GPU_RUN_SPAN (GPU_THREADS * GPU_RUN)  // the rows, or columns, of one run of each thread
 // Rows of a staged tile are padded by a run: vector loads stay aligned, and the stores of a
@@ -99,58 +100,91 @@ __device__ __forceinline__ void gpu_stage_store(const gpu_stager &st,
 }
 
 #if GPU_TENSOR_CORES
-// float64 on the tensor cores (sm_80 and later).  mma.m8n8k4 multiplies an 8 x 4 piece of a by a
-// 4 x 8 piece of b into 8 x 8 doubles across a warp: lane l holds a's element (l / 4, l % 4),
-// b's (l % 4, l / 4) and the result's (l / 4, 2 (l % 4) + i), i < 2.  mma.m16n8k4 (sm_90)
-// stacks two such pieces of a and of the result: rows r and r + 8.  The block's 8 warps cover
-// the tile 2 down and 4 across, each warp GPU_WARP_ROWS x GPU_WARP_COLS in GPU_MMA_ROWS x 8
-// pieces (the same P x P results a thread as on the other path).
+// float64 and complex128 on the tensor cores (sm_80 and later).  mma.m8n8k4 multiplies an
+// 8 x 4 piece of a by a 4 x 8 piece of b into 8 x 8 doubles across a warp: lane l holds a's
+// element (l / 4, l % 4), b's (l % 4, l / 4) and the result's (l / 4, 2 (l % 4) + i), i < 2.
+// mma.m16n8k4 (sm_90) stacks two such pieces of a and of the result: rows r and r + 8.  The
+// block's 8 warps cover the tile 2 down and 4 across, each warp GPU_WARP_ROWS x GPU_WARP_COLS
+// in GPU_MMA_ROWS x 8 pieces (the same P x P results a thread as on the other path).  A
+// complex product is four real ones: re += a.re b.re - a.im b.im, im += a.re b.im + a.im b.re.
 #define GPU_MMA_ROWS $MMA_ROWS                 // 8 or 16: mma.m8n8k4 or mma.m16n8k4
 #define GPU_MMA_HALVES (GPU_MMA_ROWS / 8)      // a's elements a lane holds a piece
 #define GPU_WARP_ROWS (GPU_TILE / 2)
 #define GPU_WARP_COLS (GPU_TILE / 4)
 #define GPU_ROW_PIECES (GPU_WARP_ROWS / GPU_MMA_ROWS)
 #define GPU_COL_PIECES (GPU_WARP_COLS / 8)
+#define GPU_PARTS GPU_TENSOR_CORES             // 1 for float64, 2 for complex128 (re, im)
 
-struct gpu_accumulators { double d[GPU_ROW_PIECES][GPU_COL_PIECES][2 * GPU_MMA_HALVES]; };
+__device__ __forceinline__ double gpu_part(double x, int) { return x; }
+__device__ __forceinline__ double gpu_part(const lg_complex128 &z, int part) {
+  return part ? z.im : z.re;
+}
+#if GPU_PARTS == 2
+__device__ __forceinline__ gpu_acc_t gpu_join(const double *parts) {
+  return gpu_acc_t(parts[0], parts[1]);
+}
+#else
+__device__ __forceinline__ gpu_acc_t gpu_join(const double *parts) { return parts[0]; }
+#endif
+
+// d[part][p][q]: the part of the lane's elements of piece (p, q)
+struct gpu_accumulators { double d[GPU_PARTS][GPU_ROW_PIECES][GPU_COL_PIECES][2 * GPU_MMA_HALVES]; };
 
 __device__ __forceinline__ void gpu_clear(gpu_accumulators &acc) {
 #pragma unroll
-  for (int p = 0; p < GPU_ROW_PIECES; p++)
+  for (int part = 0; part < GPU_PARTS; part++)
 #pragma unroll
-    for (int q = 0; q < GPU_COL_PIECES; q++)
+    for (int p = 0; p < GPU_ROW_PIECES; p++)
 #pragma unroll
-      for (int i = 0; i < 2 * GPU_MMA_HALVES; i++) acc.d[p][q][i] = 0.0;
+      for (int q = 0; q < GPU_COL_PIECES; q++)
+#pragma unroll
+        for (int i = 0; i < 2 * GPU_MMA_HALVES; i++) acc.d[part][p][q][i] = 0.0;
+}
+
+// d += the piece of a in x times the piece of b in y
+__device__ __forceinline__ void gpu_mma(double *d, const double x[GPU_MMA_HALVES], double y) {
+#if GPU_MMA_ROWS == 16
+  asm("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
+      "{%0, %1, %2, %3};"
+      : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3]) : "d"(x[0]), "d"(x[1]), "d"(y));
+#else
+  asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
+      : "+d"(d[0]), "+d"(d[1]) : "d"(x[0]), "d"(y));
+#endif
 }
 
 // acc += the staged pair of tiles' product
 __device__ __forceinline__ void gpu_multiply_tiles(gpu_accumulators &acc,
-                                                   const double (*a_tile)[GPU_TILE_ROW],
-                                                   const double (*b_tile)[GPU_TILE_ROW], int t) {
+                                                   const gpu_acc_t (*a_tile)[GPU_TILE_ROW],
+                                                   const gpu_acc_t (*b_tile)[GPU_TILE_ROW], int t) {
   const int warp = t / 32, lane = t % 32;
   const int row = (warp / 4) * GPU_WARP_ROWS + lane / 4, col = (warp % 4) * GPU_WARP_COLS + lane / 4;
 #pragma unroll
   for (int j = 0; j < GPU_DEPTH; j += 4) {
-    double x[GPU_ROW_PIECES][GPU_MMA_HALVES], y[GPU_COL_PIECES];
+    // x[part][p]: the part of the lane's elements of a's piece p; y[part][q] of b's piece q
+    double x[GPU_PARTS][GPU_ROW_PIECES][GPU_MMA_HALVES], y[GPU_PARTS][GPU_COL_PIECES];
 #pragma unroll
-    for (int p = 0; p < GPU_ROW_PIECES; p++)
+    for (int part = 0; part < GPU_PARTS; part++) {
 #pragma unroll
-      for (int h = 0; h < GPU_MMA_HALVES; h++)
-        x[p][h] = a_tile[j + lane % 4][row + GPU_MMA_ROWS * p + 8 * h];
+      for (int p = 0; p < GPU_ROW_PIECES; p++)
 #pragma unroll
-    for (int q = 0; q < GPU_COL_PIECES; q++) y[q] = b_tile[j + lane % 4][col + 8 * q];
+        for (int h = 0; h < GPU_MMA_HALVES; h++)
+          x[part][p][h] = gpu_part(a_tile[j + lane % 4][row + GPU_MMA_ROWS * p + 8 * h], part);
+#pragma unroll
+      for (int q = 0; q < GPU_COL_PIECES; q++) y[part][q] = gpu_part(b_tile[j + lane % 4][col + 8 * q], part);
+    }
 #pragma unroll
     for (int p = 0; p < GPU_ROW_PIECES; p++)
 #pragma unroll
       for (int q = 0; q < GPU_COL_PIECES; q++) {
-        double *d = acc.d[p][q];
-#if GPU_MMA_ROWS == 16
-        asm("mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5}, {%6}, "
-            "{%0, %1, %2, %3};"
-            : "+d"(d[0]), "+d"(d[1]), "+d"(d[2]), "+d"(d[3]) : "d"(x[p][0]), "d"(x[p][1]), "d"(y[q]));
-#else
-        asm("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
-            : "+d"(d[0]), "+d"(d[1]) : "d"(x[p][0]), "d"(y[q]));
+        gpu_mma(acc.d[0][p][q], x[0][p], y[0][q]);
+#if GPU_PARTS == 2
+        double minus_im[GPU_MMA_HALVES];
+#pragma unroll
+        for (int h = 0; h < GPU_MMA_HALVES; h++) minus_im[h] = -x[1][p][h];
+        gpu_mma(acc.d[0][p][q], minus_im, y[1][q]);
+        gpu_mma(acc.d[1][p][q], x[0][p], y[1][q]);
+        gpu_mma(acc.d[1][p][q], x[1][p], y[0][q]);
 #endif
       }
   }
@@ -167,8 +201,12 @@ __device__ __forceinline__ void gpu_each_result(const gpu_accumulators &acc, int
 #pragma unroll
     for (int q = 0; q < GPU_COL_PIECES; q++)
 #pragma unroll
-      for (int i = 0; i < 2 * GPU_MMA_HALVES; i++)
-        put(row + GPU_MMA_ROWS * p + 8 * (i / 2), col + 8 * q + i % 2, acc.d[p][q][i]);
+      for (int i = 0; i < 2 * GPU_MMA_HALVES; i++) {
+        double parts[GPU_PARTS];
+#pragma unroll
+        for (int part = 0; part < GPU_PARTS; part++) parts[part] = acc.d[part][p][q][i];
+        put(row + GPU_MMA_ROWS * p + 8 * (i / 2), col + 8 * q + i % 2, gpu_join(parts));
+      }
 }
 
 #else

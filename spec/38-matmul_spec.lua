@@ -117,9 +117,11 @@ describe("matmul (CPU: NVRTC only)", function()
     for _, src in ipairs(sources) do
       assert.is_true(#gpu.compile(src, {target = "ptx", no_extern_c = true}) > 0)
     end
-    for _, per_thread in ipairs{4, 8} do      -- float64 on tensor cores: sm_80's mma, sm_90's
+    -- float64 and complex128 on tensor cores: sm_80's mma, sm_90's
+    for _, case in ipairs{{"float64", "float32", 4}, {"float64", "float32", 8},
+                          {"complex128", "float64", 4}} do
       for rows, arch in pairs{[8] = "compute_80", [16] = "compute_90"} do
-        local src = matmul.source("float64", "float32", "float64", per_thread, rows)
+        local src = matmul.source(case[1], case[2], case[1], case[3], rows)
         assert.is_true(#gpu.compile(src, {target = "ptx", no_extern_c = true, arch = arch}) > 0)
       end
     end
@@ -139,7 +141,7 @@ describe("matmul", function()
       {"int8", "int8", 7, 40, 3}, {"uint64", "uint64", 5, 9, 6}, {"bool", "bool", 12, 8, 20},
       {"complex64", "complex64", 6, 21, 4}, {"int32", "float32", 11, 13, 17}, {"int16", "uint8", 3, 5, 2},
       {"float32", "float32", 130, 70, 67}, {"float64", "float64", 65, 17, 129}, {"int64", "int8", 64, 64, 64},
-      {"complex128", "float64", 66, 20, 70},
+      {"complex128", "float64", 66, 20, 70}, {"complex128", "complex128", 33, 45, 70},
     }
     for _, c in ipairs(cases) do
       local ta, tb, n, k, m = table.unpack(c)
@@ -183,17 +185,23 @@ describe("matmul", function()
     end
   end)
 
-  helpers.gpu_it("multiplies float64 as devices before sm_90 and sm_80 do", function()
+  helpers.gpu_it("multiplies float64 and complex128 as devices before sm_90 and sm_80 do", function()
     local tensor_cores = matmul.float64_tensor_cores
     local side = math.ceil(math.sqrt(require("gpu.reduction").multiprocessors()))
+    local sizes = {
+      float64 = {{19, 70, 23}, {128 * (side - 1) + 37, 40, 128 * (side - 1) + 100}},
+      complex128 = {{19, 70, 23}, {130, 33, 70}},
+    }
     for _, older in ipairs{8, false} do           -- mma.m8n8k4 (sm_80), the CUDA cores
       matmul.float64_tensor_cores = function() return older end
       local ok, err = pcall(function()
-        for _, size in ipairs{{19, 70, 23}, {128 * (side - 1) + 37, 40, 128 * (side - 1) + 100}} do
-          local n, k, m = table.unpack(size)
-          local av, bv = random_values("float64", n * k), random_values("float64", k * m)
-          local h = gpu.gpuarray.matmul(upload(av, "float64", {n, k}), upload(bv, "float64", {k, m})):get()
-          check_sampled(h, av, bv, n, k, m, "float64", ("%s (%d, %d, %d)"):format(older, n, k, m))
+        for _, dtype in ipairs{"float64", "complex128"} do
+          for _, size in ipairs(sizes[dtype]) do
+            local n, k, m = table.unpack(size)
+            local av, bv = random_values(dtype, n * k), random_values(dtype, k * m)
+            local h = gpu.gpuarray.matmul(upload(av, dtype, {n, k}), upload(bv, dtype, {k, m})):get()
+            check_sampled(h, av, bv, n, k, m, dtype, ("%s %s (%d, %d, %d)"):format(older, dtype, n, k, m))
+          end
         end
       end)
       matmul.float64_tensor_cores = tensor_cores

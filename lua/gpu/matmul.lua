@@ -79,20 +79,23 @@ function M.float64_tensor_cores()
 end
 
 -- The module source of the product of a_dtype and b_dtype matrices into out's dtype; with
--- tensor_cores (float64 results only: 8 or 16, float64_tensor_cores' rows) on the tensor cores.
+-- tensor_cores (float64 and complex128 results only: 8 or 16, float64_tensor_cores' rows) on
+-- the tensor cores.
 function M.source(a_dtype, b_dtype, out, per_thread, tensor_cores)
-  assert(not tensor_cores or out == "float64", "tensor cores take float64 products only")
+  assert(not tensor_cores or out == "float64" or out == "complex128",
+         "tensor cores take float64 and complex128 products only")
   local acc, multiply_add, store = arithmetic(out)
   return core.kernel_sources["common.cu"] .. "\n" .. reduction.fill(core.kernel_sources["matmul.cu"], {
     A_T = dtypes[a_dtype].ctype, B_T = dtypes[b_dtype].ctype, ACC_T = acc, OUT_T = dtypes[out].ctype,
     LOAD_A = load(a_dtype, acc), LOAD_B = load(b_dtype, acc), MULTIPLY_ADD = multiply_add,
-    STORE = store, PER_THREAD = tostring(per_thread), TENSOR_CORES = tensor_cores and "1" or "0",
+    STORE = store, PER_THREAD = tostring(per_thread),
+    TENSOR_CORES = not tensor_cores and "0" or out == "complex128" and "2" or "1",
     MMA_ROWS = tostring(tensor_cores or 8),
   })
 end
 
 local function kernel(a_dtype, b_dtype, out, per_thread)
-  local tensor_cores = out == "float64" and M.float64_tensor_cores()
+  local tensor_cores = (out == "float64" or out == "complex128") and M.float64_tensor_cores()
   local key = ("matmul|%s|%s|%s|%d|%s"):format(a_dtype, b_dtype, out, per_thread, tensor_cores)
   return kernel_cache.get(key, function()
     return M.source(a_dtype, b_dtype, out, per_thread, tensor_cores), "gpu_matmul", nil,

@@ -275,6 +275,47 @@ describe("reductions", function()
     end
   end)
 
+  helpers.gpu_it("reduce long axes with many threads an output, split among blocks", function()
+    -- rows x cols arrays reduced along axis, chosen to take each way gpu_reduce_axis shares
+    -- its work: threads along a long contiguous axis split among blocks, across outputs with
+    -- and without splits; int8 values from 0 to 3, so the first of many maxima must win argmax
+    local cases = {{3, 50000, 2}, {50000, 3, 1}, {3000, 600, 1}, {600, 3000, 2}}
+    for _, case in ipairs(cases) do
+      local rows, cols, axis = table.unpack(case)
+      local k, m = axis == 1 and rows or cols, axis == 1 and cols or rows
+      local shares = reduction.axis_threads(m, k, axis == 1 and cols or 1, 1)
+      local blocks = -(-m // (256 // shares))
+      assert.is_true(shares > 1 or reduction.split_ranges(blocks, k, 8 * reduction.multiprocessors(), 1) > 1,
+                     ("%d x %d along %d has work to share"):format(rows, cols, axis))
+      local what = ("%d x %d along %d"):format(rows, cols, axis)
+      local flat, v8 = R.generate(rows * cols, "int8", function() return math.random(0, 3) end)
+      local a8 = R.reshaped(flat, {rows, cols})
+      local f32, vf = R.generate(rows * cols, "float32", function() return R.random_value("float32") end)
+      local af = R.reshaped(f32, {rows, cols})
+      local function at(values, o, j)               -- element j of output o's axis
+        return axis == 1 and values[(j - 1) * cols + o] or values[(o - 1) * cols + j]
+      end
+      local sum8, arg8 = R.get(gpu.gpuarray.sum(a8, {axis = axis})), R.get(gpu.gpuarray.argmax(a8, {axis = axis}))
+      local sumf, maxf = R.get(gpu.gpuarray.sum(af, {axis = axis})), R.get(gpu.gpuarray.max(af, {axis = axis}))
+      local meanf = R.get(gpu.gpuarray.mean(af, {axis = axis}))
+      for o = 1, m do
+        local s8, best, best_j, sf, abs, mx = 0, -1, nil, 0.0, 0.0, -math.huge
+        for j = 1, k do
+          local x, y = at(v8, o, j), at(vf, o, j)
+          s8 = s8 + x
+          if x > best then best, best_j = x, j end
+          sf, abs = sf + y, abs + math.abs(y)
+          if y > mx then mx = y end
+        end
+        assert.are.equal(s8, sum8[o], what .. " int8 sum")
+        assert.are.equal(best_j, arg8[o], what .. " argmax (the first of the maxima)")
+        check_sum(sf, abs, sumf[o], "float32", what .. " float32 sum")
+        assert.are.equal(mx, maxf[o], what .. " float32 max")
+        check_sum(sf / k, abs / k, meanf[o], "float32", what .. " float32 mean")
+      end
+    end
+  end)
+
   helpers.gpu_it("dot products, any and all", function()
     local stream = gpu.Stream()
     for _, pair in ipairs{{"float32", "float32"}, {"int32", "int32"}, {"float32", "float64"},

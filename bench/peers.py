@@ -96,7 +96,8 @@ def figures(lib, xp, n, want, event, sync, extra):
 
 
 def dense_figures(xp, run, want, event, sync):
-    """The library kernels that are not bandwidth-bound: matmul (TFLOP/s) and sort (ms)."""
+    """The library kernels with no raw C twin: matmul (TFLOP/s), matrix-vector products (GB/s)
+    and sort (ms)."""
     n = 4096
     for fid, dtype in (("matmul_f32", "float32"), ("matmul_f64", "float64")):
         if fid not in want:
@@ -105,6 +106,16 @@ def dense_figures(xp, run, want, event, sync):
         b = xp.asarray(rand(n * n + 1)[:n * n].astype(dtype)).reshape(n, n)
         run(fid, lambda: 2 * n ** 3 / device(event, sync, 5, lambda: xp.matmul(a, b)) / 1e6)
         del a, b
+    side = 8192
+    for fid in ("matvec_f32", "matvec_t_f32"):
+        if fid not in want:
+            continue
+        a = xp.asarray(rand(side * side)).reshape(side, side)
+        v = xp.asarray(rand(side + 1)[:side])
+        if fid == "matvec_t_f32":
+            a = a.T
+        run(fid, lambda: side * side * 4 * 20 / device(event, sync, 10, lambda: [xp.matmul(a, v) for _ in range(20)]) / 1e3)
+        del a, v
     if "sort_f32" in want:
         x = xp.asarray(rand(1 << 24))
         run("sort_f32", lambda: device(event, sync, 5, lambda: xp.sort(x)) / 1e3)
@@ -315,7 +326,8 @@ def main():
 ALL_IDS = {"launch_async_f", "launch_sync_f", "small_add", "alloc_free", "copy_dtod", "large_add",
            "sum", "max", "dot", "cumsum", "axpby_unfused", "axpby_fused", "htod_pageable",
            "htod_pinned", "dtoh_pageable", "dtoh_pinned", "compile_cold", "graph_loop",
-           "graph_replay", "graph_speedup", "matmul_f32", "matmul_f64", "sort_f32"}
+           "graph_replay", "graph_speedup", "matmul_f32", "matmul_f64", "matvec_f32",
+           "matvec_t_f32", "sort_f32"}
 
 if __name__ == "__main__":
     main()

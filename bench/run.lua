@@ -115,6 +115,9 @@ local FIGURES = {
   {id = "matmul_f32", what = "gpuarray.matmul, 4096 x 4096 float32 (PyTorch: cuBLAS, TF32 off)",
    unit = "TFLOP/s"},
   {id = "matmul_f64", what = "gpuarray.matmul, 4096 x 4096 float64", unit = "TFLOP/s"},
+  {id = "matvec_f32", what = "gpuarray.matmul, 8192 x 8192 float32 by a vector (matrix bytes)",
+   unit = "GB/s"},
+  {id = "matvec_t_f32", what = "  (the matrix a transposed view)", unit = "GB/s"},
   {id = "sort_f32", what = "gpuarray.sort, 2^24 float32 (a sorted copy)", unit = "ms"},
 }
 
@@ -664,8 +667,8 @@ function lua_bench.graph()
   return r
 end
 
--- matmul and sort: the library's kernels that are not bandwidth-bound, with no raw C twin
--- (their peers are cuBLAS and PyTorch's sort).
+-- matmul, matrix-vector products and sort: the library's kernels with no raw C twin (their
+-- peers are cuBLAS and PyTorch's sort).
 function lua_bench.dense()
   local r = {}
   local n = 4096
@@ -692,6 +695,34 @@ function lua_bench.dense()
       end
       r[id] = 2 * n ^ 3 / t / 1e6
       close(a32); close(b32); close(a); close(b); close(c)
+    end
+  end
+  for _, id in ipairs{"matvec_f32", "matvec_t_f32"} do
+    if selected(id) then
+      local side = 8192
+      local a, v = empty_array(side * side), empty_array(side)
+      fill_random(a, side * side, 24)
+      fill_random(v, side, 25)
+      local matrix = a:reshape({side, side})
+      if id == "matvec_t_f32" then matrix = matrix.T end
+      local c = gpu.empty({side}, "float32")
+      -- twenty products a repeat, so that the time is the device's, not one call's host work
+      local t = device(10, function()
+        for _ = 1, 20 do gpuarray.matmul(matrix, v, {out = c}) end
+      end) / 20
+      -- a few elements against sums in Lua, within side roundings of the sum of |a v|
+      local ha, hv, hc = a:get(), v:get(), c:get()
+      for _ = 1, 4 do
+        local i, want, scale = math.random(side), 0, 0
+        for l = 1, side do
+          local at = id == "matvec_f32" and (i - 1) * side + l or (l - 1) * side + i
+          local p = ha[at] * hv[l]
+          want, scale = want + p, scale + math.abs(p)
+        end
+        check(math.abs(hc[i] - want) <= side * 2 ^ -24 * scale, ("%s element %d"):format(id, i))
+      end
+      r[id] = side * side * 4 / t / 1e3
+      close(a); close(v); close(c)
     end
   end
   if selected("sort_f32") then
@@ -731,7 +762,8 @@ local function run_lua()
      run = function() return lua_bench.host_copies(LOG2N) end},
     {ids = {"compile_cold", "compile_hit", "compile_disk"}, run = lua_bench.compile},
     {ids = {"graph_loop", "graph_replay", "graph_speedup"}, run = lua_bench.graph},
-    {ids = {"matmul_f32", "matmul_f64", "sort_f32"}, run = lua_bench.dense},
+    {ids = {"matmul_f32", "matmul_f64", "matvec_f32", "matvec_t_f32", "sort_f32"},
+     run = lua_bench.dense},
   }
   for _, g in ipairs(groups) do
     local any = false

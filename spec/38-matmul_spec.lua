@@ -65,10 +65,11 @@ end
 -- Relative to the sum of |a b|: k roundings of the unit roundoff at most, for k up to 70.
 local rtol = {float32 = 2 ^ -17, complex64 = 2 ^ -16, float64 = 2 ^ -45, complex128 = 2 ^ -44}
 
-local function check(got, want, scale, out, what)
+-- rel, where given, replaces rtol (long sums round more often)
+local function check(got, want, scale, out, what, rel)
   for i = 1, #want do
     local g, w = got[i], want[i]
-    local tol = (rtol[out] or 0) * scale[i]
+    local tol = (rel or rtol[out] or 0) * scale[i]
     if promote.kind(out) == "c" then
       assert(math.abs(g.re - w.re) <= tol and math.abs(g.im - w.im) <= tol,
              ("%s #%d: got %s, expected %s"):format(what, i, tostring(g), tostring(w)))
@@ -113,6 +114,9 @@ describe("matmul (CPU: NVRTC only)", function()
       local out = promote.promote_types(p[1], p[2])
       sources[#sources + 1] = matmul.source(p[1], p[2], out, 4)
       if promote.kind(out) ~= "c" then sources[#sources + 1] = matmul.source(p[1], p[2], out, 8) end
+    end
+    for _, p in ipairs(pairs_) do
+      sources[#sources + 1] = matmul.matvec_source(p[1], p[2], promote.promote_types(p[1], p[2]))
     end
     for _, src in ipairs(sources) do
       assert.is_true(#gpu.compile(src, {target = "ptx", no_extern_c = true}) > 0)
@@ -253,6 +257,112 @@ describe("matmul", function()
     -- an empty inner dimension gives zeros; an empty outer one an empty result
     assert.are.same({{0, 0}, {0, 0}}, gpu.gpuarray.matmul(gpu.zeros({2, 0}, "int32"), gpu.zeros({0, 2}, "int32")):get():totable())
     assert.are.same({0, 3}, gpu.gpuarray.matmul(gpu.zeros({0, 2}), gpu.zeros({2, 3})).shape)
+  end)
+
+  helpers.gpu_it("multiplies by a vector in one pass, whichever axis is adjacent in memory", function()
+    local n, k, m = 300, 200, 77
+    local av, vv, bv = random_values("float32", n * k), random_values("float32", k), random_values("float32", k * m)
+    local at, bt = {}, {}                              -- the same matrices stored transposed
+    for i = 1, n do for l = 1, k do at[(l - 1) * n + i] = av[(i - 1) * k + l] end end
+    for l = 1, k do for j = 1, m do bt[(j - 1) * k + l] = bv[(l - 1) * m + j] end end
+    local v = upload(vv, "float32")
+    local cw, cs = reference(av, vv, n, k, 1, "float32")
+    -- a 4 bytes past 16-byte alignment, where rows cannot be read in 16-byte runs
+    local shifted = upload({0, table.unpack(av)}, "float32")
+    local misaligned = gpu.GPUArray({n, k}, "float32", {gpudata = shifted.gpudata:offset(4)})
+    local rw, rs = reference(vv, bv, 1, k, m, "float32")
+    for _, case in ipairs{
+      {"a v", upload(av, "float32", {n, k}), v, cw, cs, {n}},
+      {"a.T v", upload(at, "float32", {k, n}).T, v, cw, cs, {n}},
+      {"misaligned a v", misaligned, v, cw, cs, {n}},
+      {"a (k x 1)", upload(av, "float32", {n, k}), v:reshape({k, 1}), cw, cs, {n, 1}},
+      {"v b", v, upload(bv, "float32", {k, m}), rw, rs, {m}},
+      {"v b.T", v, upload(bt, "float32", {m, k}).T, rw, rs, {m}},
+      {"(1 x k) b", v:reshape({1, k}), upload(bv, "float32", {k, m}), rw, rs, {1, m}},
+    } do
+      local what, a, b, want, scale, shape = table.unpack(case)
+      local r = gpu.gpuarray.matmul(a, b)
+      assert.are.same(shape, r.shape)
+      check(flat(r:get()), want, scale, "float32", what)
+    end
+  end)
+
+  helpers.gpu_it("multiplies short rows by a vector, one to a few threads a row", function()
+    local n = 70
+    for _, dtype in ipairs{"float32", "float64"} do
+      for _, k in ipairs{3, 7, 12, 20, 50} do
+        local av, vv = random_values(dtype, n * k), random_values(dtype, k)
+        local at = {}
+        for i = 1, n do for l = 1, k do at[(l - 1) * n + i] = av[(i - 1) * k + l] end end
+        local v = upload(vv, dtype)
+        local want, scale = reference(av, vv, n, k, 1, dtype)
+        local what = ("%s (%d, %d)"):format(dtype, n, k)
+        check(flat(gpu.gpuarray.matmul(upload(av, dtype, {n, k}), v):get()), want, scale, dtype, what)
+        check(flat(gpu.gpuarray.matmul(upload(at, dtype, {k, n}).T, v):get()), want, scale, dtype,
+              what .. " transposed")
+        local row = {table.unpack(av, 1, k)}            -- and an inner product of length k
+        local w, sc = reference(row, vv, 1, k, 1, dtype)
+        check({gpu.gpuarray.matmul(upload(row, dtype), v):get()[1]}, w, sc, dtype, what .. " inner")
+      end
+    end
+  end)
+
+  helpers.gpu_it("splits long rows of a matrix-vector product among blocks", function()
+    -- rows of float64 and complex128 (and the float32 vector) in 16-byte runs, the float32
+    -- one with 2 elements after its last run; the others' rows are not 16-byte aligned
+    local k = 6002
+    local reduction = require "gpu.reduction"
+    assert.is_true(reduction.split_ranges(1, k, 12 * reduction.multiprocessors(), 4) > 1)
+    for _, case in ipairs{{"float64", 3}, {"int32", 2}, {"float16", 5}, {"complex128", 4},
+                          {"bool", 3}, {"float32", 1}, {"uint8", 9}} do
+      local dtype, n = table.unpack(case)
+      local av, vv = random_values(dtype, n * k), random_values(dtype, k)
+      if dtype == "bool" then          -- mostly false, so that a row's any() can come out false
+        for i = 1, n * k do av[i] = av[i] and math.random() < 0.002 end
+        for i = 1, k do av[i] = false end
+      end
+      local r = gpu.gpuarray.matmul(upload(av, dtype, {n, k}), upload(vv, dtype))
+      local want, scale = reference(av, vv, n, k, 1, dtype)
+      local rel = ({float32 = k * 2 ^ -24, float64 = k * 2 ^ -53, complex128 = 2 * k * 2 ^ -53})[dtype]
+      check(flat(r:get()), want, scale, dtype, ("%s (%d, %d)"):format(dtype, n, k), rel)
+      if n == 1 then                   -- and the inner product of two vectors
+        local dot = gpu.gpuarray.matmul(upload(av, dtype), upload(vv, dtype))
+        assert.are.same({}, dot.shape)
+        check({dot:get()[1]}, want, scale, dtype, "inner product", rel)
+      end
+    end
+  end)
+
+  helpers.gpu_it("multiplies stacks of matrices by stacks of vectors, broadcasting", function()
+    local k = 37
+    -- (3, 1, 5, k) @ (2, k, 1) -> (3, 2, 5, 1), the vectors every other element of a wider array
+    local sa, wide = random_values("float64", 3 * 5 * k), random_values("float64", 2 * 2 * k)
+    local wide_b = upload(wide, "float64", {2, 2 * k})
+    local b = gpu.GPUArray({2, k, 1}, "float64", {gpudata = wide_b.gpudata, strides = {2 * k * 8, 16, 8}})
+    local r = gpu.gpuarray.matmul(upload(sa, "float64", {3, 1, 5, k}), b)
+    assert.are.same({3, 2, 5, 1}, r.shape)
+    local h = flat(r:get())
+    for p = 1, 3 do
+      for q = 1, 2 do
+        local am, bm = {}, {}
+        for i = 1, 5 * k do am[i] = sa[(p - 1) * 5 * k + i] end
+        for l = 1, k do bm[l] = wide[(q - 1) * 2 * k + 2 * l - 1] end
+        local w, s = reference(am, bm, 5, k, 1, "float64")
+        local first = ((p - 1) * 2 + (q - 1)) * 5
+        check({table.unpack(h, first + 1, first + 5)}, w, s, "float64", ("stack %d, %d"):format(p, q))
+      end
+    end
+    -- a vector times a stack of matrices: (k,) @ (4, k, 6) -> (4, 6), into a strided out
+    local vv, sb = random_values("int32", k), random_values("int32", 4 * k * 6)
+    local out = gpu.zeros({6, 4}, "int32").T
+    gpu.gpuarray.matmul(upload(vv, "int32"), upload(sb, "int32", {4, k, 6}), {out = out})
+    local got = flat(out:get())
+    for p = 1, 4 do
+      local bm = {}
+      for i = 1, k * 6 do bm[i] = sb[(p - 1) * k * 6 + i] end
+      local w, s = reference(vv, bm, 1, k, 6, "int32")
+      check({table.unpack(got, (p - 1) * 6 + 1, p * 6)}, w, s, "int32", ("vector times stack %d"):format(p))
+    end
   end)
 
   helpers.gpu_it("writes out, contiguous or strided, on a stream", function()

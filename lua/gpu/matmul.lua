@@ -94,6 +94,26 @@ function M.source(a_dtype, b_dtype, out, per_thread, tensor_cores)
   })
 end
 
+-- The module source of matrix-vector products of mat_dtype and vec_dtype into out's dtype
+-- (kernels/matvec.cu).
+function M.matvec_source(mat_dtype, vec_dtype, out)
+  local acc, multiply_add, store = arithmetic(out)
+  return core.kernel_sources["common.cu"] .. "\n" .. reduction.fill(core.kernel_sources["matvec.cu"], {
+    MAT_T = dtypes[mat_dtype].ctype, VEC_T = dtypes[vec_dtype].ctype, ACC_T = acc,
+    OUT_T = dtypes[out].ctype, LOAD_MAT = load(mat_dtype, acc), LOAD_VEC = load(vec_dtype, acc),
+    MULTIPLY_ADD = multiply_add, STORE = store,
+  })
+end
+
+-- The kernel of that source called name (one module: after the first, a kernel of it is a hit
+-- of SourceModule's cache).
+local function matvec_kernel(mat_dtype, vec_dtype, out, name)
+  return kernel_cache.get(("matvec|%s|%s|%s|%s"):format(mat_dtype, vec_dtype, out, name), function()
+    return M.matvec_source(mat_dtype, vec_dtype, out), name, nil,
+           {no_extern_c = true, name = "matvec.cu"}
+  end)
+end
+
 local function kernel(a_dtype, b_dtype, out, per_thread)
   local tensor_cores = (out == "float64" or out == "complex128") and M.float64_tensor_cores()
   local key = ("matmul|%s|%s|%s|%d|%s"):format(a_dtype, b_dtype, out, per_thread, tensor_cores)
@@ -118,6 +138,67 @@ local function matrices(x, as_row)
 end
 
 local overlap = ew.overlap
+
+local MATVEC_BLOCK = 256             -- kernels/matvec.cu's GPU_BLOCK
+local ACC_SIZES = {float = 4, double = 8, ["unsigned int"] = 4, ["unsigned long long"] = 8}
+
+-- How the threads of a matrix-vector product share out its rows (kernels/matvec.cu): the
+-- threads a row takes (reduction.share_threads), and whether consecutive threads go along k
+-- (where k is adjacent in memory, or there is one row) or along the rows.
+function M.matvec_threads(rows, k, row_stride, k_stride, itemsize)
+  local along_k = rows == 1 or math.abs(k_stride) <= math.abs(row_stride)
+  return reduction.share_threads(rows, k, along_k, itemsize), along_k
+end
+
+-- Whether every stride is a multiple of n.
+local function all_multiples(strides, n)
+  for _, s in ipairs(strides) do
+    if s % n ~= 0 then return false end
+  end
+  return true
+end
+
+-- target (batches x rows, contiguous) = the stack of rows x k matrices mat (byte strides
+-- row_stride and k_stride; batch byte strides mat_batch, already broadcast) times the vectors
+-- vec (byte stride vec_stride; batch strides vec_batch).
+local function matvec(target, mat, batch, mat_batch, rows, row_stride, k_stride, vec, vec_batch,
+                      vec_stride, k, batches, stream)
+  local mat_size, vec_size = mat.itemsize, vec.itemsize
+  local shares, along_k = M.matvec_threads(rows, k, row_stride, k_stride, mat_size)
+  -- runs of 16 bytes of mat in one load, where rows and vectors are adjacent and aligned
+  local run = math.max(16 // mat_size, 1)
+  local vec_align = math.min(16, run * vec_size)
+  local runs = along_k and k >= run * shares and k_stride == mat_size
+               and vec_stride == vec_size and mat.ptr % 16 == 0 and (rows == 1 or row_stride % 16 == 0)
+               and all_multiples(mat_batch, 16) and vec.ptr % vec_align == 0
+               and all_multiples(vec_batch, vec_align)
+  local block_rows = MATVEC_BLOCK // shares
+  local row_blocks = math.min((rows + block_rows - 1) // block_rows, 0x7fffffff)
+  local z = math.min(batches, MAX_GRID_YZ)
+  -- split k among blocks for four rounds of the 3 blocks a multiprocessor runs at once
+  -- (GPU_MIN_BLOCKS; fewer rounds leave more of the device idle in the last)
+  local splits, split_k = reduction.split_ranges(row_blocks * z, k, 4 * 3 * reduction.multiprocessors(),
+                                                 runs and run or 1)
+  local out = target.dtype
+  local dest = target
+  if splits > 1 then
+    dest = core.mem_alloc(splits * batches * rows * (ACC_SIZES[arithmetic(out)] or dtypes[out].size))
+  end
+  local pack = reduction.pack_layout
+  local collapse = reduction.collapse
+  matvec_kernel(mat.dtype, vec.dtype, out, runs and "gpu_matvec_runs" or "gpu_matvec")(
+    dest, mat, pack(collapse(batch, mat_batch)), row_stride, k_stride,
+    vec, pack(collapse(batch, vec_batch)), vec_stride, rows, k, batches, split_k, shares,
+    along_k and 1 or 0,
+    {block = {MATVEC_BLOCK, 1, 1}, grid = {row_blocks, splits, z}, stream = stream})
+  if splits > 1 then
+    local count = batches * rows
+    matvec_kernel(mat.dtype, vec.dtype, out, "gpu_matvec_finish")(target, dest, count, splits,
+      {block = {MATVEC_BLOCK, 1, 1}, grid = {math.min((count + MATVEC_BLOCK - 1) // MATVEC_BLOCK,
+                                                       reduction.max_grid())}, stream = stream})
+    core.free_after(dest, stream)
+  end
+end
 
 function M.matmul(a, b, opts)
   check_array(a, 1, "matmul")
@@ -160,18 +241,24 @@ function M.matmul(a, b, opts)
   if not result.is_contiguous or overlap(result, a) or overlap(result, b) then
     target = core.array_empty(shape, out_dtype)
   end
-  local function batch_layout(x_batch, x_strides)
-    local s = promote.broadcast_strides(x_batch, x_strides, batch)
-    return reduction.pack_layout(reduction.collapse(batch, s))
+  -- each operand's batch strides, broadcast to the batch shape
+  local a_bs = promote.broadcast_strides(a_batch, a_batch_strides, batch)
+  local b_bs = promote.broadcast_strides(b_batch, b_batch_strides, batch)
+  if m == 1 then          -- one column: a times the vector b
+    matvec(target, a, batch, a_bs, n, a_row, a_col, b, b_bs, b_row, k, batches, stream)
+  elseif n == 1 then      -- one row: b's transpose times the vector a
+    matvec(target, b, batch, b_bs, m, b_col, b_row, a, a_bs, a_col, k, batches, stream)
+  else
+    local pack, collapse = reduction.pack_layout, reduction.collapse
+    local a_layout, b_layout = pack(collapse(batch, a_bs)), pack(collapse(batch, b_bs))
+    local per_thread = M.per_thread(out_dtype, n, m, batches)
+    local tile = THREADS * per_thread
+    local grid = {(m + tile - 1) // tile, math.min((n + tile - 1) // tile, MAX_GRID_YZ),
+                  math.min(batches, MAX_GRID_YZ)}
+    local product = kernel(a.dtype, b.dtype, out_dtype, per_thread)
+    product(target, a, a_layout, a_row, a_col, b, b_layout, b_row, b_col, n, k, m, batches,
+            {block = {THREADS, THREADS, 1}, grid = grid, stream = stream})
   end
-  local per_thread = M.per_thread(out_dtype, n, m, batches)
-  local tile = THREADS * per_thread
-  local grid = {(m + tile - 1) // tile, math.min((n + tile - 1) // tile, MAX_GRID_YZ),
-                math.min(batches, MAX_GRID_YZ)}
-  local product = kernel(a.dtype, b.dtype, out_dtype, per_thread)
-  product(target, a, batch_layout(a_batch, a_batch_strides), a_row, a_col,
-          b, batch_layout(b_batch, b_batch_strides), b_row, b_col, n, k, m, batches,
-          {block = {THREADS, THREADS, 1}, grid = grid, stream = stream})
   if target ~= result then
     ew.launch(ew.copy_program(out_dtype), result, stream, "matmul", target)
     core.free_after(target.gpudata, stream)

@@ -1,0 +1,214 @@
+// matvec.cu: stacks of matrix-vector products, for gpuarray.matmul when one side of a product
+// is a single row or column (lua/gpu/matmul.lua fills in the dollar names).
+//
+// out[batch][r] = sum over j of mat[batch][r][j] * vec[batch][j], for r < rows and j < k.  A
+// product with one column (a n x k times b k x 1) has mat = a; one with one row (a 1 x k times
+// b k x m) has mat = b's transpose, read through its strides.  Such a product reads each
+// element of mat once and does one multiply-add with it, so it is bound by memory, and the
+// tile kernel of matmul.cu would leave all but one line of each tile idle.
+//
+// A block of 256 threads computes 256 / shares rows, shares threads summing each, placed so
+// that a warp's loads of mat are adjacent in memory: with k adjacent (a row-major mat; along_k)
+// consecutive threads take consecutive elements of a row, each every shares-th; with rows
+// adjacent (a transposed view) consecutive threads take consecutive rows, and the shares
+// of a row (at most 8, so a warp stays on 32 rows) every shares-th element.  lua/gpu/matmul.lua
+// picks shares by the length of the rows.  The shares of a row then add up their sums in
+// shared memory.  gpu_matvec_runs is the same for a row-major mat and a contiguous vec,
+// aligned so that each thread reads runs of 16 bytes of mat in one load.  When rows and
+// batches give too few blocks to fill the device, blockIdx.y splits k into gridDim.y ranges
+// (of whole runs); each writes its sums to partials, and gpu_matvec_finish adds those up.
+
+#define GPU_BLOCK 256
+
+typedef $MAT_T gpu_mat_t;
+typedef $VEC_T gpu_vec_t;
+typedef $ACC_T gpu_acc_t;
+typedef $OUT_T gpu_out_t;
+
+__device__ __forceinline__ gpu_acc_t gpu_convert_mat(gpu_mat_t x) { return $LOAD_MAT; }
+__device__ __forceinline__ gpu_acc_t gpu_convert_vec(gpu_vec_t x) { return $LOAD_VEC; }
+__device__ __forceinline__ gpu_acc_t gpu_load_mat(const char *p) {
+  return gpu_convert_mat(*(const gpu_mat_t *)p);
+}
+__device__ __forceinline__ gpu_acc_t gpu_load_vec(const char *p) {
+  return gpu_convert_vec(*(const gpu_vec_t *)p);
+}
+__device__ __forceinline__ gpu_acc_t gpu_multiply_add(gpu_acc_t acc, gpu_acc_t x, gpu_acc_t y) {
+  return $MULTIPLY_ADD;
+}
+__device__ __forceinline__ gpu_out_t gpu_store(gpu_acc_t acc) { return $STORE; }
+
+// Products a thread has in flight, each into an accumulator of its own: about 32 bytes of mat.
+// (With one chain of multiply-adds the compiler put each right after its loads, and a warp
+// waited out one load at a time: 8192 x 8192 float32 at 1.2-1.3 TB/s instead of 2.1.)
+#define GPU_UNROLL (sizeof(gpu_mat_t) <= 4 ? 8 : sizeof(gpu_mat_t) == 8 ? 4 : 2)
+
+// The sum over i < count of mat(p + i p_step) vec(q + i q_step).
+__device__ __forceinline__ gpu_acc_t gpu_strided_sum(const char *p, long long p_step,
+                                                     const char *q, long long q_step,
+                                                     long long count) {
+  gpu_acc_t part[GPU_UNROLL];
+#pragma unroll
+  for (int u = 0; u < GPU_UNROLL; u++) part[u] = (gpu_acc_t)0;
+  long long i = 0;
+  for (; i + GPU_UNROLL <= count; i += GPU_UNROLL) {
+#pragma unroll
+    for (int u = 0; u < GPU_UNROLL; u++)
+      part[u] = gpu_multiply_add(part[u], gpu_load_mat(p + u * p_step), gpu_load_vec(q + u * q_step));
+    p += GPU_UNROLL * p_step;
+    q += GPU_UNROLL * q_step;
+  }
+  for (; i < count; i++, p += p_step, q += q_step)
+    part[0] = gpu_multiply_add(part[0], gpu_load_mat(p), gpu_load_vec(q));
+  gpu_acc_t sum = part[0];
+#pragma unroll
+  for (int u = 1; u < GPU_UNROLL; u++) sum = sum + part[u];
+  return sum;
+}
+
+// A run: the elements of mat in 16 bytes, and as many of vec.
+#define GPU_RUN (sizeof(gpu_mat_t) < 16 ? 16 / sizeof(gpu_mat_t) : 1)
+struct alignas(16) gpu_mat_run { gpu_mat_t v[GPU_RUN]; };
+struct alignas(GPU_RUN * sizeof(gpu_vec_t) < 16 ? GPU_RUN * sizeof(gpu_vec_t) : 16) gpu_vec_run {
+  gpu_vec_t v[GPU_RUN];
+};
+#define GPU_RUN_UNROLL (sizeof(gpu_vec_run) <= 16 ? 4 : 2)   // runs in flight
+
+// The sum over count runs at p and q, p_step and q_step bytes apart (16-byte aligned).
+__device__ __forceinline__ gpu_acc_t gpu_run_sum(const char *p, long long p_step, const char *q,
+                                                 long long q_step, long long count) {
+  gpu_acc_t part[GPU_RUN_UNROLL];
+#pragma unroll
+  for (int u = 0; u < GPU_RUN_UNROLL; u++) part[u] = (gpu_acc_t)0;
+  long long i = 0;
+  for (; i + GPU_RUN_UNROLL <= count; i += GPU_RUN_UNROLL) {
+    gpu_mat_run x[GPU_RUN_UNROLL];
+    gpu_vec_run y[GPU_RUN_UNROLL];
+#pragma unroll
+    for (int u = 0; u < GPU_RUN_UNROLL; u++) {
+      x[u] = *(const gpu_mat_run *)(p + u * p_step);
+      y[u] = *(const gpu_vec_run *)(q + u * q_step);
+    }
+#pragma unroll
+    for (int u = 0; u < GPU_RUN_UNROLL; u++)
+#pragma unroll
+      for (int e = 0; e < GPU_RUN; e++)
+        part[u] = gpu_multiply_add(part[u], gpu_convert_mat(x[u].v[e]), gpu_convert_vec(y[u].v[e]));
+    p += GPU_RUN_UNROLL * p_step;
+    q += GPU_RUN_UNROLL * q_step;
+  }
+  for (; i < count; i++, p += p_step, q += q_step) {
+    const gpu_mat_run x = *(const gpu_mat_run *)p;
+    const gpu_vec_run y = *(const gpu_vec_run *)q;
+#pragma unroll
+    for (int e = 0; e < GPU_RUN; e++)
+      part[0] = gpu_multiply_add(part[0], gpu_convert_mat(x.v[e]), gpu_convert_vec(y.v[e]));
+  }
+  gpu_acc_t sum = part[0];
+#pragma unroll
+  for (int u = 1; u < GPU_RUN_UNROLL; u++) sum = sum + part[u];
+  return sum;
+}
+
+// dest: out (batches x rows, contiguous) when gridDim.y is 1, else the partial sums
+// (gridDim.y x batches x rows accumulators).  Sums of partial sums are plain additions, which
+// is also right for integers (modular) and bools (any nonzero is true).
+template <bool RUNS>
+__device__ __forceinline__ void gpu_matvec_body(void *dest, const char *mat,
+                                                const gpu_layout &mat_batches,
+                                                long long row_stride, long long k_stride,
+                                                const char *vec, const gpu_layout &vec_batches,
+                                                long long vec_stride, long long rows, long long k,
+                                                long long batches, long long split_k, int shares,
+                                                int along_k) {
+  __shared__ gpu_acc_t sums[GPU_BLOCK];
+  const int t = threadIdx.x;
+  const int block_rows = GPU_BLOCK / shares;
+  const int r = along_k ? t / shares : t % block_rows;
+  const int share = along_k ? t % shares : t / block_rows;
+  const int partner = along_k ? 1 : block_rows;         // from one share of a row to the next
+  const long long k_lo = (long long)blockIdx.y * split_k;
+  const long long k_hi = k_lo + split_k < k ? k_lo + split_k : k;
+  // the thread's elements of its row: from first on, every shares-th element, or run
+  const long long unit = RUNS ? GPU_RUN : 1;
+  const long long units = (k_hi - k_lo) / unit;
+  const long long first = k_lo + share * unit;
+  const long long mine = share < units ? (units - share + shares - 1) / shares : 0;
+  for (long long batch = blockIdx.z; batch < batches; batch += gridDim.z) {
+    const char *mb = mat + gpu_offset(mat_batches, batch);
+    const char *vb = vec + gpu_offset(vec_batches, batch);
+    // every thread of the block runs every iteration, so the barriers are reached by all
+    for (long long row0 = (long long)blockIdx.x * block_rows; row0 < rows;
+         row0 += (long long)gridDim.x * block_rows) {
+      const long long row = row0 + r;
+      const char *line = mb + row * row_stride;
+      // a count, not an if: a thread past the last row sums nothing
+      const long long count = row < rows ? mine : 0;
+      gpu_acc_t acc;
+      if (RUNS) {
+        acc = gpu_run_sum(line + first * k_stride, shares * unit * k_stride,
+                          vb + first * vec_stride, shares * unit * vec_stride, count);
+        for (long long j = k_lo + units * unit + share; row < rows && j < k_hi; j += shares)
+          acc = gpu_multiply_add(acc, gpu_load_mat(line + j * k_stride),   // after the runs
+                                 gpu_load_vec(vb + j * vec_stride));
+      } else {
+        acc = gpu_strided_sum(line + first * k_stride, shares * k_stride,
+                              vb + first * vec_stride, shares * vec_stride, count);
+      }
+      // the shares of each row add up in halves; the first holds the row's sum
+      sums[t] = acc;
+      __syncthreads();
+      for (int half = shares / 2; half > 0; half /= 2) {
+        if (share < half) sums[t] = sums[t] + sums[t + half * partner];
+        __syncthreads();
+      }
+      if (share == 0 && row < rows) {
+        if (gridDim.y == 1)
+          ((gpu_out_t *)dest)[batch * rows + row] = gpu_store(sums[t]);
+        else
+          ((gpu_acc_t *)dest)[(blockIdx.y * batches + batch) * rows + row] = sums[t];
+      }
+      // (the next iteration's first store to sums is to each thread's own element, which
+      // no thread reads after the last barrier but its owner)
+    }
+  }
+}
+
+// Three blocks a multiprocessor (80 registers): left free, the compiler took 104 for float32's
+// runs and 76 elsewhere and scheduled each multiply-add right after its loads; 8192 x 8192
+// float32 went from 2.0 to 2.75 TB/s in runs and from 0.9 to 2.6 TB/s transposed (four blocks,
+// 64 registers: 2.7 and 2.2).
+#define GPU_MIN_BLOCKS 3
+
+// (The parameters are written out: the library reads a kernel's parameter types from its
+// source, macros unexpanded.)
+extern "C" __global__ void __launch_bounds__(GPU_BLOCK, GPU_MIN_BLOCKS)
+gpu_matvec(void *dest, const char *mat, gpu_layout mat_batches, long long row_stride,
+           long long k_stride, const char *vec, gpu_layout vec_batches, long long vec_stride,
+           long long rows, long long k, long long batches, long long split_k, int shares,
+           int along_k) {
+  gpu_matvec_body<false>(dest, mat, mat_batches, row_stride, k_stride, vec, vec_batches,
+                         vec_stride, rows, k, batches, split_k, shares, along_k);
+}
+
+// Needs along_k, k_stride and vec_stride the elements' sizes, and mat's rows and vec
+// aligned to 16 bytes and to a run of vec; split_k a multiple of GPU_RUN.
+extern "C" __global__ void __launch_bounds__(GPU_BLOCK, GPU_MIN_BLOCKS)
+gpu_matvec_runs(void *dest, const char *mat, gpu_layout mat_batches, long long row_stride,
+                long long k_stride, const char *vec, gpu_layout vec_batches, long long vec_stride,
+                long long rows, long long k, long long batches, long long split_k, int shares,
+                int along_k) {
+  gpu_matvec_body<true>(dest, mat, mat_batches, row_stride, k_stride, vec, vec_batches,
+                        vec_stride, rows, k, batches, split_k, shares, along_k);
+}
+
+// out[i] = the sum of partials[s][i] over the splits s of k, for i < count (batches x rows).
+extern "C" __global__ void __launch_bounds__(GPU_BLOCK)
+gpu_matvec_finish(gpu_out_t *out, const gpu_acc_t *partials, long long count, long long splits) {
+  for (long long i = (long long)blockIdx.x * GPU_BLOCK + threadIdx.x; i < count;
+       i += (long long)gridDim.x * GPU_BLOCK) {
+    gpu_acc_t total = (gpu_acc_t)0;
+    for (long long s = 0; s < splits; s++) total = total + partials[s * count + i];
+    out[i] = gpu_store(total);
+  }
+}

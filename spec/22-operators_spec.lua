@@ -152,6 +152,96 @@ local function check_binary(op, ta, tb, layout)
   end
 end
 
+-- Runs body, returning the layouts elementwise launches asked kernels for meanwhile.
+local function layouts_during(body)
+  local seen, kernel = {}, ew.kernel
+  ew.kernel = function(p, layout) seen[#seen + 1] = layout; return kernel(p, layout) end
+  local ok, err = pcall(body)
+  ew.kernel = kernel
+  assert(ok, err)
+  return seen
+end
+
+-- The values of a rows x cols row-major matrix stored transposed (cols x rows, row-major).
+local function stored_transposed(values, rows, cols)
+  local t = {}
+  for i = 1, rows do for j = 1, cols do t[(j - 1) * rows + i] = values[(i - 1) * cols + j] end end
+  return t
+end
+
+describe("elementwise kernels in tiles (CPU: NVRTC only)", function()
+  it("compile for every dtype, staged operands or not, any dimension tiled", function()
+    local list = {}
+    for _, t in ipairs(ALL) do
+      list[#list + 1] = {ew.copy_program(t), "t2_0_1"}
+      if valid("add", t, t) then
+        list[#list + 1] = {program_for("add", t, t), "t3_1_01"}
+        list[#list + 1] = {program_for("add", t, t), "t4_0_11"}
+      end
+    end
+    local image = gpu.compile(ew.combined_source(list), {arch = "sm_90", no_extern_c = true})
+    assert.is_truthy(image:find("copy_float32_t2_0_1", 1, true))
+    assert.has_error(function() ew.source(ew.copy_program("float32"), "t2_1_1") end,
+                     "unknown layout 't2_1_1' (\"c\", \"s1\".. \"sN\" or \"tN_B_M\")")
+  end)
+end)
+
+describe("elementwise kernels in tiles", function()
+  helpers.gpu_it("add a transposed view, copy it and convert it, every dtype", function()
+    local rows, cols = 45, 70               -- past one 32 x 32 tile both ways
+    for _, t in ipairs(ALL) do
+      local va, vb = R.random_values(t, rows * cols), R.random_values(t, rows * cols)
+      local x = gpu.to_gpu(gpu.host.from_table(stored_transposed(va, rows, cols), t)):reshape(cols, rows).T
+      local y = gpu.to_gpu(gpu.host.from_table(vb, t)):reshape(rows, cols)
+      local z, copied, other
+      local to = t == "float64" and "float32" or "float64"
+      local seen = layouts_during(function()
+        copied = x:copy()
+        other = x:astype(to)
+        if valid("add", t, t) then z = x + y end
+      end)
+      for _, layout in ipairs(seen) do               -- x staged (and for x + y, y not)
+        assert(layout == "t2_0_1" or layout == "t2_0_10", t .. ": " .. table.concat(seen, " "))
+      end
+      local hc, ho, hz = copied:get(), other:get(), z and z:get()
+      for i = 1, rows * cols do
+        R.check(va[i], hc[i], t, ("%s copy element %d"):format(t, i))
+        R.check(R.convert(va[i], to, t), ho[i], to, ("%s astype element %d"):format(t, i))
+        if z then
+          R.check(R.apply("add", {t, t}, {va[i], vb[i]}), hz[i], z.dtype, ("%s add element %d"):format(t, i))
+        end
+      end
+    end
+  end)
+
+  helpers.gpu_it("stage only the transposed operands, in stacks, with broadcasts", function()
+    -- (4, 40, 50): x's last two axes swapped, y plain, a row broadcast along them
+    local b, m, n = 4, 40, 50
+    local vx, vy, vr = R.random_values("float32", b * m * n), R.random_values("float32", b * m * n),
+                       R.random_values("float32", n)
+    local stored = {}                                   -- x stored (b, n, m)
+    for p = 1, b do for i = 1, m do for j = 1, n do
+      stored[((p - 1) * n + (j - 1)) * m + i] = vx[((p - 1) * m + (i - 1)) * n + j]
+    end end end
+    local x = gpu.to_gpu(gpu.host.from_table(stored, "float32")):reshape(b, n, m):transpose({1, 3, 2})
+    local y = gpu.to_gpu(gpu.host.from_table(vy, "float32")):reshape(b, m, n)
+    local r = gpu.to_gpu(gpu.host.from_table(vr, "float32"))
+    local z
+    local seen = layouts_during(function() z = x * y + r end)
+    assert.are.same({"t3_1_10", "s2"}, {seen[1], seen[2]})    -- x * y tiled, then + r broadcast
+    local h = z:get()
+    for i = 1, b * m * n do
+      local j = (i - 1) % n + 1
+      local want = R.apply("add", {"float32", "float32"}, {R.apply("mul", {"float32", "float32"}, {vx[i], vy[i]}), vr[j]})
+      R.check(want, h[i], "float32", ("element %d"):format(i))
+    end
+    -- a short axis keeps the strided kernel
+    local short = gpu.to_gpu(gpu.host.from_table(R.random_values("float32", 8 * 100), "float32")):reshape(8, 100).T
+    seen = layouts_during(function() short:copy() end)
+    assert.are.same({"s2"}, seen)
+  end)
+end)
+
 describe("array operators", function()
   for _, op in ipairs(ARITH) do
     helpers.gpu_it(op .. " matches NumPy for every dtype, contiguous", function()

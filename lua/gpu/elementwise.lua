@@ -17,9 +17,12 @@
 -- Layouts: when the output and every array operand are C-contiguous with the output's shape,
 -- the kernel indexes them by lg_i directly ("c").  Otherwise ("sN") each operand is read
 -- through byte strides, broadcast operands with stride 0, after merging the dimensions that
--- are contiguous in every operand (so most views need one or two).  Indices are 64-bit
--- (grid-stride loops), so arrays may exceed 2^31 elements.  Each (program, layout) is
--- compiled once per device by gpu.kernel_cache.
+-- are contiguous in every operand (so most views need one or two).  Where an operand's
+-- elements are adjacent along another dimension than the output's (a transposed view), the
+-- kernel ("tN_B_M") goes through 32 x 32 tiles of those two dimensions instead, staging such
+-- operands in shared memory so that both their reads and the output's writes coalesce.
+-- Indices are 64-bit (grid-stride loops), so arrays may exceed 2^31 elements.  Each
+-- (program, layout) is compiled once per device by gpu.kernel_cache.
 
 local core = require "gpu.core"
 local promote = require "gpu.promote"
@@ -123,11 +126,21 @@ local LOOP = "  for (long long lg_i = (long long)blockIdx.x * blockDim.x + threa
 -- The parameter letters of a layout (for prepare()) and the kernel's name.
 local function kernel_name(p, layout) return p.name .. "_" .. layout end
 
+-- A layout's dimensions, and for a tiled one ("tN_B_M": N dimensions, tiles in dimensions B
+-- (0-based) and N - 1, M a 0 or 1 for each array operand, 1 for those staged in tiles) B and
+-- the set of staged operands (1-based among the arrays).
 local function layout_ndim(layout)
   if layout == "c" then return 0 end
   local nd = tonumber(layout:match("^s(%d+)$"))
-  if nd == nil or nd < 1 then error(("unknown layout '%s' (\"c\" or \"s1\".. \"sN\")"):format(tostring(layout)), 3) end
-  return nd
+  if nd ~= nil and nd >= 1 then return nd end
+  local n, b, mask = layout:match("^t(%d+)_(%d+)_([01]+)$")
+  nd, b = tonumber(n), tonumber(b)
+  if nd == nil or nd < 2 or b >= nd - 1 then
+    error(("unknown layout '%s' (\"c\", \"s1\".. \"sN\" or \"tN_B_M\")"):format(tostring(layout)), 3)
+  end
+  local staged = {}
+  for k = 1, #mask do staged[k] = mask:sub(k, k) == "1" end
+  return nd, b, staged
 end
 
 local function param_letters(p, layout)
@@ -139,6 +152,75 @@ local function param_letters(p, layout)
   end
   t[#t + 1] = "q"
   t[#t + 1] = ("q"):rep(nd * (2 + arrays))
+  return table.concat(t)
+end
+
+local TILE, TILE_ROWS = 32, 8      -- tiled kernels: 32 x 32 tiles, blocks of 32 x 8 threads
+
+-- Tiled kernels: the output's elements in 32 x 32 tiles of dimensions b and a = nd - 1 (where
+-- the output's are adjacent), a block a tile at a time.  Staged operands (adjacent along b)
+-- are first read into shared memory with threadIdx.x along b, then every element is computed
+-- and stored with threadIdx.x along a: both coalesce.  The other dimensions come from the
+-- tile's number.
+local function tiled_body(p, arrays, nd, b, staged)
+  local a = nd - 1
+  local t = {}
+  local any_staged = false
+  for k in ipairs(arrays) do any_staged = any_staged or staged[k] end
+  for k, op in ipairs(arrays) do
+    if staged[k] then
+      t[#t + 1] = ("  __shared__ %s lg_tile_%s[%d][%d];\n"):format(stored_ctype(op.dtype), op.name,
+                                                                   TILE, TILE + 1)
+    end
+  end
+  t[#t + 1] = ("  const long long lg_na = lg_d%d, lg_nb = lg_d%d;\n"):format(a, b)
+  t[#t + 1] = ("  const long long lg_ta = (lg_na + %d) / %d, lg_tb = (lg_nb + %d) / %d;\n")
+              :format(TILE - 1, TILE, TILE - 1, TILE)
+  t[#t + 1] = "  const long long lg_tiles = lg_n / (lg_na * lg_nb) * lg_ta * lg_tb;\n"
+  t[#t + 1] = "  for (long long lg_t = blockIdx.x; lg_t < lg_tiles; lg_t += gridDim.x) {\n"
+  t[#t + 1] = ("    long long lg_r = lg_t;\n    const long long lg_a0 = lg_r %% lg_ta * %d;"
+               .. " lg_r /= lg_ta;\n    const long long lg_b0 = lg_r %% lg_tb * %d; lg_r /= lg_tb;\n")
+              :format(TILE, TILE)
+  local offsets = {"lg_oo = 0"}
+  for _, op in ipairs(arrays) do offsets[#offsets + 1] = "lg_o_" .. op.name .. " = 0" end
+  t[#t + 1] = "    long long lg_c, " .. table.concat(offsets, ", ") .. ";\n"
+  for d = nd - 2, 0, -1 do
+    if d ~= b then
+      local line = ("    lg_c = lg_r %% lg_d%d; lg_r /= lg_d%d; lg_oo += lg_c * lg_so%d;"):format(d, d, d)
+      for _, op in ipairs(arrays) do
+        line = line .. (" lg_o_%s += lg_c * lg_s_%s_%d;"):format(op.name, op.name, d)
+      end
+      t[#t + 1] = line .. "\n"
+    end
+  end
+  local function at(op, ea, eb)
+    return ("*(const %s *)(lg_p_%s + lg_o_%s + (%s) * lg_s_%s_%d + (%s) * lg_s_%s_%d)")
+           :format(stored_ctype(op.dtype), op.name, op.name, ea, op.name, a, eb, op.name, b)
+  end
+  local loop = ("    for (int lg_j = threadIdx.y; lg_j < %d; lg_j += %d) {\n"):format(TILE, TILE_ROWS)
+  if any_staged then
+    t[#t + 1] = loop
+    t[#t + 1] = "      const long long lg_ea = lg_a0 + lg_j, lg_eb = lg_b0 + threadIdx.x;\n"
+    t[#t + 1] = "      if (lg_ea < lg_na && lg_eb < lg_nb) {\n"
+    for k, op in ipairs(arrays) do
+      if staged[k] then
+        t[#t + 1] = ("        lg_tile_%s[lg_j][threadIdx.x] = %s;\n"):format(op.name, at(op, "lg_ea", "lg_eb"))
+      end
+    end
+    t[#t + 1] = "      }\n    }\n    __syncthreads();\n"
+  end
+  t[#t + 1] = loop
+  t[#t + 1] = "      const long long lg_ea = lg_a0 + threadIdx.x, lg_eb = lg_b0 + lg_j;\n"
+  t[#t + 1] = "      if (lg_ea < lg_na && lg_eb < lg_nb) {\n"
+  for k, op in ipairs(arrays) do
+    local value = staged[k] and ("lg_tile_%s[threadIdx.x][lg_j]"):format(op.name) or at(op, "lg_ea", "lg_eb")
+    t[#t + 1] = ("        const %s %s = %s;\n"):format(value_ctype(op.dtype), op.name, widen(op.dtype, value))
+  end
+  t[#t + 1] = ("        *(%s *)(lg_out + lg_oo + lg_ea * lg_so%d + lg_eb * lg_so%d) = %s;\n")
+              :format(stored_ctype(p.out), a, b, narrow(p.out, p.expr))
+  t[#t + 1] = "      }\n    }\n"
+  if any_staged then t[#t + 1] = "    __syncthreads();\n" end
+  t[#t + 1] = "  }\n"
   return table.concat(t)
 end
 
@@ -203,7 +285,7 @@ local function strided_body(p, arrays, nd)
 end
 
 function M.source(p, layout)
-  local nd = layout_ndim(layout)
+  local nd, b, staged = layout_ndim(layout)
   local params, prelude, arrays = {}, {}, {}
   params[1] = nd == 0 and stored_ctype(p.out) .. " *lg_out" or "char *lg_out"
   for _, op in ipairs(p.operands) do
@@ -228,7 +310,9 @@ function M.source(p, layout)
   return table.concat{
     HELPERS, "\n", p.preamble, "\n",
     'extern "C" __global__ void ', kernel_name(p, layout), "(", table.concat(params, ", "), ") {\n",
-    table.concat(prelude), nd == 0 and contiguous_body(p, arrays) or strided_body(p, arrays, nd),
+    table.concat(prelude), nd == 0 and contiguous_body(p, arrays)
+                           or staged and tiled_body(p, arrays, nd, b, staged)
+                           or strided_body(p, arrays, nd),
     "}\n",
   }
 end
@@ -439,7 +523,7 @@ function M.launch(p, out, stream, fname, ...)
   local call = {out}
   for k = 1, #p.operands do call[k + 1] = args[k] end
   call[#call + 1] = n
-  local layout
+  local layout, tiles
   if contiguous then
     layout = "c"
   else
@@ -450,16 +534,56 @@ function M.launch(p, out, stream, fname, ...)
       end
     end
     local s, st = collapse(oshape, strides)
-    layout = "s" .. #s
+    local b
+    layout, b = M.tiled_layout(p, s, st, out.itemsize, args)
+    if layout then
+      local na, nb = s[#s], s[b]
+      tiles = n // (na * nb) * ((na + TILE - 1) // TILE) * ((nb + TILE - 1) // TILE)
+    else
+      layout = "s" .. #s
+    end
     for d = 1, #s do call[#call + 1] = s[d] end
     for k = 1, #st do
       for d = 1, #s do call[#call + 1] = st[k][d] end
     end
   end
   local f = M.kernel(p, layout)
+  if tiles then
+    f:prepared_async_call({math.min(tiles, MAX_GRID)}, {TILE, TILE_ROWS}, stream,
+                          table.unpack(call, 1, #call))
+    return out
+  end
   local threads = contiguous and (n + UNROLL - 1) // UNROLL or n
   f:prepared_async_call({grid_for(threads)}, {BLOCK}, stream, table.unpack(call, 1, #call))
   return out
+end
+
+-- The tiled layout for collapsed shape s and strides st (the output's first, then each array
+-- operand's) and its dimension b (1-based) when it pays: the output adjacent along its last
+-- dimension, some operand adjacent along another (b), both at least a tile long; nil
+-- otherwise.
+function M.tiled_layout(p, s, st, out_size, args)
+  local nd = #s
+  if nd < 2 or s[nd] < TILE or math.abs(st[1][nd]) ~= out_size or p.expr:find("lg_i", 1, true) then
+    return nil
+  end
+  local b, mask, k = nil, {}, 1
+  for i, op in ipairs(p.operands) do
+    if not op.scalar then
+      k = k + 1
+      local size, strides = args[i].itemsize, st[k]
+      local adjacent
+      if math.abs(strides[nd]) ~= size then
+        for d = 1, nd - 1 do
+          if math.abs(strides[d]) == size and (b == nil or b == d) and s[d] >= TILE then adjacent = d end
+        end
+      end
+      b = b or adjacent
+      mask[#mask + 1] = adjacent and "1" or "0"
+    end
+  end
+  if b == nil then return nil end
+  return ("t%d_%d_%s"):format(nd, b - 1, table.concat(mask)), b
 end
 
 -- ElementwiseKernel ---------------------------------------------------------------------------

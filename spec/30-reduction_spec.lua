@@ -275,6 +275,33 @@ describe("reductions", function()
     end
   end)
 
+  helpers.gpu_it("reduce transposed and reversed views whole, in memory order", function()
+    local n = 6 * 70 * 90
+    local flat, values = R.generate(n, "float32", function() return R.random_value("float32") end)
+    local ref = reference(values, "float32")
+    local cube = R.reshaped(flat, {6, 70, 90})
+    local views = {
+      transposed = cube:transpose({3, 1, 2}),
+      reversed = flat:slice(-1, 1, -1),
+      ["reversed rows of a transposed"] = R.reshaped(flat, {420, 90}).T:slice(-1, 1, -1),
+    }
+    for what, v in pairs(views) do
+      assert.is_false(v.is_contiguous)
+      check_sum(ref.sum, ref.abs, v:sum(), "float32", what .. " sum")
+      check_sum(ref.sum / n, ref.abs / n, v:mean(), "float32", what .. " mean")
+      assert.are.equal(ref.max, v:max(), what .. " max")
+      assert.are.equal(ref.min, v:min(), what .. " min")
+      assert.is_true(v:gt(ref.max - 1e-3):any(), what .. " any")
+      assert.is_false(v:gt(ref.max):any(), what .. " any of none")
+    end
+    -- every other element is not one block of memory: read through its strides, still right
+    local sparse, sv = R.every(flat, 2), {}
+    for i = 1, n, 2 do sv[#sv + 1] = values[i] end
+    local sref = reference(sv, "float32")
+    check_sum(sref.sum, sref.abs, sparse:sum(), "float32", "every other element sum")
+    assert.are.equal(sref.max, sparse:max(), "every other element max")
+  end)
+
   helpers.gpu_it("reduce long axes with many threads an output, split among blocks", function()
     -- rows x cols arrays reduced along axis, chosen to take each way gpu_reduce_axis shares
     -- its work: threads along a long contiguous axis split among blocks, across outputs with

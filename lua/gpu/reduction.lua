@@ -380,8 +380,35 @@ local function run(f, grid, stream, ...)
   f(table.unpack(args, 1, args.n))
 end
 
+-- Reductions whose result does not depend on the order they meet the elements in.
+local ORDER_FREE = {sum = true, prod = true, min = true, max = true, mean = true, any = true,
+                    all = true, var_mean = true}
+
+-- A contiguous 1-d view of a's elements when a is a dense view in another order (a
+-- transposed or reversed array: its elements fill one block of memory); else nil.
+local function dense_flat(a)
+  local shape, strides = a.shape, a.strides
+  local axes, low = {}, 0
+  for d = 1, #shape do
+    if shape[d] > 1 then
+      axes[#axes + 1] = d
+      if strides[d] < 0 then low = low + (shape[d] - 1) * strides[d] end
+    end
+  end
+  table.sort(axes, function(x, y) return math.abs(strides[x]) < math.abs(strides[y]) end)
+  local expect = a.itemsize
+  for _, d in ipairs(axes) do
+    if math.abs(strides[d]) ~= expect then return nil end
+    expect = expect * shape[d]
+  end
+  return core.array_view(a, low, a.dtype, {a.size})
+end
+
 -- Full reduction of a (and b for dot) on stream; returns the 0-d result and its buffer.
 local function reduce_all(op, a, b, stream)
+  if not a.is_contiguous and ORDER_FREE[op] and a.size > 0 then
+    a = dense_flat(a) or a          -- read in memory order: contiguous, in 16-byte loads
+  end
   local dtype, dtype2 = a.dtype, b and b.dtype
   local key = ("reduce|%s|%s|%s"):format(op, dtype, dtype2 or "")
   local spec

@@ -12,7 +12,6 @@
 // gpu_reduce_index (a map over the index i and the arguments: strided inputs and
 // ReductionKernel), gpu_reduce_axis (one output per kept index; gpu_reduce_axis_finish after it
 // when it splits the axes among blocks) and gpu_reduce_finish.
-// Built-ins whose map needs the element's index (argmax, argmin) have no gpu_reduce_vec.
 // One module holds every kernel of an operation and dtype, so each compiles once.
 
 $PREAMBLE
@@ -90,7 +89,8 @@ typedef $IN_T gpu_in_t;
 #if GPU_HAS_B
 typedef $IN2_T gpu_in2_t;
 #endif
-#define GPU_MAP(x, y) ($MAPV)
+// the map of element x (and y, dot's), at flat index gpu_i (0-based: argmax and argmin's)
+#define GPU_MAP(x, y, gpu_i) ($MAPV)
 #define GPU_V (16 / (int)sizeof(gpu_in_t))
 
 union gpu_vec_a { uint4 raw; gpu_in_t v[GPU_V]; };
@@ -127,20 +127,21 @@ gpu_reduce_vec(const gpu_in_t *__restrict__ a, $B_PARAM long long n, gpu_acc_t *
     GPU_LOAD_B(y3, v + 3 * stride);
 #pragma unroll
     for (int j = 0; j < GPU_V; j++) {
-      acc0 = gpu_reduce_op(acc0, GPU_MAP(x0.v[j], GPU_B_AT(y0, j)));
-      acc1 = gpu_reduce_op(acc1, GPU_MAP(x1.v[j], GPU_B_AT(y1, j)));
-      acc2 = gpu_reduce_op(acc2, GPU_MAP(x2.v[j], GPU_B_AT(y2, j)));
-      acc3 = gpu_reduce_op(acc3, GPU_MAP(x3.v[j], GPU_B_AT(y3, j)));
+      acc0 = gpu_reduce_op(acc0, GPU_MAP(x0.v[j], GPU_B_AT(y0, j), v * GPU_V + j));
+      acc1 = gpu_reduce_op(acc1, GPU_MAP(x1.v[j], GPU_B_AT(y1, j), (v + stride) * GPU_V + j));
+      acc2 = gpu_reduce_op(acc2, GPU_MAP(x2.v[j], GPU_B_AT(y2, j), (v + 2 * stride) * GPU_V + j));
+      acc3 = gpu_reduce_op(acc3, GPU_MAP(x3.v[j], GPU_B_AT(y3, j), (v + 3 * stride) * GPU_V + j));
     }
   }
   for (; v < nvec; v += stride) {
     x0.raw = av[v];
     GPU_LOAD_B(y0, v);
 #pragma unroll
-    for (int j = 0; j < GPU_V; j++) acc0 = gpu_reduce_op(acc0, GPU_MAP(x0.v[j], GPU_B_AT(y0, j)));
+    for (int j = 0; j < GPU_V; j++)
+      acc0 = gpu_reduce_op(acc0, GPU_MAP(x0.v[j], GPU_B_AT(y0, j), v * GPU_V + j));
   }
   for (long long i = nvec * GPU_V + (long long)blockIdx.x * GPU_BLOCK + threadIdx.x; i < n; i += stride)
-    acc1 = gpu_reduce_op(acc1, GPU_MAP(a[i], GPU_B_ELEM(i)));
+    acc1 = gpu_reduce_op(acc1, GPU_MAP(a[i], GPU_B_ELEM(i), i));
   gpu_block_done(gpu_reduce_op(gpu_reduce_op(acc0, acc1), gpu_reduce_op(acc2, acc3)), partials, out,
                  count);
 }

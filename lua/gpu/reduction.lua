@@ -279,12 +279,13 @@ function M.builtin_source(op, dtype, dtype2)
     ACC_T = spec.acc, OUT_T = dtypes[spec.out].ctype,
     REDUCE = spec.reduce, NEUTRAL = ("(gpu_acc_t)(%s)"):format(spec.neutral),
     FINISH = spec.finish("a"),
-    WITH_VEC = spec.map and (not d2 or d2.size == d.size) and d.kind ~= "c" and "1" or "0",
+    WITH_VEC = (spec.map or spec.map_at) and (not d2 or d2.size == d.size) and d.kind ~= "c"
+               and "1" or "0",
     WITH_AXIS = d2 and "0" or "1",
     IN_T = d.ctype, IN2_T = d2 and d2.ctype or "int", HAS_B = d2 and "1" or "0",
     -- spelled out, not a macro: gpu.signature reads the parameter list as written
     B_PARAM = d2 and "const gpu_in2_t *__restrict__ b," or "",
-    MAPV = spec.map and spec.map("x", mapv_b) or "0",
+    MAPV = spec.map and spec.map("x", mapv_b) or spec.map_at and spec.map_at("x", "gpu_i") or "0",
     MAP_ARGS = map_args, MAP_NAMES = map_names,
     MAP = d2 and spec.map(load1, load2) or map_at(load1, "i"),
     MAP_AT = d2 and "0" or map_at("x", "j"),
@@ -421,7 +422,7 @@ local function reduce_all(op, a, b, stream)
   local n = a.size
   local acc_size = ctype_sizes[spec.acc]
   local d = dtypes[dtype]
-  local vec = spec.map and d.kind ~= "c" and a.is_contiguous and a.ptr % 16 == 0 and
+  local vec = (spec.map or spec.map_at) and d.kind ~= "c" and a.is_contiguous and a.ptr % 16 == 0 and
               (not b or (b.is_contiguous and b.ptr % 16 == 0 and dtypes[dtype2].size == d.size))
   local per_thread = vec and 16 // d.size or 1
   local grid = math.max(1, math.min(max_grid(), ceil_div(n, BLOCK * per_thread)))

@@ -1,5 +1,6 @@
 -- gpu.matmul: gpuarray.matmul(a, b[, {out = o, stream = s}]) and a:matmul(b[, opts]), NumPy's
--- matmul (kernels/matmul.cu).
+-- matmul (kernels/matmul.cu; products with a single row or column, matrix times vector,
+-- kernels/matvec.cu).
 --
 -- The product of matrices in the last two axes; leading axes are stacks of matrices and
 -- broadcast against each other.  A 1-d a is a row and a 1-d b a column, and that axis is

@@ -24,6 +24,47 @@ __device__ __forceinline__ long long gpu_offset(const gpu_layout &lay, long long
   return off + i * lay.strides[0];
 }
 
+// How the threads of a block share out sums of k elements each (kernels/matvec.cu's rows,
+// reduce.cu's outputs along an axis): block / shares sums, shares threads a sum.  With along,
+// consecutive threads take consecutive elements of a sum; otherwise consecutive sums (shares
+// at most 8, so that a warp stays on 32 sums).  The block sums elements [lo, hi) of each,
+// range blockIdx.y of split_k elements.
+struct gpu_sharing {
+  int sums;                 // sums a block takes
+  int sum;                  // the thread's among them
+  int share;                // the thread's place among its sum's threads
+  int partner;              // threads from one share of a sum to the next
+  long long lo, hi;
+};
+
+__device__ __forceinline__ gpu_sharing gpu_share_out(int block, int shares, int along,
+                                                     long long k, long long split_k) {
+  const int t = threadIdx.x;
+  gpu_sharing s;
+  s.sums = block / shares;
+  s.sum = along ? t / shares : t % s.sums;
+  s.share = along ? t % shares : t / s.sums;
+  s.partner = along ? 1 : s.sums;
+  s.lo = (long long)blockIdx.y * split_k;
+  s.hi = s.lo + split_k < k ? s.lo + split_k : k;
+  return s;
+}
+
+// Combines the shares of each sum, values[threadIdx.x] each thread's, in halves with op;
+// the first share's element then holds the sum.  Every thread of the block calls it.  (A
+// later store to values by each thread to its own element needs no barrier: after the last
+// one here no thread reads an element but its owner's.)
+template <class T, class Op>
+__device__ __forceinline__ void gpu_combine_shares(T *values, const gpu_sharing &s, int shares,
+                                                   Op op) {
+  const int t = threadIdx.x;
+  __syncthreads();
+  for (int half = shares / 2; half > 0; half /= 2) {
+    if (s.share < half) values[t] = op(values[t], values[t + half * s.partner]);
+    __syncthreads();
+  }
+}
+
 __device__ __forceinline__ float gpu_half_to_float(unsigned short h) {
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));

@@ -123,12 +123,9 @@ __device__ __forceinline__ void gpu_matvec_body(void *dest, const char *mat,
                                                 int along_k) {
   __shared__ gpu_acc_t sums[GPU_BLOCK];
   const int t = threadIdx.x;
-  const int block_rows = GPU_BLOCK / shares;
-  const int r = along_k ? t / shares : t % block_rows;
-  const int share = along_k ? t % shares : t / block_rows;
-  const int partner = along_k ? 1 : block_rows;         // from one share of a row to the next
-  const long long k_lo = (long long)blockIdx.y * split_k;
-  const long long k_hi = k_lo + split_k < k ? k_lo + split_k : k;
+  const gpu_sharing s = gpu_share_out(GPU_BLOCK, shares, along_k, k, split_k);
+  const int block_rows = s.sums, share = s.share;
+  const long long k_lo = s.lo, k_hi = s.hi;
   // the thread's elements of its row: from first on, every shares-th element, or run
   const long long unit = RUNS ? GPU_RUN : 1;
   const long long units = (k_hi - k_lo) / unit;
@@ -140,7 +137,7 @@ __device__ __forceinline__ void gpu_matvec_body(void *dest, const char *mat,
     // every thread of the block runs every iteration, so the barriers are reached by all
     for (long long row0 = (long long)blockIdx.x * block_rows; row0 < rows;
          row0 += (long long)gridDim.x * block_rows) {
-      const long long row = row0 + r;
+      const long long row = row0 + s.sum;
       const char *line = mb + row * row_stride;
       // a count, not an if: a thread past the last row sums nothing
       const long long count = row < rows ? mine : 0;
@@ -155,21 +152,14 @@ __device__ __forceinline__ void gpu_matvec_body(void *dest, const char *mat,
         acc = gpu_strided_sum(line + first * k_stride, shares * k_stride,
                               vb + first * vec_stride, shares * vec_stride, count);
       }
-      // the shares of each row add up in halves; the first holds the row's sum
       sums[t] = acc;
-      __syncthreads();
-      for (int half = shares / 2; half > 0; half /= 2) {
-        if (share < half) sums[t] = sums[t] + sums[t + half * partner];
-        __syncthreads();
-      }
+      gpu_combine_shares(sums, s, shares, [](gpu_acc_t x, gpu_acc_t y) { return x + y; });
       if (share == 0 && row < rows) {
         if (gridDim.y == 1)
           ((gpu_out_t *)dest)[batch * rows + row] = gpu_store(sums[t]);
         else
           ((gpu_acc_t *)dest)[(blockIdx.y * batches + batch) * rows + row] = sums[t];
       }
-      // (the next iteration's first store to sums is to each thread's own element, which
-      // no thread reads after the last barrier but its owner)
     }
   }
 }

@@ -184,19 +184,16 @@ gpu_reduce_axis(const char *in, long long m, long long k, long long axis_stride,
                 gpu_out_t *out, gpu_acc_t *partials, long long split_k, int shares, int along) {
   __shared__ gpu_acc_t sums[GPU_BLOCK];
   const int t = threadIdx.x;
-  const int block_outputs = GPU_BLOCK / shares;
-  const int r = along ? t / shares : t % block_outputs;
-  const int share = along ? t % shares : t / block_outputs;
-  const int partner = along ? 1 : block_outputs;         // from one share of an output to the next
-  const long long j_lo = (long long)blockIdx.y * split_k;
-  const long long j_hi = j_lo + split_k < k ? j_lo + split_k : k;
+  const gpu_sharing s = gpu_share_out(GPU_BLOCK, shares, along, k, split_k);
+  const int block_outputs = s.sums, share = s.share;
+  const long long j_lo = s.lo, j_hi = s.hi;
   const long long first = j_lo + share;
   const long long mine = first < j_hi ? (j_hi - first + shares - 1) / shares : 0;
   const long long step = shares * axis_stride;
   // every thread of the block runs every iteration, so the barriers are reached by all
   for (long long o0 = (long long)blockIdx.x * block_outputs; o0 < m;
        o0 += (long long)gridDim.x * block_outputs) {
-    const long long o = o0 + r;
+    const long long o = o0 + s.sum;
     // a count, not an if around the loop (the compiler then put each load right before its
     // use): an output past the last sums nothing
     const long long count = o < m ? mine : 0;
@@ -215,18 +212,13 @@ gpu_reduce_axis(const char *in, long long m, long long k, long long axis_stride,
     }
     for (; i < count; i++, p += step, j += shares)
       part[0] = gpu_reduce_op(part[0], GPU_MAP_AT(*(const gpu_in_t *)p, j));
-    sums[t] = gpu_reduce_op(gpu_reduce_op(part[0], part[1]), gpu_reduce_op(part[2], part[3]));
-    __syncthreads();
-    for (int half = shares / 2; half > 0; half /= 2) {
-      if (share < half) sums[t] = gpu_reduce_op(sums[t], sums[t + half * partner]);
-      __syncthreads();
-    }
+    sums[t] = gpu_reduce_op(gpu_reduce_op(part[0], part[1]),
+                                      gpu_reduce_op(part[2], part[3]));
+    gpu_combine_shares(sums, s, shares, gpu_reduce_op);
     if (share == 0 && o < m) {
       if (gridDim.y == 1) out[o] = gpu_finish(sums[t], k);
       else partials[blockIdx.y * m + o] = sums[t];
     }
-    // (the next iteration's first store to sums is to each thread's own element, which no
-    // thread reads after the last barrier but its owner)
   }
 }
 

@@ -141,7 +141,6 @@ end
 local overlap = ew.overlap
 
 local MATVEC_BLOCK = 256             -- kernels/matvec.cu's GPU_BLOCK
-local ACC_SIZES = {float = 4, double = 8, ["unsigned int"] = 4, ["unsigned long long"] = 8}
 
 -- How the threads of a matrix-vector product share out its rows (kernels/matvec.cu): the
 -- threads a row takes (reduction.share_threads), and whether consecutive threads go along k
@@ -183,7 +182,7 @@ local function matvec(target, mat, batch, mat_batch, rows, row_stride, k_stride,
   local out = target.dtype
   local dest = target
   if splits > 1 then
-    dest = core.mem_alloc(splits * batches * rows * (ACC_SIZES[arithmetic(out)] or dtypes[out].size))
+    dest = core.mem_alloc(splits * batches * rows * reduction.ctype_sizes[arithmetic(out)])
   end
   local pack = reduction.pack_layout
   local collapse = reduction.collapse

@@ -36,6 +36,7 @@ local ctype_sizes = {
   ["unsigned long long"] = 8, ["float"] = 4, ["double"] = 8, ["lg_complex64"] = 8,
   ["lg_complex128"] = 16, ["lg_arg_pair"] = 16,   -- argmax's (index, value), padded to 16
 }
+M.ctype_sizes = ctype_sizes     -- bytes of an accumulator type (matmul's partial sums too)
 
 -- NumPy's promote_types for two dtype names (dot's result dtype): gpu.promote's.
 M.promote = require("gpu.promote").promote_types

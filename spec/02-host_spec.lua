@@ -25,6 +25,48 @@ describe("gpu.host constructors", function()
     assert.are.equal(0, host.empty({0, 4}, "float32").nbytes)
   end)
 
+  it("large arrays (given huge pages where the kernel has them) are zeroed and hold writes", function()
+    -- 24 MiB: past the 8 MiB from which the data's 2 MiB-aligned interior is advised; the
+    -- elements checked straddle where that interior can begin and end
+    local n = 3 * 2 ^ 20
+    local h = host.empty(n, "float64")
+    local probes = {1, 2, 262143, 262144, 262145, n // 2, n - 262144, n - 1, n}
+    for _ = 1, 100 do probes[#probes + 1] = math.random(1, n) end
+    for _, i in ipairs(probes) do assert.are.equal(0.0, h[i], "element " .. i) end
+    for _, i in ipairs(probes) do h[i] = i + 0.5 end
+    for _, i in ipairs(probes) do assert.are.equal(i + 0.5, h[i], "element " .. i) end
+    h:free()
+  end)
+
+  -- Linux with transparent huge pages on demand ("madvise") or always: the data of a large
+  -- array is backed by huge pages once touched (/proc/self/smaps, AnonHugePages)
+  local function thp_mode()
+    local f = io.open("/sys/kernel/mm/transparent_hugepage/enabled")
+    local text = f and f:read("a") or ""
+    if f then f:close() end
+    return text:match("%[(%w+)%]")
+  end
+  if thp_mode() == "madvise" or thp_mode() == "always" then
+    it("large arrays get huge pages where the kernel gives them on request", function()
+      local h = host.empty(2 ^ 23, "float64")               -- 64 MiB
+      -- 4 MiB in: inside the advised interior (madvise splits the mapping there)
+      local at = tonumber(tostring(h:ptr()):match("0x(%x+)"), 16) + 2 ^ 22
+      local huge_kb, inside
+      for line in io.lines("/proc/self/smaps") do
+        local lo, hi = line:match("^(%x+)%-(%x+) ")
+        if lo then
+          inside = at >= tonumber(lo, 16) and at < tonumber(hi, 16)
+        elseif inside and line:match("^AnonHugePages:") then
+          huge_kb = tonumber(line:match("(%d+) kB"))
+        end
+      end
+      assert.is_true(huge_kb ~= nil and huge_kb >= 2048, ("AnonHugePages %s kB"):format(tostring(huge_kb)))
+      h:free()
+    end)
+  else
+    pending("large arrays get huge pages (transparent huge pages are off here)")
+  end
+
   it("ones and full fill every element", function()
     local o = host.ones({3, 2}, "float32")
     for i = 1, 6 do assert.are.equal(1, o[i]) end

@@ -6,12 +6,33 @@
 */
 #include <stdint.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #include "gpu.h"
 
 /* Pageable data follows the header, aligned for any element type. */
 #define GPU_HOST_ALIGN 16
 #define HEADER_SIZE ((sizeof(gpu_HostArray) + GPU_HOST_ALIGN - 1) / GPU_HOST_ALIGN * GPU_HOST_ALIGN)
+
+/*
+** Asks the kernel for huge pages for the untouched data of a large pageable array, as NumPy
+** does: touching 256 MB of fresh memory a 4 KiB page at a time took 200 ms on the GPU
+** machine's host, longer than copying it from the device.  Only the 2 MiB-aligned interior
+** can be advised; where transparent huge pages are off this does nothing.
+*/
+static void advise_huge_pages (void *data, size_t nbytes) {
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  const uintptr_t huge = (uintptr_t)2 << 20;
+  uintptr_t first = ((uintptr_t)data + huge - 1) & ~(huge - 1);
+  uintptr_t last = ((uintptr_t)data + nbytes) & ~(huge - 1);
+  if (nbytes >= 4 * huge && last > first) madvise((void *)first, last - first, MADV_HUGEPAGE);
+#else
+  (void)data;
+  (void)nbytes;
+#endif
+}
 
 static int host_alive (const gpu_HostArray *h) {
   return h->data != NULL && h->root != NULL && h->root->data != NULL;
@@ -73,6 +94,7 @@ gpu_HostArray *gpu_hostarray_new (lua_State *L, gpu_DtypeId dtype, int ndim,
     h = (gpu_HostArray *)lua_newuserdatauv(L, HEADER_SIZE + header.nbytes, 1);
     *h = header;
     h->data = (char *)h + HEADER_SIZE;
+    advise_huge_pages(h->data, h->nbytes);
     memset(h->data, 0, h->nbytes);
   } else {
     h = (gpu_HostArray *)lua_newuserdatauv(L, sizeof(gpu_HostArray), 1);

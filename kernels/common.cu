@@ -207,3 +207,13 @@ __device__ inline C lg_pow(C a, C b) {                                          
 LG_COMPLEX_OPERATIONS(lg_complex64, float, f)
 LG_COMPLEX_OPERATIONS(lg_complex128, double, )
 #undef LG_COMPLEX_OPERATIONS
+
+// A warp shuffle of a sum or accumulator: built-in for scalars, part by part for complex ones.
+template <class T>
+__device__ __forceinline__ T gpu_shfl_down(T v, int delta) { return __shfl_down_sync(0xffffffffu, v, delta); }
+__device__ __forceinline__ lg_complex64 gpu_shfl_down(lg_complex64 v, int delta) {
+  return lg_complex64(gpu_shfl_down(v.re, delta), gpu_shfl_down(v.im, delta));
+}
+__device__ __forceinline__ lg_complex128 gpu_shfl_down(lg_complex128 v, int delta) {
+  return lg_complex128(gpu_shfl_down(v.re, delta), gpu_shfl_down(v.im, delta));
+}

@@ -28,16 +28,6 @@ __device__ __forceinline__ gpu_acc_t gpu_reduce_op(gpu_acc_t a, gpu_acc_t b) { r
 __device__ __forceinline__ gpu_acc_t gpu_neutral() { return $NEUTRAL; }
 __device__ __forceinline__ gpu_out_t gpu_finish(gpu_acc_t a, long long count) { return $FINISH; }
 
-// A warp shuffle of an accumulator: built-in for scalars, part by part for complex ones.
-template <class T>
-__device__ __forceinline__ T gpu_shfl_down(T v, int delta) { return __shfl_down_sync(0xffffffffu, v, delta); }
-__device__ __forceinline__ lg_complex64 gpu_shfl_down(lg_complex64 v, int delta) {
-  return lg_complex64(gpu_shfl_down(v.re, delta), gpu_shfl_down(v.im, delta));
-}
-__device__ __forceinline__ lg_complex128 gpu_shfl_down(lg_complex128 v, int delta) {
-  return lg_complex128(gpu_shfl_down(v.re, delta), gpu_shfl_down(v.im, delta));
-}
-
 // The block's threads combined; the result is valid in thread 0.
 __device__ __forceinline__ gpu_acc_t gpu_block_reduce(gpu_acc_t v) {
 #if GPU_SHUFFLE

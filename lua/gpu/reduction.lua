@@ -222,7 +222,7 @@ __device__ __forceinline__ lg_arg_pair lg_arg_pick(lg_arg_pair a, lg_arg_pair b)
   if (b.value %s a.value) return b;
   return a.index < b.index ? a : b;
 }
-// the pair shuffled part by part (reduce.cu's gpu_shfl_down template takes scalars only)
+// the pair shuffled part by part (common.cu's gpu_shfl_down template takes scalars only)
 __device__ __forceinline__ lg_arg_pair gpu_shfl_down(lg_arg_pair v, int delta) {
   return lg_arg_pair{__shfl_down_sync(0xffffffffu, v.index, delta),
                      __shfl_down_sync(0xffffffffu, v.value, delta)};

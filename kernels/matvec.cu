@@ -202,3 +202,208 @@ gpu_matvec_finish(gpu_out_t *out, const gpu_acc_t *partials, long long count, lo
     out[i] = gpu_store(total);
   }
 }
+
+// Products with a few columns (2 to 8: a n x k times b k x cols, or, with one side transposed,
+// b's transpose times a's), where the tile kernel of matmul.cu would leave most of each tile
+// idle.  mat (rows x k) must be adjacent along k and 16-byte aligned row by row
+// (gpu_matvec_runs' conditions); vec (k x cols) may have any strides.  Like a matrix-vector
+// product the product is bound by reading mat once, but each element of mat meets cols
+// elements of vec, and the lanes of a warp, adjacent along k, would each read another row of
+// vec (one cache line a lane).  So a block stages a chunk of vec (32 KB) at a time in shared
+// memory, column by column and converted to the accumulator; a lane then reads the run of a
+// column that matches its run of mat in one load, without bank conflicts.  A warp takes
+// GPU_NARROW_ROWS rows of mat at once, so each staged element is read once for all of them,
+// and keeps GPU_NARROW_IN_FLIGHT runs of each row in flight.  (Staging the next chunk while multiplying
+// with the current one, in two buffers of 16 KB, was slower: the registers holding the next
+// chunk spilled.)  The result of row r and column c goes to
+// dest[batch * rows * cols + r * out_row + c * out_col]; when blockIdx.y splits k (as in
+// gpu_matvec), to partials laid out the same way, for gpu_matvec_finish.  gpu_matmul_narrow4
+// takes up to 4 columns, gpu_matmul_narrow8 up to 8 (in half as long chunks).
+#define GPU_NARROW_WARPS (GPU_BLOCK / 32)
+// rows a warp takes, as many as the accumulators leave registers for (lua/gpu/matmul.lua's
+// narrow_rows), and runs of each row a lane has in flight (float64 by 8 columns: one row or
+// four took 405 and 340 us, two rows 370 with two runs in flight and 336 with one; float32:
+// two runs 113 us, one 122, four 140)
+#define GPU_NARROW_ROWS (sizeof(gpu_acc_t) <= 4 ? 4 : sizeof(gpu_acc_t) == 8 ? 2 : 1)
+#define GPU_NARROW_IN_FLIGHT (sizeof(gpu_acc_t) <= 4 ? 2 : 1)
+#define GPU_NARROW_BUFFER (32768 / (int)sizeof(gpu_acc_t))   // a chunk: 32 KB
+#define GPU_NARROW_STEP (32 * (int)GPU_RUN)                  // elements of k a warp reads a step
+struct alignas(GPU_RUN * sizeof(gpu_acc_t) < 16 ? GPU_RUN * sizeof(gpu_acc_t) : 16) gpu_acc_run {
+  gpu_acc_t v[GPU_RUN];
+};
+
+// The chunk length of COLS columns, and how a block stages a chunk: thread t takes elements
+// i = t + u GPU_BLOCK (column i / CHUNK), GPU_NARROW_LOADS of them in flight at a time (one
+// at a time, staging took as long as reading the chunk's mat).
+#define GPU_NARROW_LOADS 16
+template <int COLS>
+struct gpu_narrow_stage {
+  static constexpr int CHUNK = GPU_NARROW_BUFFER / COLS;
+  static constexpr int EACH = COLS * CHUNK / GPU_BLOCK;
+  static constexpr int LOADS = EACH < GPU_NARROW_LOADS ? EACH : GPU_NARROW_LOADS;
+  static_assert(CHUNK % GPU_BLOCK == 0 && EACH % LOADS == 0, "whole groups of loads");
+
+  // staged = the first `chunk` rows of vec's columns c < cols (zeros after them).  A loop
+  // over the groups of loads, not unrolled: unrolled, the compiler kept every element's offset
+  // in registers across the whole product, and spilled.
+  static __device__ __forceinline__ void stage(gpu_acc_t *staged, const char *vec, long long vec_stride,
+                                               long long col_stride, int cols, int chunk) {
+#pragma unroll 1
+    for (int u0 = 0; u0 < EACH; u0 += LOADS) {
+      gpu_acc_t v[LOADS];
+#pragma unroll
+      for (int u = 0; u < LOADS; u++) {
+        const int i = (u0 + u) * GPU_BLOCK + (int)threadIdx.x, c = i / CHUNK, j = i % CHUNK;
+        v[u] = c < cols && j < chunk ? gpu_load_vec(vec + j * vec_stride + c * col_stride) : (gpu_acc_t)0;
+      }
+#pragma unroll
+      for (int u = 0; u < LOADS; u++) staged[(u0 + u) * GPU_BLOCK + threadIdx.x] = v[u];
+    }
+  }
+};
+
+// acc[r][c] += the product of the runs x[r] of mat and the staged runs at offset `at` of
+// each column c < cols.
+template <int COLS>
+__device__ __forceinline__ void gpu_narrow_add(gpu_acc_t (&acc)[GPU_NARROW_ROWS][COLS],
+                                               const gpu_mat_run (&x)[GPU_NARROW_ROWS],
+                                               const gpu_acc_t *staged, int at, int cols) {
+#pragma unroll
+  for (int c = 0; c < COLS; c++) {
+    if (c < cols) {
+      const gpu_acc_run y = *(const gpu_acc_run *)&staged[c * gpu_narrow_stage<COLS>::CHUNK + at];
+#pragma unroll
+      for (int r = 0; r < GPU_NARROW_ROWS; r++)
+#pragma unroll
+        for (int e = 0; e < (int)GPU_RUN; e++)
+          acc[r][c] = gpu_multiply_add(acc[r][c], gpu_convert_mat(x[r].v[e]), y.v[e]);
+    }
+  }
+}
+
+// acc += the product of the warp's rows (lines) with the staged chunk of `chunk` rows of vec,
+// whose first element is at element j0 of each line.
+template <int COLS>
+__device__ __forceinline__ void gpu_narrow_chunk(gpu_acc_t (&acc)[GPU_NARROW_ROWS][COLS],
+                                                 const char *const (&line)[GPU_NARROW_ROWS],
+                                                 long long j0, const gpu_acc_t *staged, int chunk,
+                                                 int cols) {
+  constexpr int IN_FLIGHT = GPU_NARROW_IN_FLIGHT;
+  const int lane = threadIdx.x % 32;
+  const int runs = chunk / (int)GPU_RUN;
+  int at = lane * (int)GPU_RUN;
+  // whole runs, IN_FLIGHT steps at a time while they fit in the chunk
+  for (; at + (IN_FLIGHT - 1) * GPU_NARROW_STEP < runs * (int)GPU_RUN; at += IN_FLIGHT * GPU_NARROW_STEP) {
+    gpu_mat_run x[IN_FLIGHT][GPU_NARROW_ROWS];
+#pragma unroll
+    for (int s = 0; s < IN_FLIGHT; s++)
+#pragma unroll
+      for (int r = 0; r < GPU_NARROW_ROWS; r++)
+        x[s][r] = *(const gpu_mat_run *)(line[r] + (j0 + at + s * GPU_NARROW_STEP) * sizeof(gpu_mat_t));
+#pragma unroll
+    for (int s = 0; s < IN_FLIGHT; s++)
+      gpu_narrow_add<COLS>(acc, x[s], staged, at + s * GPU_NARROW_STEP, cols);
+  }
+  for (; at < runs * (int)GPU_RUN; at += GPU_NARROW_STEP) {
+    gpu_mat_run x[GPU_NARROW_ROWS];
+#pragma unroll
+    for (int r = 0; r < GPU_NARROW_ROWS; r++)
+      x[r] = *(const gpu_mat_run *)(line[r] + (j0 + at) * sizeof(gpu_mat_t));
+    gpu_narrow_add<COLS>(acc, x, staged, at, cols);
+  }
+  // the last elements, fewer than a run (the staged ones past them are zero)
+  for (int j = runs * (int)GPU_RUN + lane; j < chunk; j += 32)
+#pragma unroll
+    for (int c = 0; c < COLS; c++)
+      if (c < cols)
+#pragma unroll
+        for (int r = 0; r < GPU_NARROW_ROWS; r++)
+          acc[r][c] = gpu_multiply_add(acc[r][c], gpu_load_mat(line[r] + (j0 + j) * sizeof(gpu_mat_t)),
+                                       staged[c * gpu_narrow_stage<COLS>::CHUNK + j]);
+}
+
+template <int COLS>
+__device__ __forceinline__ void gpu_narrow_body(void *dest, const char *mat,
+                                                const gpu_layout &mat_batches,
+                                                long long row_stride, const char *vec,
+                                                const gpu_layout &vec_batches, long long vec_stride,
+                                                long long col_stride, long long rows, long long k,
+                                                int cols, long long out_row, long long out_col,
+                                                long long batches, long long split_k) {
+  constexpr int CHUNK = gpu_narrow_stage<COLS>::CHUNK;
+  __shared__ __align__(16) gpu_acc_t staged[GPU_NARROW_BUFFER];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const long long k_lo = (long long)blockIdx.y * split_k;
+  const long long k_hi = k_lo + split_k < k ? k_lo + split_k : k;
+  const long long block_rows = GPU_NARROW_WARPS * GPU_NARROW_ROWS;
+  const long long count = batches * rows * cols;
+  for (long long batch = blockIdx.z; batch < batches; batch += gridDim.z) {
+    const char *mb = mat + gpu_offset(mat_batches, batch);
+    const char *vb = vec + gpu_offset(vec_batches, batch);
+    // every thread of the block runs every iteration, so the barriers are reached by all
+    for (long long row0 = (long long)blockIdx.x * block_rows; row0 < rows;
+         row0 += (long long)gridDim.x * block_rows) {
+      // the warp's rows; those past the last read the last one again, and store nothing
+      const char *line[GPU_NARROW_ROWS];
+#pragma unroll
+      for (int r = 0; r < GPU_NARROW_ROWS; r++) {
+        const long long row = row0 + warp * GPU_NARROW_ROWS + r;
+        line[r] = mb + (row < rows ? row : rows - 1) * row_stride;
+      }
+      gpu_acc_t acc[GPU_NARROW_ROWS][COLS];
+#pragma unroll
+      for (int r = 0; r < GPU_NARROW_ROWS; r++)
+#pragma unroll
+        for (int c = 0; c < COLS; c++) acc[r][c] = (gpu_acc_t)0;
+      for (long long j0 = k_lo; j0 < k_hi; j0 += CHUNK) {
+        const int chunk = (int)(k_hi - j0 < CHUNK ? k_hi - j0 : CHUNK);
+        __syncthreads();   // the previous chunk's readers are done
+        gpu_narrow_stage<COLS>::stage(staged, vb + j0 * vec_stride, vec_stride, col_stride, cols, chunk);
+        __syncthreads();
+        gpu_narrow_chunk<COLS>(acc, line, j0, staged, chunk, cols);
+      }
+      // the warp's lanes add up their sums
+#pragma unroll
+      for (int r = 0; r < GPU_NARROW_ROWS; r++)
+#pragma unroll
+        for (int c = 0; c < COLS; c++)
+          for (int o = 16; o > 0; o >>= 1) acc[r][c] = acc[r][c] + gpu_shfl_down(acc[r][c], o);
+      if (lane == 0) {
+#pragma unroll
+        for (int r = 0; r < GPU_NARROW_ROWS; r++) {
+          const long long row = row0 + warp * GPU_NARROW_ROWS + r;
+#pragma unroll
+          for (int c = 0; c < COLS; c++) {
+            if (c < cols && row < rows) {
+              const long long i = batch * rows * cols + row * out_row + c * out_col;
+              if (gridDim.y == 1) ((gpu_out_t *)dest)[i] = gpu_store(acc[r][c]);
+              else ((gpu_acc_t *)dest)[blockIdx.y * count + i] = acc[r][c];
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// Two blocks a multiprocessor (128 registers): left free, the compiler took up to 254.
+#define GPU_NARROW_MIN_BLOCKS 2
+
+// (The parameters are written out: see gpu_matvec.)
+extern "C" __global__ void __launch_bounds__(GPU_BLOCK, GPU_NARROW_MIN_BLOCKS)
+gpu_matmul_narrow4(void *dest, const char *mat, gpu_layout mat_batches, long long row_stride,
+                   const char *vec, gpu_layout vec_batches, long long vec_stride,
+                   long long col_stride, long long rows, long long k, int cols, long long out_row,
+                   long long out_col, long long batches, long long split_k) {
+  gpu_narrow_body<4>(dest, mat, mat_batches, row_stride, vec, vec_batches, vec_stride, col_stride,
+                     rows, k, cols, out_row, out_col, batches, split_k);
+}
+
+extern "C" __global__ void __launch_bounds__(GPU_BLOCK, GPU_NARROW_MIN_BLOCKS)
+gpu_matmul_narrow8(void *dest, const char *mat, gpu_layout mat_batches, long long row_stride,
+                   const char *vec, gpu_layout vec_batches, long long vec_stride,
+                   long long col_stride, long long rows, long long k, int cols, long long out_row,
+                   long long out_col, long long batches, long long split_k) {
+  gpu_narrow_body<8>(dest, mat, mat_batches, row_stride, vec, vec_batches, vec_stride, col_stride,
+                     rows, k, cols, out_row, out_col, batches, split_k);
+}

@@ -131,6 +131,26 @@ describe("matmul (CPU: NVRTC only)", function()
     end
   end)
 
+  it("chooses a kernel by the shapes and by which operand runs along k", function()
+    local f32, f64, i8 = {itemsize = 4}, {itemsize = 8}, {itemsize = 1}
+    -- n, k, m; a and its stride along k; b and its stride along k
+    assert.are.same({"matvec"}, {matmul.kernel_for(1, 500, 300, f32, 4, f32, 1200)})
+    assert.are.same({"matvec"}, {matmul.kernel_for(300, 500, 1, f32, 4, f32, 4)})
+    assert.are.same({"small"}, {matmul.kernel_for(8, 8, 8, f32, 4, f32, 32)})
+    assert.are.same({"small"}, {matmul.kernel_for(32, 256, 32, f32, 4, f32, 128)})
+    assert.are.same({"tile"}, {matmul.kernel_for(32, 257, 33, f32, 4, f32, 132)})
+    assert.are.same({"narrow", "a"}, {matmul.kernel_for(8192, 8192, 4, f32, 4, f32, 16)})
+    assert.are.same({"narrow", "a"}, {matmul.kernel_for(300, 300, 8, f64, 8, f64, 64)})
+    assert.are.same({"tile"}, {matmul.kernel_for(8192, 8192, 9, f32, 4, f32, 36)})
+    -- a few rows: b must run along k (a transposed view)
+    assert.are.same({"narrow", "b"}, {matmul.kernel_for(4, 8192, 8192, f32, 4, f32, 4)})
+    assert.are.same({"tile"}, {matmul.kernel_for(4, 8192, 8192, f32, 4, f32, 32768)})
+    -- a row-major a with a few columns, but k shorter than a warp's runs (32 of 16 bytes)
+    assert.are.same({"tile"}, {matmul.kernel_for(4000, 127, 4, f32, 4, f32, 16)})
+    assert.are.same({"tile"}, {matmul.kernel_for(4000, 511, 4, i8, 1, i8, 4)})
+    assert.are.same({"narrow", "a"}, {matmul.kernel_for(4000, 512, 4, i8, 1, i8, 4)})
+  end)
+
   it("names a bad argument", function()
     helpers.assert_error("bad argument #1 to 'matmul' (GPUArray expected, got number)",
                          gpu.gpuarray.matmul, 1, 2)
@@ -147,16 +167,25 @@ describe("matmul", function()
       {"float32", "float32", 130, 70, 67}, {"float64", "float64", 65, 17, 129}, {"int64", "int8", 64, 64, 64},
       {"complex128", "float64", 66, 20, 70}, {"complex128", "complex128", 33, 45, 70},
     }
-    for _, c in ipairs(cases) do
-      local ta, tb, n, k, m = table.unpack(c)
-      local out = promote.promote_types(ta, tb)
-      local av, bv = random_values(ta, n * k), random_values(tb, k * m)
-      local r = gpu.gpuarray.matmul(upload(av, ta, {n, k}), upload(bv, tb, {k, m}))
-      assert.are.equal(out, r.dtype)
-      assert.are.same({n, m}, r.shape)
-      local want, scale = reference(av, bv, n, k, m, out)
-      check(flat(r:get()), want, scale, out, ("%s %s (%d, %d, %d)"):format(ta, tb, n, k, m))
-    end
+    -- the small ones through the small-matrix kernel, then all through the tile kernel
+    local limit = matmul.limits.small_elements
+    local ok, err = pcall(function()
+      for _, small in ipairs{limit, 0} do
+        matmul.limits.small_elements = small
+        for _, c in ipairs(cases) do
+          local ta, tb, n, k, m = table.unpack(c)
+          local out = promote.promote_types(ta, tb)
+          local av, bv = random_values(ta, n * k), random_values(tb, k * m)
+          local r = gpu.gpuarray.matmul(upload(av, ta, {n, k}), upload(bv, tb, {k, m}))
+          assert.are.equal(out, r.dtype)
+          assert.are.same({n, m}, r.shape)
+          local want, scale = reference(av, bv, n, k, m, out)
+          check(flat(r:get()), want, scale, out, ("%s %s (%d, %d, %d), small %d"):format(ta, tb, n, k, m, small))
+        end
+      end
+    end)
+    matmul.limits.small_elements = limit
+    assert(ok, err)
   end)
 
   helpers.gpu_it("uses 8 x 8 elements a thread for large products, off the 128 x 128 tiles", function()
@@ -331,6 +360,95 @@ describe("matmul", function()
         check({dot:get()[1]}, want, scale, dtype, "inner product", rel)
       end
     end
+  end)
+
+  helpers.gpu_it("multiplies stacks of small matrices one thread an element, any strides", function()
+    local cases = {
+      {"float32", "float32", 37, 8, 8, 8}, {"float64", "int32", 3, 3, 7, 5}, {"float16", "float16", 5, 16, 20, 12},
+      {"int8", "int8", 9, 6, 9, 4}, {"uint64", "int64", 4, 5, 3, 6}, {"bool", "bool", 6, 7, 5, 3},
+      {"complex64", "float32", 4, 4, 9, 4}, {"complex128", "complex128", 3, 5, 6, 2},
+      {"float32", "float32", 2, 32, 256, 32}, {"float64", "float64", 1, 9, 2, 30},
+    }
+    for _, c in ipairs(cases) do
+      local ta, tb, batches, n, k, m = table.unpack(c)
+      local out = promote.promote_types(ta, tb)
+      local what = ("%s %s %d x (%d, %d, %d)"):format(ta, tb, batches, n, k, m)
+      assert.are.equal("small", matmul.kernel_for(n, k, m, {itemsize = 4}, 4, {itemsize = 4}, 4 * m), what)
+      local av, bv = random_values(ta, batches * n * k), random_values(tb, batches * k * m)
+      -- b stored transposed for every other case: its columns adjacent in memory
+      local b
+      if #what % 2 == 0 then
+        local bt = {}
+        for p = 0, batches - 1 do
+          for l = 1, k do for j = 1, m do bt[p * k * m + (j - 1) * k + l] = bv[p * k * m + (l - 1) * m + j] end end
+        end
+        b = upload(bt, tb, {batches, m, k}):transpose({1, 3, 2})
+      else
+        b = upload(bv, tb, {batches, k, m})
+      end
+      local h = flat(gpu.gpuarray.matmul(upload(av, ta, {batches, n, k}), b):get())
+      for p = 0, batches - 1 do
+        local w, sc = reference({table.unpack(av, p * n * k + 1, (p + 1) * n * k)},
+                                {table.unpack(bv, p * k * m + 1, (p + 1) * k * m)}, n, k, m, out)
+        check({table.unpack(h, p * n * m + 1, (p + 1) * n * m)}, w, sc, out, what .. (" #%d"):format(p + 1),
+              k > 70 and k * 2 ^ -24 or nil)
+      end
+    end
+    -- a stack broadcast against one matrix: (5, 4, 6) @ (6, 3)
+    local av, bv = random_values("int32", 5 * 4 * 6), random_values("int32", 6 * 3)
+    local h = flat(gpu.gpuarray.matmul(upload(av, "int32", {5, 4, 6}), upload(bv, "int32", {6, 3})):get())
+    for p = 0, 4 do
+      local w, sc = reference({table.unpack(av, p * 24 + 1, (p + 1) * 24)}, bv, 4, 6, 3, "int32")
+      check({table.unpack(h, p * 12 + 1, (p + 1) * 12)}, w, sc, "int32", ("broadcast #%d"):format(p + 1))
+    end
+  end)
+
+  helpers.gpu_it("multiplies by a few columns or rows through columns staged in shared memory", function()
+    -- rows of the wide side adjacent along k: a row-major a (a few columns of b), or b
+    -- transposed (a few rows of a); k past whole runs, whole chunks, and split among blocks
+    local cases = {
+      {"float32", "float32", 100, 1001, 3}, {"float32", "float32", 40, 2501, 8, "b"},
+      {"float64", "float64", 50, 777, 8}, {"float16", "float16", 65, 1030, 5},
+      {"int32", "int32", 33, 300, 2, "b"}, {"int8", "int8", 40, 600, 7}, {"uint64", "int64", 20, 300, 4},
+      {"bool", "bool", 50, 700, 6}, {"complex64", "float32", 30, 400, 3}, {"complex128", "complex128", 18, 300, 4, "b"},
+      {"bfloat16", "float32", 45, 500, 2}, {"float32", "float32", 24, 12000, 4},
+    }
+    for _, c in ipairs(cases) do
+      local ta, tb, n, k, m, side = table.unpack(c)
+      if side == "b" then n, m = m, n end                 -- a few rows of a, b's columns long
+      local out = promote.promote_types(ta, tb)
+      local av, bv = random_values(ta, n * k), random_values(tb, k * m)
+      if ta == "bool" then                                -- mostly false, so that sums can be false
+        for i = 1, n * k do av[i] = av[i] and math.random() < 0.002 end
+      end
+      local a, b = upload(av, ta, {n, k}), upload(bv, tb, {k, m})
+      if side == "b" then
+        local bt = {}
+        for l = 1, k do for j = 1, m do bt[(j - 1) * k + l] = bv[(l - 1) * m + j] end end
+        b = upload(bt, tb, {m, k}).T
+      end
+      local what = ("%s %s (%d, %d, %d)"):format(ta, tb, n, k, m)
+      local how, on = matmul.kernel_for(n, k, m, a, a.strides[2], b, b.strides[1])
+      assert.are.same({"narrow", side or "a"}, {how, on}, what)
+      local want, scale = reference(av, bv, n, k, m, out)
+      local rel = ({float32 = k * 2 ^ -24, float64 = k * 2 ^ -53, complex64 = 2 * k * 2 ^ -24,
+                    complex128 = 2 * k * 2 ^ -53})[out]
+      check(flat(gpu.gpuarray.matmul(a, b):get()), want, scale, out, what, rel)
+    end
+    local reduction = require "gpu.reduction"
+    assert.is_true(reduction.split_ranges(1, 12000, 8 * reduction.multiprocessors(), 4) > 1)
+    -- a stack by one matrix, and rows not 16-byte aligned (which take the tile kernel)
+    local av, bv = random_values("float32", 3 * 50 * 400), random_values("float32", 400 * 4)
+    local h = flat(gpu.gpuarray.matmul(upload(av, "float32", {3, 50, 400}), upload(bv, "float32", {400, 4})):get())
+    for p = 0, 2 do
+      local w, sc = reference({table.unpack(av, p * 20000 + 1, (p + 1) * 20000)}, bv, 50, 400, 4, "float32")
+      check({table.unpack(h, p * 200 + 1, (p + 1) * 200)}, w, sc, "float32", ("stack #%d"):format(p + 1), 400 * 2 ^ -24)
+    end
+    local shifted = upload({0, table.unpack(av, 1, 50 * 400)}, "float32")
+    local misaligned = gpu.GPUArray({50, 400}, "float32", {gpudata = shifted.gpudata:offset(4)})
+    local w, sc = reference({table.unpack(av, 1, 50 * 400)}, bv, 50, 400, 4, "float32")
+    check(flat(gpu.gpuarray.matmul(misaligned, upload(bv, "float32", {400, 4})):get()), w, sc, "float32",
+          "misaligned", 400 * 2 ^ -24)
   end)
 
   helpers.gpu_it("multiplies stacks of matrices by stacks of vectors, broadcasting", function()

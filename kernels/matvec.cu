@@ -232,6 +232,13 @@ struct alignas(GPU_RUN * sizeof(gpu_acc_t) < 16 ? GPU_RUN * sizeof(gpu_acc_t) : 
   gpu_acc_t v[GPU_RUN];
 };
 
+// Where a product of a few columns goes: the sum o of a range of k to dest, which is out when
+// gridDim.y is 1 and the partial sums (count a range) otherwise.
+__device__ __forceinline__ void gpu_few_store(void *dest, long long o, long long count, gpu_acc_t sum) {
+  if (gridDim.y == 1) ((gpu_out_t *)dest)[o] = gpu_store(sum);
+  else ((gpu_acc_t *)dest)[blockIdx.y * count + o] = sum;
+}
+
 // The chunk length of COLS columns, and how a block stages a chunk: thread t takes elements
 // i = t + u GPU_BLOCK (column i / CHUNK), GPU_NARROW_LOADS of them in flight at a time (one
 // at a time, staging took as long as reading the chunk's mat).
@@ -374,11 +381,8 @@ __device__ __forceinline__ void gpu_narrow_body(void *dest, const char *mat,
           const long long row = row0 + warp * GPU_NARROW_ROWS + r;
 #pragma unroll
           for (int c = 0; c < COLS; c++) {
-            if (c < cols && row < rows) {
-              const long long i = batch * rows * cols + row * out_row + c * out_col;
-              if (gridDim.y == 1) ((gpu_out_t *)dest)[i] = gpu_store(acc[r][c]);
-              else ((gpu_acc_t *)dest)[blockIdx.y * count + i] = acc[r][c];
-            }
+            if (c < cols && row < rows)
+              gpu_few_store(dest, batch * rows * cols + row * out_row + c * out_col, count, acc[r][c]);
           }
         }
       }
@@ -405,5 +409,118 @@ gpu_matmul_narrow8(void *dest, const char *mat, gpu_layout mat_batches, long lon
                    long long col_stride, long long rows, long long k, int cols, long long out_row,
                    long long out_col, long long batches, long long split_k) {
   gpu_narrow_body<8>(dest, mat, mat_batches, row_stride, vec, vec_batches, vec_stride, col_stride,
+                     rows, k, cols, out_row, out_col, batches, split_k);
+}
+
+// Products with a few columns (2 to 8) where the wide operand's rows, not its k, are adjacent
+// in memory: a few rows of a times a row-major b (b's transpose is mat: its rows are b's
+// columns), or a transposed view of a times a few columns.  A thread takes GPU_ACROSS_RUN
+// adjacent rows of mat and reads them in one load at each k, so a warp's loads are adjacent;
+// the block's threads are GPU_ACROSS_SHARES shares of GPU_ACROSS_GROUPS such groups, each
+// share every GPU_ACROSS_SHARES-th element of k, which puts several loads of a row group in
+// flight across the block.  All lanes of a warp are at the same k, so their loads of vec are
+// one broadcast.  The shares then add up their sums in shared memory, column by column.  rows
+// must be a multiple of GPU_ACROSS_RUN and mat's rows aligned to a run.  The results and the
+// split of k among blocks are as gpu_matmul_narrow's.  (The tile kernel took 363 us for 4 x
+// 8192 float32 by 8192 x 8192.)
+#define GPU_ACROSS_RUN ((int)GPU_RUN < 4 ? (int)GPU_RUN : 4)
+#define GPU_ACROSS_SHARES 4
+#define GPU_ACROSS_GROUPS (GPU_BLOCK / GPU_ACROSS_SHARES)
+#define GPU_ACROSS_ROWS (GPU_ACROSS_GROUPS * GPU_ACROSS_RUN)    // rows of mat a block takes
+#define GPU_ACROSS_UNROLL 4                                      // loads of a thread in flight
+struct alignas(GPU_ACROSS_RUN * sizeof(gpu_mat_t)) gpu_mat_across { gpu_mat_t v[GPU_ACROSS_RUN]; };
+
+template <int COLS>
+__device__ __forceinline__ void gpu_across_add(gpu_acc_t (&acc)[COLS][GPU_ACROSS_RUN],
+                                               const gpu_mat_across &x, const char *v,
+                                               long long col_stride, int cols) {
+#pragma unroll
+  for (int c = 0; c < COLS; c++) {
+    if (c < cols) {
+      const gpu_acc_t y = gpu_load_vec(v + c * col_stride);
+#pragma unroll
+      for (int e = 0; e < GPU_ACROSS_RUN; e++) acc[c][e] = gpu_multiply_add(acc[c][e], gpu_convert_mat(x.v[e]), y);
+    }
+  }
+}
+
+template <int COLS>
+__device__ __forceinline__ void gpu_across_body(void *dest, const char *mat,
+                                                const gpu_layout &mat_batches, long long k_stride,
+                                                const char *vec, const gpu_layout &vec_batches,
+                                                long long vec_stride, long long col_stride,
+                                                long long rows, long long k, int cols,
+                                                long long out_row, long long out_col,
+                                                long long batches, long long split_k) {
+  __shared__ gpu_acc_t sums[GPU_ACROSS_SHARES][GPU_ACROSS_ROWS];
+  const int t = threadIdx.x, group = t % GPU_ACROSS_GROUPS, share = t / GPU_ACROSS_GROUPS;
+  const long long k_lo = (long long)blockIdx.y * split_k;
+  const long long k_hi = k_lo + split_k < k ? k_lo + split_k : k;
+  const long long count = batches * rows * cols;
+  for (long long batch = blockIdx.z; batch < batches; batch += gridDim.z) {
+    const char *mb = mat + gpu_offset(mat_batches, batch);
+    const char *vb = vec + gpu_offset(vec_batches, batch);
+    // every thread of the block runs every iteration, so the barriers are reached by all
+    for (long long row0 = (long long)blockIdx.x * GPU_ACROSS_ROWS; row0 < rows;
+         row0 += (long long)gridDim.x * GPU_ACROSS_ROWS) {
+      // the group's rows; a group past the last row reads the last run again, stores nothing
+      const long long first = row0 + group * GPU_ACROSS_RUN;
+      const char *line = mb + (first < rows ? first : rows - GPU_ACROSS_RUN) * (long long)sizeof(gpu_mat_t);
+      gpu_acc_t acc[COLS][GPU_ACROSS_RUN];
+#pragma unroll
+      for (int c = 0; c < COLS; c++)
+#pragma unroll
+        for (int e = 0; e < GPU_ACROSS_RUN; e++) acc[c][e] = (gpu_acc_t)0;
+      long long j = k_lo + share;
+      for (; j + (GPU_ACROSS_UNROLL - 1) * GPU_ACROSS_SHARES < k_hi;
+           j += GPU_ACROSS_UNROLL * GPU_ACROSS_SHARES) {
+        gpu_mat_across x[GPU_ACROSS_UNROLL];
+#pragma unroll
+        for (int u = 0; u < GPU_ACROSS_UNROLL; u++)
+          x[u] = *(const gpu_mat_across *)(line + (j + u * GPU_ACROSS_SHARES) * k_stride);
+#pragma unroll
+        for (int u = 0; u < GPU_ACROSS_UNROLL; u++)
+          gpu_across_add<COLS>(acc, x[u], vb + (j + u * GPU_ACROSS_SHARES) * vec_stride, col_stride, cols);
+      }
+      for (; j < k_hi; j += GPU_ACROSS_SHARES)
+        gpu_across_add<COLS>(acc, *(const gpu_mat_across *)(line + j * k_stride), vb + j * vec_stride,
+                             col_stride, cols);
+      // the shares' sums added up, a column at a time
+#pragma unroll
+      for (int c = 0; c < COLS; c++) {
+        if (c < cols) {
+#pragma unroll
+          for (int e = 0; e < GPU_ACROSS_RUN; e++) sums[share][group * GPU_ACROSS_RUN + e] = acc[c][e];
+          __syncthreads();
+          for (int i = t; i < GPU_ACROSS_ROWS; i += GPU_BLOCK) {
+            gpu_acc_t total = sums[0][i];
+#pragma unroll
+            for (int s = 1; s < GPU_ACROSS_SHARES; s++) total = total + sums[s][i];
+            const long long row = row0 + i;
+            if (row < rows) gpu_few_store(dest, batch * rows * cols + row * out_row + c * out_col, count, total);
+          }
+          __syncthreads();
+        }
+      }
+    }
+  }
+}
+
+// (The parameters are written out: see gpu_matvec.)
+extern "C" __global__ void __launch_bounds__(GPU_BLOCK)
+gpu_matmul_across4(void *dest, const char *mat, gpu_layout mat_batches, long long k_stride,
+                   const char *vec, gpu_layout vec_batches, long long vec_stride,
+                   long long col_stride, long long rows, long long k, int cols, long long out_row,
+                   long long out_col, long long batches, long long split_k) {
+  gpu_across_body<4>(dest, mat, mat_batches, k_stride, vec, vec_batches, vec_stride, col_stride,
+                     rows, k, cols, out_row, out_col, batches, split_k);
+}
+
+extern "C" __global__ void __launch_bounds__(GPU_BLOCK)
+gpu_matmul_across8(void *dest, const char *mat, gpu_layout mat_batches, long long k_stride,
+                   const char *vec, gpu_layout vec_batches, long long vec_stride,
+                   long long col_stride, long long rows, long long k, int cols, long long out_row,
+                   long long out_col, long long batches, long long split_k) {
+  gpu_across_body<8>(dest, mat, mat_batches, k_stride, vec, vec_batches, vec_stride, col_stride,
                      rows, k, cols, out_row, out_col, batches, split_k);
 }

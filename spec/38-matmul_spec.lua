@@ -97,6 +97,16 @@ local function check_sampled(h, av, bv, n, k, m, dtype, what)
   end
 end
 
+-- Random row-major n x k and k x m values of dtypes ta and tb, and arrays of them; a bool a
+-- mostly false, so that sums of products can come out false.
+local function operands(ta, tb, n, k, m)
+  local av, bv = random_values(ta, n * k), random_values(tb, k * m)
+  if ta == "bool" then
+    for i = 1, n * k do av[i] = av[i] and math.random() < 0.002 end
+  end
+  return av, bv, upload(av, ta, {n, k}), upload(bv, tb, {k, m})
+end
+
 -- A HostArray's elements, flat in row-major order.
 local function flat(h)
   local t = {}
@@ -133,22 +143,26 @@ describe("matmul (CPU: NVRTC only)", function()
 
   it("chooses a kernel by the shapes and by which operand runs along k", function()
     local f32, f64, i8 = {itemsize = 4}, {itemsize = 8}, {itemsize = 1}
-    -- n, k, m; a and its stride along k; b and its stride along k
-    assert.are.same({"matvec"}, {matmul.kernel_for(1, 500, 300, f32, 4, f32, 1200)})
-    assert.are.same({"matvec"}, {matmul.kernel_for(300, 500, 1, f32, 4, f32, 4)})
-    assert.are.same({"small"}, {matmul.kernel_for(8, 8, 8, f32, 4, f32, 32)})
-    assert.are.same({"small"}, {matmul.kernel_for(32, 256, 32, f32, 4, f32, 128)})
-    assert.are.same({"tile"}, {matmul.kernel_for(32, 257, 33, f32, 4, f32, 132)})
-    assert.are.same({"narrow", "a"}, {matmul.kernel_for(8192, 8192, 4, f32, 4, f32, 16)})
-    assert.are.same({"narrow", "a"}, {matmul.kernel_for(300, 300, 8, f64, 8, f64, 64)})
-    assert.are.same({"tile"}, {matmul.kernel_for(8192, 8192, 9, f32, 4, f32, 36)})
-    -- a few rows: b must run along k (a transposed view)
-    assert.are.same({"narrow", "b"}, {matmul.kernel_for(4, 8192, 8192, f32, 4, f32, 4)})
-    assert.are.same({"tile"}, {matmul.kernel_for(4, 8192, 8192, f32, 4, f32, 32768)})
+    local function choice(...) return {matmul.kernel_for(...)} end
+    -- n, k, m; a and its byte strides (row, along k); b and its (along k, column)
+    assert.are.same({"matvec"}, choice(1, 500, 300, f32, 2000, 4, f32, 1200, 4))
+    assert.are.same({"matvec"}, choice(300, 500, 1, f32, 2000, 4, f32, 4, 4))
+    assert.are.same({"small"}, choice(8, 8, 8, f32, 32, 4, f32, 32, 4))
+    assert.are.same({"small"}, choice(32, 256, 32, f32, 1024, 4, f32, 128, 4))
+    assert.are.same({"tile"}, choice(32, 257, 33, f32, 1028, 4, f32, 132, 4))
+    -- a few columns: a row-major a runs along k, a transposed one across its rows
+    assert.are.same({"narrow", "a"}, choice(8192, 8192, 4, f32, 32768, 4, f32, 16, 4))
+    assert.are.same({"narrow", "a"}, choice(300, 300, 8, f64, 2400, 8, f64, 64, 8))
+    assert.are.same({"across", "a"}, choice(8192, 8192, 4, f32, 4, 32768, f32, 16, 4))
+    assert.are.same({"tile"}, choice(8192, 8192, 9, f32, 32768, 4, f32, 36, 4))
+    -- a few rows: a transposed b runs along k, a row-major one across its columns
+    assert.are.same({"narrow", "b"}, choice(4, 8192, 8192, f32, 32768, 4, f32, 4, 32768))
+    assert.are.same({"across", "b"}, choice(4, 8192, 8192, f32, 32768, 4, f32, 32768, 4))
+    assert.are.same({"tile"}, choice(4, 8192, 8192, f32, 32768, 4, f32, 65536, 8))
     -- a row-major a with a few columns, but k shorter than a warp's runs (32 of 16 bytes)
-    assert.are.same({"tile"}, {matmul.kernel_for(4000, 127, 4, f32, 4, f32, 16)})
-    assert.are.same({"tile"}, {matmul.kernel_for(4000, 511, 4, i8, 1, i8, 4)})
-    assert.are.same({"narrow", "a"}, {matmul.kernel_for(4000, 512, 4, i8, 1, i8, 4)})
+    assert.are.same({"tile"}, choice(4000, 127, 4, f32, 508, 4, f32, 16, 4))
+    assert.are.same({"tile"}, choice(4000, 511, 4, i8, 511, 1, i8, 4, 1))
+    assert.are.same({"narrow", "a"}, choice(4000, 512, 4, i8, 512, 1, i8, 4, 1))
   end)
 
   it("names a bad argument", function()
@@ -373,7 +387,7 @@ describe("matmul", function()
       local ta, tb, batches, n, k, m = table.unpack(c)
       local out = promote.promote_types(ta, tb)
       local what = ("%s %s %d x (%d, %d, %d)"):format(ta, tb, batches, n, k, m)
-      assert.are.equal("small", matmul.kernel_for(n, k, m, {itemsize = 4}, 4, {itemsize = 4}, 4 * m), what)
+      assert.are.equal("small", matmul.kernel_for(n, k, m, {itemsize = 4}, 4 * k, 4, {itemsize = 4}, 4 * m, 4), what)
       local av, bv = random_values(ta, batches * n * k), random_values(tb, batches * k * m)
       -- b stored transposed for every other case: its columns adjacent in memory
       local b
@@ -417,18 +431,14 @@ describe("matmul", function()
       local ta, tb, n, k, m, side = table.unpack(c)
       if side == "b" then n, m = m, n end                 -- a few rows of a, b's columns long
       local out = promote.promote_types(ta, tb)
-      local av, bv = random_values(ta, n * k), random_values(tb, k * m)
-      if ta == "bool" then                                -- mostly false, so that sums can be false
-        for i = 1, n * k do av[i] = av[i] and math.random() < 0.002 end
-      end
-      local a, b = upload(av, ta, {n, k}), upload(bv, tb, {k, m})
+      local av, bv, a, b = operands(ta, tb, n, k, m)
       if side == "b" then
         local bt = {}
         for l = 1, k do for j = 1, m do bt[(j - 1) * k + l] = bv[(l - 1) * m + j] end end
         b = upload(bt, tb, {m, k}).T
       end
       local what = ("%s %s (%d, %d, %d)"):format(ta, tb, n, k, m)
-      local how, on = matmul.kernel_for(n, k, m, a, a.strides[2], b, b.strides[1])
+      local how, on = matmul.kernel_for(n, k, m, a, a.strides[1], a.strides[2], b, b.strides[1], b.strides[2])
       assert.are.same({"narrow", side or "a"}, {how, on}, what)
       local want, scale = reference(av, bv, n, k, m, out)
       local rel = ({float32 = k * 2 ^ -24, float64 = k * 2 ^ -53, complex64 = 2 * k * 2 ^ -24,
@@ -449,6 +459,54 @@ describe("matmul", function()
     local w, sc = reference({table.unpack(av, 1, 50 * 400)}, bv, 50, 400, 4, "float32")
     check(flat(gpu.gpuarray.matmul(misaligned, upload(bv, "float32", {400, 4})):get()), w, sc, "float32",
           "misaligned", 400 * 2 ^ -24)
+  end)
+
+  helpers.gpu_it("multiplies by a few columns or rows read across the wide operand's rows", function()
+    -- a few rows of a times a row-major b, and a transposed a times a few columns: the wide
+    -- operand's rows (b's columns, a's rows) adjacent in memory; k split among blocks in the last
+    local cases = {
+      {"float32", "float32", 4, 300, 512, "b"}, {"float64", "float64", 8, 200, 130, "b"},
+      {"float16", "float16", 3, 400, 264, "b"}, {"int32", "int8", 5, 300, 100, "b"},
+      {"complex128", "complex128", 2, 300, 66, "b"}, {"bool", "bool", 6, 300, 64, "b"},
+      {"float32", "float32", 260, 300, 3, "a"}, {"uint64", "int64", 66, 300, 7, "a"},
+      {"float32", "float32", 8, 6000, 64, "b"},
+    }
+    for _, c in ipairs(cases) do
+      local ta, tb, n, k, m, side = table.unpack(c)
+      local out = promote.promote_types(ta, tb)
+      local av, bv, a, b = operands(ta, tb, n, k, m)
+      if side == "a" then                                 -- a stored transposed
+        local at = {}
+        for i = 1, n do for l = 1, k do at[(l - 1) * n + i] = av[(i - 1) * k + l] end end
+        a = upload(at, ta, {k, n}).T
+      end
+      local what = ("%s %s (%d, %d, %d)"):format(ta, tb, n, k, m)
+      assert.are.same({"across", side},
+                      {matmul.kernel_for(n, k, m, a, a.strides[1], a.strides[2], b, b.strides[1], b.strides[2])}, what)
+      local want, scale = reference(av, bv, n, k, m, out)
+      local rel = ({float32 = k * 2 ^ -24, float64 = k * 2 ^ -53, complex128 = 2 * k * 2 ^ -53})[out]
+      check(flat(gpu.gpuarray.matmul(a, b):get()), want, scale, out, what, rel)
+    end
+    local reduction = require "gpu.reduction"
+    assert.is_true(reduction.split_ranges(1, 6000, 8 * reduction.multiprocessors(), 1) > 1)
+    -- stacks (4, 3, k) @ (k, 40); b's columns not a multiple of a run (41), and b one float
+    -- past 16-byte alignment, both of which take the tile kernel
+    local k = 300
+    local sa, bv = random_values("float32", 4 * 3 * k), random_values("float32", k * 41)
+    local h = flat(gpu.gpuarray.matmul(upload(sa, "float32", {4, 3, k}), upload({table.unpack(bv, 1, k * 40)}, "float32", {k, 40})):get())
+    for p = 0, 3 do
+      local w, sc = reference({table.unpack(sa, p * 3 * k + 1, (p + 1) * 3 * k)}, {table.unpack(bv, 1, k * 40)}, 3, k, 40, "float32")
+      check({table.unpack(h, p * 120 + 1, (p + 1) * 120)}, w, sc, "float32", ("stack #%d"):format(p + 1), k * 2 ^ -24)
+    end
+    local a3 = {table.unpack(sa, 1, 3 * k)}
+    local w, sc = reference(a3, bv, 3, k, 41, "float32")
+    check(flat(gpu.gpuarray.matmul(upload(a3, "float32", {3, k}), upload(bv, "float32", {k, 41})):get()), w, sc,
+          "float32", "41 columns", k * 2 ^ -24)
+    local shifted = upload({0, table.unpack(bv, 1, k * 40)}, "float32")
+    local misaligned = gpu.GPUArray({k, 40}, "float32", {gpudata = shifted.gpudata:offset(4)})
+    w, sc = reference(a3, {table.unpack(bv, 1, k * 40)}, 3, k, 40, "float32")
+    check(flat(gpu.gpuarray.matmul(upload(a3, "float32", {3, k}), misaligned):get()), w, sc, "float32",
+          "misaligned", k * 2 ^ -24)
   end)
 
   helpers.gpu_it("multiplies stacks of matrices by stacks of vectors, broadcasting", function()

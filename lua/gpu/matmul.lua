@@ -207,21 +207,25 @@ end
 
 local NARROW_COLS = 8                -- the columns of kernels/matvec.cu's gpu_matmul_narrow8
 local NARROW_WARPS = MATVEC_BLOCK // 32
+local ACROSS_GROUPS = MATVEC_BLOCK // 4   -- kernels/matvec.cu's GPU_ACROSS_GROUPS
 
--- Which kernel takes a product (n x k by k x m; a_col and b_row the byte strides along k):
--- "matvec" for a single row or column; "small" for small matrices with a short k (at most
--- small_elements elements of out a matrix, small_k long), which would leave most of a tile
--- idle; "narrow" for a few columns (or rows) where the other side is adjacent along k (its
--- side "a" or "b"); else "tile".  Tests change the limits to reach each kernel.
+-- Which kernel takes a product (n x k by k x m; a_row, a_col, b_row and b_col the byte
+-- strides): "matvec" for a single row or column; "small" for small matrices with a short k
+-- (at most small_elements elements of out a matrix, small_k long), which would leave most of
+-- a tile idle; for a few columns (or rows), "narrow" where the other operand runs along k in
+-- memory and "across" where its rows (a's) or columns (b's) are adjacent, with the operand
+-- ("a" or "b"); else "tile".  Tests change the limits to reach each kernel.
 M.limits = {small_elements = 1024, small_k = 256}
-function M.kernel_for(n, k, m, a, a_col, b, b_row)
+function M.kernel_for(n, k, m, a, a_row, a_col, b, b_row, b_col)
   if n == 1 or m == 1 then return "matvec" end
   if n * m <= M.limits.small_elements and k <= M.limits.small_k then return "small" end
-  local function adjacent(x, k_stride)
+  local function along_k(x, k_stride)
     return k_stride == x.itemsize and k >= 32 * math.max(16 // x.itemsize, 1)
   end
-  if m <= NARROW_COLS and adjacent(a, a_col) then return "narrow", "a" end
-  if n <= NARROW_COLS and adjacent(b, b_row) then return "narrow", "b" end
+  if m <= NARROW_COLS and along_k(a, a_col) then return "narrow", "a" end
+  if n <= NARROW_COLS and along_k(b, b_row) then return "narrow", "b" end
+  if m <= NARROW_COLS and a_row == a.itemsize then return "across", "a" end
+  if n <= NARROW_COLS and b_col == b.itemsize then return "across", "b" end
   return "tile"
 end
 
@@ -232,29 +236,41 @@ function M.narrow_rows(acc_size)
 end
 
 -- target (batches x rows x cols, contiguous; the result of row r and column c at
--- r out_row + c out_col) = mat (rows x k, adjacent along k; row byte stride row_stride)
--- times vec (k x cols; byte strides vec_stride along k and col_stride along the columns),
--- stack by stack (kernels/matvec.cu's gpu_matmul_narrow4 and 8).  Rows that are not 16-byte
--- aligned go through the tile kernel instead: returns false.
-local function narrow(target, mat, batch, mat_batch, rows, row_stride, vec, vec_batch, vec_stride,
-                      col_stride, cols, out_row, out_col, k, batches, stream)
-  if mat.ptr % 16 ~= 0 or (rows > 1 and row_stride % 16 ~= 0) or not all_multiples(mat_batch, 16) then
-    return false
-  end
-  local out = target.dtype
+-- r out_row + c out_col) = mat (rows x k; byte strides row_stride and k_stride) times vec
+-- (k x cols; byte strides vec_stride along k and col_stride along the columns), stack by
+-- stack, through kernels/matvec.cu's gpu_matmul_narrow4 or 8 (how "narrow": k adjacent, rows
+-- 16-byte aligned) or gpu_matmul_across4 or 8 ("across": rows adjacent, a multiple of a run
+-- of them, aligned to it).  Returns false, having done nothing, where mat does not meet them.
+local function few_columns(how, target, mat, batch, mat_batch, rows, row_stride, k_stride, vec,
+                           vec_batch, vec_stride, col_stride, cols, out_row, out_col, k, batches,
+                           stream)
+  local out, size = target.dtype, mat.itemsize
   local acc_size = reduction.ctype_sizes[arithmetic(out)]
-  local block_rows = NARROW_WARPS * M.narrow_rows(acc_size)
+  local block_rows, stride, unit
+  if how == "narrow" then
+    if mat.ptr % 16 ~= 0 or (rows > 1 and row_stride % 16 ~= 0) or not all_multiples(mat_batch, 16) then
+      return false
+    end
+    block_rows, stride, unit = NARROW_WARPS * M.narrow_rows(acc_size), row_stride, math.max(16 // size, 1)
+  else
+    local run = math.min(math.max(16 // size, 1), 4)
+    local align = run * size
+    if rows % run ~= 0 or mat.ptr % align ~= 0 or k_stride % align ~= 0 or not all_multiples(mat_batch, align) then
+      return false
+    end
+    block_rows, stride, unit = ACROSS_GROUPS * run, k_stride, 1
+  end
   local row_blocks = math.min((rows + block_rows - 1) // block_rows, 0x7fffffff)
   local z = math.min(batches, MAX_GRID_YZ)
-  local run = math.max(16 // mat.itemsize, 1)
   -- split k among blocks for four rounds of the two blocks a multiprocessor runs at once
   local splits, split_k = reduction.split_ranges(row_blocks * z, k, 4 * 2 * reduction.multiprocessors(),
-                                                 run)
+                                                 unit)
   local dest = target
   if splits > 1 then dest = core.mem_alloc(splits * batches * rows * cols * acc_size) end
   local pack, collapse = reduction.pack_layout, reduction.collapse
-  matvec_kernel(mat.dtype, vec.dtype, out, cols <= 4 and "gpu_matmul_narrow4" or "gpu_matmul_narrow8")(
-    dest, mat, pack(collapse(batch, mat_batch)), row_stride, vec, pack(collapse(batch, vec_batch)),
+  local name = ("gpu_matmul_%s%d"):format(how, cols <= 4 and 4 or 8)
+  matvec_kernel(mat.dtype, vec.dtype, out, name)(
+    dest, mat, pack(collapse(batch, mat_batch)), stride, vec, pack(collapse(batch, vec_batch)),
     vec_stride, col_stride, rows, k, cols, out_row, out_col, batches, split_k,
     {block = {MATVEC_BLOCK, 1, 1}, grid = {row_blocks, splits, z}, stream = stream})
   if splits > 1 then add_partials(target, dest, batches * rows * cols, splits, mat, vec, stream) end
@@ -306,13 +322,15 @@ function M.matmul(a, b, opts)
   -- each operand's batch strides, broadcast to the batch shape
   local a_bs = promote.broadcast_strides(a_batch, a_batch_strides, batch)
   local b_bs = promote.broadcast_strides(b_batch, b_batch_strides, batch)
-  local how, side = M.kernel_for(n, k, m, a, a_col, b, b_row)
-  if how == "narrow" then
+  local how, side = M.kernel_for(n, k, m, a, a_row, a_col, b, b_row, b_col)
+  if how == "narrow" or how == "across" then
     local done
     if side == "a" then     -- a few columns: a times the columns of b
-      done = narrow(target, a, batch, a_bs, n, a_row, b, b_bs, b_row, b_col, m, m, 1, k, batches, stream)
+      done = few_columns(how, target, a, batch, a_bs, n, a_row, a_col, b, b_bs, b_row, b_col, m, m, 1,
+                         k, batches, stream)
     else                    -- a few rows: b's transpose times the rows of a
-      done = narrow(target, b, batch, b_bs, m, b_col, a, a_bs, a_col, a_row, n, 1, m, k, batches, stream)
+      done = few_columns(how, target, b, batch, b_bs, m, b_col, b_row, a, a_bs, a_col, a_row, n, 1, m,
+                         k, batches, stream)
     end
     if not done then how = "tile" end
   end

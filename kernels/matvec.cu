@@ -213,9 +213,9 @@ gpu_matvec_finish(gpu_out_t *out, const gpu_acc_t *partials, long long count, lo
 // memory, column by column and converted to the accumulator; a lane then reads the run of a
 // column that matches its run of mat in one load, without bank conflicts.  A warp takes
 // GPU_NARROW_ROWS rows of mat at once, so each staged element is read once for all of them,
-// and keeps GPU_NARROW_IN_FLIGHT runs of each row in flight.  (Staging the next chunk while multiplying
-// with the current one, in two buffers of 16 KB, was slower: the registers holding the next
-// chunk spilled.)  The result of row r and column c goes to
+// and keeps GPU_NARROW_IN_FLIGHT runs of each row in flight.  (Staging the next chunk while
+// multiplying with the current one, in two buffers of 16 KB, was slower: the registers
+// holding the next chunk spilled.)  The result of row r and column c goes to
 // dest[batch * rows * cols + r * out_row + c * out_col]; when blockIdx.y splits k (as in
 // gpu_matvec), to partials laid out the same way, for gpu_matvec_finish.  gpu_matmul_narrow4
 // takes up to 4 columns, gpu_matmul_narrow8 up to 8 (in half as long chunks).

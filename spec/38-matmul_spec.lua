@@ -493,18 +493,19 @@ describe("matmul", function()
     -- past 16-byte alignment, both of which take the tile kernel
     local k = 300
     local sa, bv = random_values("float32", 4 * 3 * k), random_values("float32", k * 41)
-    local h = flat(gpu.gpuarray.matmul(upload(sa, "float32", {4, 3, k}), upload({table.unpack(bv, 1, k * 40)}, "float32", {k, 40})):get())
+    local b40 = {table.unpack(bv, 1, k * 40)}
+    local h = flat(gpu.gpuarray.matmul(upload(sa, "float32", {4, 3, k}), upload(b40, "float32", {k, 40})):get())
     for p = 0, 3 do
-      local w, sc = reference({table.unpack(sa, p * 3 * k + 1, (p + 1) * 3 * k)}, {table.unpack(bv, 1, k * 40)}, 3, k, 40, "float32")
+      local w, sc = reference({table.unpack(sa, p * 3 * k + 1, (p + 1) * 3 * k)}, b40, 3, k, 40, "float32")
       check({table.unpack(h, p * 120 + 1, (p + 1) * 120)}, w, sc, "float32", ("stack #%d"):format(p + 1), k * 2 ^ -24)
     end
     local a3 = {table.unpack(sa, 1, 3 * k)}
     local w, sc = reference(a3, bv, 3, k, 41, "float32")
     check(flat(gpu.gpuarray.matmul(upload(a3, "float32", {3, k}), upload(bv, "float32", {k, 41})):get()), w, sc,
           "float32", "41 columns", k * 2 ^ -24)
-    local shifted = upload({0, table.unpack(bv, 1, k * 40)}, "float32")
+    local shifted = upload({0, table.unpack(b40)}, "float32")
     local misaligned = gpu.GPUArray({k, 40}, "float32", {gpudata = shifted.gpudata:offset(4)})
-    w, sc = reference(a3, {table.unpack(bv, 1, k * 40)}, 3, k, 40, "float32")
+    w, sc = reference(a3, b40, 3, k, 40, "float32")
     check(flat(gpu.gpuarray.matmul(upload(a3, "float32", {3, k}), misaligned):get()), w, sc, "float32",
           "misaligned", k * 2 ^ -24)
   end)

@@ -255,7 +255,8 @@ local function few_columns(how, target, mat, batch, mat_batch, rows, row_stride,
   else
     local run = math.min(math.max(16 // size, 1), 4)
     local align = run * size
-    if rows % run ~= 0 or mat.ptr % align ~= 0 or k_stride % align ~= 0 or not all_multiples(mat_batch, align) then
+    if rows % run ~= 0 or mat.ptr % align ~= 0 or k_stride % align ~= 0
+       or not all_multiples(mat_batch, align) then
       return false
     end
     block_rows, stride, unit = ACROSS_GROUPS * run, k_stride, 1

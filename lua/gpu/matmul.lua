@@ -216,14 +216,17 @@ local ACROSS_GROUPS = MATVEC_BLOCK // 4   -- kernels/matvec.cu's GPU_ACROSS_GROU
 -- memory and "across" where its rows (a's) or columns (b's) are adjacent, with the operand
 -- ("a" or "b"); else "tile".  Tests change the limits to reach each kernel.
 M.limits = {small_elements = 1024, small_k = 256}
+
+-- Whether x runs along k (its byte stride there k_stride) for at least a warp's 16-byte runs.
+local function along_k(x, k_stride, k)
+  return k_stride == x.itemsize and k >= 32 * math.max(16 // x.itemsize, 1)
+end
+
 function M.kernel_for(n, k, m, a, a_row, a_col, b, b_row, b_col)
   if n == 1 or m == 1 then return "matvec" end
   if n * m <= M.limits.small_elements and k <= M.limits.small_k then return "small" end
-  local function along_k(x, k_stride)
-    return k_stride == x.itemsize and k >= 32 * math.max(16 // x.itemsize, 1)
-  end
-  if m <= NARROW_COLS and along_k(a, a_col) then return "narrow", "a" end
-  if n <= NARROW_COLS and along_k(b, b_row) then return "narrow", "b" end
+  if m <= NARROW_COLS and along_k(a, a_col, k) then return "narrow", "a" end
+  if n <= NARROW_COLS and along_k(b, b_row, k) then return "narrow", "b" end
   if m <= NARROW_COLS and a_row == a.itemsize then return "across", "a" end
   if n <= NARROW_COLS and b_col == b.itemsize then return "across", "b" end
   return "tile"

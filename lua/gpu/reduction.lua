@@ -259,6 +259,13 @@ local function template()
   return core.kernel_sources["common.cu"] .. "\n" .. core.kernel_sources["reduce.cu"]
 end
 
+-- Whether an operation of spec over dtypes d (and d2, dot's) has a kernel that reads its
+-- contiguous input 16 bytes at a time (gpu_reduce_vec): a map of the elements, real ones, and
+-- both inputs of one size.
+local function reads_vectors(spec, d, d2)
+  return (spec.map or spec.map_at) ~= nil and d.kind ~= "c" and (not d2 or d2.size == d.size)
+end
+
 -- The module source of a built-in operation on dtype (and dtype2 for dot).  An operation
 -- whose map needs the element's index gives map_at(x, index) instead of map(x).
 function M.builtin_source(op, dtype, dtype2)
@@ -280,8 +287,7 @@ function M.builtin_source(op, dtype, dtype2)
     ACC_T = spec.acc, OUT_T = dtypes[spec.out].ctype,
     REDUCE = spec.reduce, NEUTRAL = ("(gpu_acc_t)(%s)"):format(spec.neutral),
     FINISH = spec.finish("a"),
-    WITH_VEC = (spec.map or spec.map_at) and (not d2 or d2.size == d.size) and d.kind ~= "c"
-               and "1" or "0",
+    WITH_VEC = reads_vectors(spec, d, d2) and "1" or "0",
     WITH_AXIS = d2 and "0" or "1",
     IN_T = d.ctype, IN2_T = d2 and d2.ctype or "int", HAS_B = d2 and "1" or "0",
     -- spelled out, not a macro: gpu.signature reads the parameter list as written
@@ -422,7 +428,7 @@ local function plan_of(op, dtype, dtype2)
     local key = ("reduce|%s|%s|%s|"):format(op, dtype, dtype2 or "")
     plan = {
       spec = spec, acc_size = ctype_sizes[spec.acc], itemsize = d.size,
-      vec = (spec.map or spec.map_at) and d.kind ~= "c" and (not dtype2 or dtypes[dtype2].size == d.size),
+      vec = reads_vectors(spec, d, dtype2 and dtypes[dtype2]),
       source = function() return (M.builtin_source(op, dtype, dtype2)) end,
       vec_key = key .. "gpu_reduce_vec", index_key = key .. "gpu_reduce_index",
       finish_key = key .. "gpu_reduce_finish",

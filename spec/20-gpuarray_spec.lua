@@ -252,6 +252,57 @@ describe("gpuarray", function()
     end
     assert.is_true(v.freed)
   end)
+
+  helpers.gpu_it("has one Buffer, a.gpudata, whose :free() frees the array's memory", function()
+    local values = helpers.random_integers(8, -1000, 1000)
+    local a = gpu.to_gpu(gpu.host.from_table(values, "int32"))
+    local buf = a.gpudata
+    assert.are.equal(buf, a.gpudata)                       -- the same object every time
+    assert.are.equal(buf, a:slice(3, 6).gpudata)           -- a view's is its owner's
+    assert.are.equal(32, #buf)
+    assert.are.equal(a.ptr, buf:ptr())
+    assert.are.equal(("gpu.Buffer(0x%x, 32 bytes)"):format(a.ptr), tostring(buf))
+    assert.are.equal(values[5], gpu.from_device(buf:offset(16), 1, "int32")[1])
+    local view = a:slice(2, 3)
+    buf:free()
+    buf:free()
+    assert.is_true(a.freed)
+    assert.is_true(view.freed)
+    assert.are.equal("gpu.Buffer(freed)", tostring(buf))
+    helpers.assert_error("calling 'ptr' on bad self (buffer has been freed)", function() return buf:ptr() end)
+    helpers.assert_error("bad argument #1 to 'index' (array has been freed)", function() return a.gpudata end)
+    a:free()                                               -- already freed: nothing to do
+
+    local b = gpu.to_gpu(gpu.host.from_table(values, "int32"))
+    local b_buf = b.gpudata
+    b:free()
+    assert.are.equal("gpu.Buffer(freed)", tostring(b_buf))
+    helpers.assert_error("bad argument #1 to 'from_device' (buffer has been freed)",
+                         function() return gpu.from_device(b_buf, 1, "int32") end)
+    local piece = gpu.to_gpu(gpu.host.from_table(values, "int32")).gpudata:offset(8)
+    piece:free()                                           -- a view of it frees only itself
+    assert.are.equal("gpu.Buffer(freed)", tostring(piece))
+  end)
+
+  helpers.gpu_it("keeps its memory while a.gpudata is held, and frees it with the last of them", function()
+    local function used()                  -- frees are stream-ordered: wait for them
+      gpu.synchronize()
+      return (gpu.mem_pool_info())
+    end
+    collectgarbage()
+    collectgarbage()
+    local used0 = used()
+    local values = helpers.random_integers(1 << 18, -1000, 1000)    -- 1 MiB
+    local buf = gpu.to_gpu(gpu.host.from_table(values, "int32")).gpudata
+    collectgarbage()
+    collectgarbage()                       -- the array is garbage but for buf, which pins it
+    assert.are.equal(values[1 << 17], gpu.from_device(buf:offset(4 * ((1 << 17) - 1)), 1, "int32")[1])
+    assert.is_true(used() >= used0 + (1 << 20))
+    buf = nil
+    collectgarbage()
+    collectgarbage()
+    assert.are.equal(used0, used())
+  end)
 end)
 
 describe("gpuarray.GPUArray", function()

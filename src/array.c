@@ -1,22 +1,28 @@
 /*
-** array.c: gpu.GPUArray, the C side of device arrays: a typed, strided view of a Buffer.
+** array.c: gpu.GPUArray, the C side of device arrays: a typed, strided view of device memory.
 **
 ** Only what needs the handles lives here: the layout (dtype, shape, byte strides, offset),
 ** allocation, and the device pointer that launches use.  Everything else (operators,
 ** reductions, printing, kernels) is Lua, in lua/gpu/gpuarray.lua, which adds its methods to
 ** this type's methods table (core.types.GPUArray.__methods).
 **
-** User value 1 is the Buffer holding the data.  An array made by array_empty owns that
-** buffer (:free() releases it); views made by array_view share it and :free() only
-** detaches them.  A freed buffer makes every array on it unusable, with an error.
+** An array made by array_empty owns its memory and keeps the record of it (a gpu_Buffer)
+** inside its own userdata: one object for the collector instead of an array and a Buffer,
+** which halves what a temporary like `a + b` costs the host.  Its Buffer face, a.gpudata, is
+** made when first asked for and frees the array's memory when freed, as PyCUDA's does.
+** Views made by array_view pin what holds their memory (a Buffer or the owning array), and
+** their :free() only detaches them.  Freed memory makes every array on it unusable, with an
+** error.
 */
 #include <stdint.h>
 #include <string.h>
 
 #include "gpu.h"
 
-static size_t array_bytes (int ndim) {
-  return sizeof(gpu_Array) + 2 * sizeof(int64_t) * (size_t)(ndim > 0 ? ndim : 1);
+/* The userdata's size: the header, shape and strides, then an owner's memory record. */
+static size_t array_bytes (int ndim, int owns) {
+  return sizeof(gpu_Array) + 2 * sizeof(int64_t) * (size_t)(ndim > 0 ? ndim : 1) +
+         (owns ? sizeof(gpu_Buffer) : 0);
 }
 
 int gpu_array_alive (const gpu_Array *a) {
@@ -45,23 +51,23 @@ static int is_contiguous (const gpu_Array *a) {
   return 1;
 }
 
-/* A new array header with the given layout on the Buffer at buf_idx (pinned); its
-** metatable is at mt_idx, or looked up by name where mt_idx is 0. */
-static gpu_Array *new_header (lua_State *L, int buf_idx, gpu_Buffer *b, size_t offset,
-                              gpu_DtypeId dtype, int ndim, const int64_t *shape,
-                              const int64_t *strides, int mt_idx) {
-  gpu_Array *a;
+/* Pushes a new array header with the given layout, on no memory yet (closed); an owner gets
+** its memory record, zeroed, and room for the Buffer face.  The metatable is at mt_idx, or
+** looked up by name where mt_idx is 0. */
+static gpu_Array *push_header (lua_State *L, int owns, gpu_DtypeId dtype, int ndim,
+                               const int64_t *shape, const int64_t *strides, int mt_idx) {
+  gpu_Array *a = (gpu_Array *)lua_newuserdatauv(L, array_bytes(ndim, owns), owns ? 2 : 1);
   int i;
-  buf_idx = lua_absindex(L, buf_idx);
-  a = (gpu_Array *)lua_newuserdatauv(L, array_bytes(ndim), 1);
-  a->buffer = b;
-  a->ptr = b->ptr + offset;
-  a->offset = offset;
+  a->buffer = NULL;
+  a->ptr = 0;
+  a->offset = 0;
   a->dtype = dtype;
   a->ndim = ndim;
-  a->owner = 0;
+  a->owner = owns;
   a->shape = (int64_t *)(a + 1);
   a->strides = a->shape + (ndim > 0 ? ndim : 1);
+  a->own = owns ? (gpu_Buffer *)(a->strides + (ndim > 0 ? ndim : 1)) : NULL;
+  if (owns) memset(a->own, 0, sizeof *a->own);
   a->size = 1;
   for (i = 0; i < ndim; i++) {
     a->shape[i] = shape[i];
@@ -70,7 +76,21 @@ static gpu_Array *new_header (lua_State *L, int buf_idx, gpu_Buffer *b, size_t o
   }
   a->contiguous = is_contiguous(a);
   gpu_setmetatable(L, mt_idx, GPU_ARRAY);
-  gpu_pin(L, -1, buf_idx, 1);
+  return a;
+}
+
+/* Pushes a new view with the given layout on b, at offset bytes; holder_idx holds b's
+** memory (a Buffer or an owning array) and is pinned. */
+static gpu_Array *new_view (lua_State *L, int holder_idx, gpu_Buffer *b, size_t offset,
+                            gpu_DtypeId dtype, int ndim, const int64_t *shape,
+                            const int64_t *strides) {
+  gpu_Array *a;
+  holder_idx = lua_absindex(L, holder_idx);
+  a = push_header(L, 0, dtype, ndim, shape, strides, 0);
+  a->buffer = b;
+  a->ptr = b->ptr + offset;
+  a->offset = offset;
+  gpu_pin(L, -1, holder_idx, 1);
   return a;
 }
 
@@ -90,29 +110,30 @@ static void row_major_strides (int ndim, const int64_t *shape, size_t itemsize, 
 
 /*
 ** Pushes a new contiguous array owning fresh memory in Context c (its userdata at ctx_idx);
-** the Buffer and GPUArray metatables at buffer_mt and array_mt, or 0 to look them up.
+** the GPUArray metatable at array_mt, or 0 to look it up.
 */
-static gpu_Array *array_new_in (lua_State *L, gpu_Context *c, int ctx_idx, int buffer_mt,
-                                int array_mt, gpu_DtypeId dtype, int ndim, const int64_t *shape) {
+static gpu_Array *array_new_in (lua_State *L, gpu_Context *c, int ctx_idx, int array_mt,
+                                gpu_DtypeId dtype, int ndim, const int64_t *shape) {
   int64_t strides[GPU_MAXDIM], size = 1;
-  gpu_Buffer *b;
   gpu_Array *a;
   int i;
+  ctx_idx = lua_absindex(L, ctx_idx);
   for (i = 0; i < ndim; i++) size *= shape[i];
   if (size > (int64_t)(PTRDIFF_MAX / gpu_dtypes[dtype].itemsize))   /* bytes overflow size_t */
     luaL_error(L, "array of %I %s elements is too large", (lua_Integer)size, gpu_dtypes[dtype].name);
   row_major_strides(ndim, shape, gpu_dtypes[dtype].itemsize, strides);
-  b = gpu_buffer_alloc(L, c, ctx_idx, buffer_mt, (size_t)size * gpu_dtypes[dtype].itemsize);
-  a = new_header(L, -1, b, 0, dtype, ndim, shape, strides, array_mt);
-  a->owner = 1;
-  lua_remove(L, -2);
+  a = push_header(L, 1, dtype, ndim, shape, strides, array_mt);
+  gpu_pin(L, -1, ctx_idx, 1);              /* the memory needs its Context */
+  gpu_buffer_acquire(L, c, a->own, (size_t)size * gpu_dtypes[dtype].itemsize);
+  a->buffer = a->own;
+  a->ptr = a->own->ptr;
   return a;
 }
 
 gpu_Array *gpu_array_new (lua_State *L, gpu_DtypeId dtype, int ndim, const int64_t *shape) {
   /* found, not entered: gpu_buffer_alloc makes it current after its collector step */
-  gpu_Array *a = array_new_in(L, gpu_context_find(L, gpu_state(L)), -1, 0, 0, dtype, ndim, shape);
-  lua_remove(L, -2);                       /* the Context, pinned by the array's Buffer */
+  gpu_Array *a = array_new_in(L, gpu_context_find(L, gpu_state(L)), -1, 0, dtype, ndim, shape);
+  lua_remove(L, -2);                       /* the Context, pinned by the array */
   return a;
 }
 
@@ -144,8 +165,10 @@ static int gpu_array_view (lua_State *L) {
     b = from->buffer;
     if (__builtin_add_overflow(offset, (lua_Integer)from->offset, &offset))
       return luaL_error(L, "view reaches outside its buffer (%I bytes)", (lua_Integer)b->size);
-    lua_getiuservalue(L, 1, 1);
-    lua_replace(L, 1);                 /* the view pins the buffer, not the array */
+    if (from->own == NULL) {           /* the view pins what holds from's memory */
+      lua_getiuservalue(L, 1, 1);
+      lua_replace(L, 1);
+    }
   } else {
     b = gpu_checkbuffer(L, 1);
   }
@@ -183,15 +206,48 @@ static int gpu_array_view (lua_State *L) {
     if (shape[i] > 1 && strides[i] % alignment(dtype) != 0)
       return luaL_error(L, "a %s view's strides must be multiples of %d bytes, not %I",
                         gpu_dtypes[dtype].name, alignment(dtype), (lua_Integer)strides[i]);
-  new_header(L, 1, b, (size_t)offset, dtype, ndim, shape, strides, 0);
+  new_view(L, 1, b, (size_t)offset, dtype, ndim, shape, strides);
   return 1;
 }
 
+/* :free(), __close and __gc: an owner releases its memory, a view detaches. */
 static int array_free (lua_State *L) {
   gpu_Array *a = (gpu_Array *)gpu_checkself(L, 1, GPU_ARRAY);
   if (a->owner && a->buffer != NULL) gpu_buffer_release(a->buffer);
   a->buffer = NULL;                      /* this array is unusable from now on */
   return 0;
+}
+
+/* Pushes the Buffer face of the owner at idx, made on first use: a view of its memory
+** record that pins the array, kept as the array's second user value. */
+static void push_face (lua_State *L, int idx) {
+  gpu_Array *a = (gpu_Array *)lua_touserdata(L, idx);
+  gpu_Buffer *face;
+  if (lua_getiuservalue(L, idx, 2) == LUA_TUSERDATA) return;
+  lua_pop(L, 1);
+  idx = lua_absindex(L, idx);
+  face = (gpu_Buffer *)lua_newuserdatauv(L, sizeof(gpu_Buffer), 1);
+  *face = *a->own;
+  face->root = a->own;
+  face->owned = 0;
+  face->face = 1;
+  luaL_setmetatable(L, GPU_BUFFER);
+  gpu_pin(L, -1, idx, 1);
+  gpu_pin(L, idx, -1, 2);
+}
+
+/* a.gpudata: the Buffer holding a's memory (for a view, all of it, as PyCUDA's base) */
+static void push_gpudata (lua_State *L, int idx) {
+  gpu_Array *a = (gpu_Array *)lua_touserdata(L, idx);
+  if (a->own != NULL) {
+    push_face(L, idx);
+    return;
+  }
+  lua_getiuservalue(L, idx, 1);
+  if (gpu_testarray(L, -1) != NULL) {    /* a view of an owner */
+    push_face(L, -1);
+    lua_remove(L, -2);
+  }
 }
 
 static void push_dims (lua_State *L, int n, const int64_t *dims) {
@@ -233,7 +289,7 @@ static int array_index (lua_State *L) {
   else if (strcmp(key, "owner") == 0) lua_pushboolean(L, a->owner);
   else if (strcmp(key, "gpudata") == 0) {
     gpu_checkarray(L, 1);
-    lua_getiuservalue(L, 1, 1);
+    push_gpudata(L, 1);
   } else if (strcmp(key, "ptr") == 0) {
     lua_pushinteger(L, (lua_Integer)gpu_checkarray(L, 1)->ptr);
   } else if (strcmp(key, "device") == 0) {
@@ -275,11 +331,11 @@ static int array_len (lua_State *L) {
 ** 1 kernels (key -> Function, or false where the pair has no plain kernel), 2 result dtypes
 ** (key -> dtype id), 3 compile(x, y) -> Function, result dtype (or nothing), 4 the general
 ** path general(x, y), 5 the GPUArray metatable, 6 threads per block, 7 the most blocks, 8 the
-** Buffer metatable, 9 the elements a block takes before the grid is capped.
+** elements a block takes before the grid is capped.
 ** A key is device ordinal * GPU_NDTYPES^2 + x's dtype * GPU_NDTYPES + y's dtype.
 */
 enum { OP_KERNELS = 1, OP_DTYPES, OP_COMPILE, OP_GENERAL, OP_ARRAY_MT, OP_BLOCK, OP_MAX_GRID,
-       OP_BUFFER_MT, OP_PER_BLOCK };
+       OP_PER_BLOCK };
 
 /* The GPUArray at idx, by its metatable (an upvalue: no registry lookup), or NULL. */
 static const gpu_Array *operand (lua_State *L, int idx) {
@@ -347,8 +403,8 @@ static int array_binary (lua_State *L) {
       gpu_Context *c = x->buffer->ctx;
       CUdeviceptr ptrs[3];
       lua_rawgeti(L, LUA_REGISTRYINDEX, c->ref);                      /* 4: x's Context */
-      ptrs[0] = array_new_in(L, c, 4, lua_upvalueindex(OP_BUFFER_MT), /* 5: the result */
-                             lua_upvalueindex(OP_ARRAY_MT), result, x->ndim, x->shape)->ptr;
+      ptrs[0] = array_new_in(L, c, 4, lua_upvalueindex(OP_ARRAY_MT),   /* 5: the result */
+                             result, x->ndim, x->shape)->ptr;
       ptrs[1] = x->ptr;
       ptrs[2] = y->ptr;
       /* compile() and the allocation run Lua code and finalizers, which may free x or y */
@@ -382,9 +438,8 @@ static int gpu_array_binary_operator (lua_State *L) {
   luaL_getmetatable(L, GPU_ARRAY);
   lua_pushvalue(L, 3);
   lua_pushvalue(L, 4);
-  luaL_getmetatable(L, GPU_BUFFER);
   lua_pushinteger(L, per_thread * lua_tointeger(L, 3));   /* elements a block takes */
-  lua_pushcclosure(L, array_binary, 9);
+  lua_pushcclosure(L, array_binary, 8);
   return 1;
 }
 
@@ -403,7 +458,7 @@ void gpu_array_open (lua_State *L) {
   };
   static const luaL_Reg meta[] = {
     {"__index", array_index}, {"__newindex", array_newindex}, {"__len", array_len},
-    {"__close", array_free}, {NULL, NULL},
+    {"__close", array_free}, {"__gc", array_free}, {NULL, NULL},
   };
   static const luaL_Reg methods[] = {{"free", array_free}, {NULL, NULL}};
   luaL_setfuncs(L, functions, 0);

@@ -90,7 +90,8 @@ int gpu_hasmetatable (lua_State *L, int idx, int mt_idx) {
 }
 
 void *gpu_checkself (lua_State *L, int arg, const char *tname) {
-  if (gpu_hasmetatable(L, arg, lua_upvalueindex(2))) return lua_touserdata(L, arg);
+  void *p = lua_touserdata(L, arg);            /* NULL for a table given the metatable */
+  if (p != NULL && gpu_hasmetatable(L, arg, lua_upvalueindex(2))) return p;
   return luaL_checkudata(L, arg, tname);       /* the usual check, and its message */
 }
 

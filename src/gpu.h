@@ -253,6 +253,8 @@ typedef struct gpu_Buffer {
   struct gpu_Buffer *root; /* the allocation this is a view of (itself for an owner) */
   gpu_Context *ctx;
   int owned;              /* frees ptr when released */
+  int face;               /* an array's a.gpudata: root is the record inside the array, and
+                             freeing this frees the array's memory */
   int pooled;             /* came from ctx->pool: freed stream-ordered, never blocking */
   void (*release)(void *data);  /* memory the host owns: called once when Lua is done with it */
   void *release_data;
@@ -265,6 +267,8 @@ GPU_INTERNAL gpu_Buffer *gpu_checkbuffer(lua_State *L, int arg);
 GPU_INTERNAL gpu_Buffer *gpu_testbuffer(lua_State *L, int idx);
 /* Allocates nbytes on the current device (collecting garbage and retrying on OOM). */
 GPU_INTERNAL gpu_Buffer *gpu_buffer_new(lua_State *L, size_t nbytes);
+/* Allocates nbytes in Context c into the closed (zeroed) record b, whose userdata pins c. */
+GPU_INTERNAL void gpu_buffer_acquire(lua_State *L, gpu_Context *c, gpu_Buffer *b, size_t nbytes);
 /* The same in Context c, whose userdata is at ctx_idx, with the Buffer metatable at mt_idx
 ** (0: looked up by name): for hot paths that already hold both. */
 GPU_INTERNAL gpu_Buffer *gpu_buffer_alloc(lua_State *L, gpu_Context *c, int ctx_idx, int mt_idx,
@@ -315,7 +319,10 @@ GPU_INTERNAL void gpu_host_open(lua_State *L);
 /* ---------------------------------------------------------------- array.c */
 
 typedef struct gpu_Array {
-  gpu_Buffer *buffer;     /* holds the data (user value 1); NULL once this array is freed */
+  gpu_Buffer *buffer;     /* holds the data; NULL once this array is freed */
+  gpu_Buffer *own;        /* the record of memory this array allocated, inside its userdata
+                             (user value 1 the Context, 2 the Buffer face); NULL for a view
+                             (user value 1 what holds its memory: a Buffer or an owning array) */
   CUdeviceptr ptr;        /* address of the first element: buffer->ptr + offset */
   size_t offset;          /* bytes from the buffer's start */
   gpu_DtypeId dtype;

@@ -61,19 +61,11 @@ static CUresult device_alloc (const gpu_Driver *d, gpu_Context *c, CUdeviceptr *
   return c->pool ? d->cuMemAllocFromPoolAsync(p, n, c->pool, NULL) : d->cuMemAlloc(p, n);
 }
 
-gpu_Buffer *gpu_buffer_alloc (lua_State *L, gpu_Context *c, int ctx_idx, int mt_idx,
-                              size_t nbytes) {
+void gpu_buffer_acquire (lua_State *L, gpu_Context *c, gpu_Buffer *b, size_t nbytes) {
   const gpu_Driver *d = c->driver;
-  gpu_Buffer *b;
   CUresult r;
   int refused;
-  ctx_idx = lua_absindex(L, ctx_idx);
-  b = (gpu_Buffer *)lua_newuserdatauv(L, sizeof(gpu_Buffer), 1);
-  memset(b, 0, sizeof *b);                 /* closed until the allocation succeeds */
-  gpu_setmetatable(L, mt_idx, GPU_BUFFER);
   b->ctx = c;
-  lua_pushvalue(L, ctx_idx);
-  lua_setiuservalue(L, -2, 1);
   gpu_gc_account(L, c->state, nbytes);
   gpu_context_enter(L, c);                 /* after the collector: finalizers may switch it */
   r = device_alloc(d, c, &b->ptr, nbytes);
@@ -94,6 +86,18 @@ gpu_Buffer *gpu_buffer_alloc (lua_State *L, gpu_Context *c, int ctx_idx, int mt_
   b->root = b;
   b->owned = 1;
   b->pooled = c->pool != NULL;
+}
+
+gpu_Buffer *gpu_buffer_alloc (lua_State *L, gpu_Context *c, int ctx_idx, int mt_idx,
+                              size_t nbytes) {
+  gpu_Buffer *b;
+  ctx_idx = lua_absindex(L, ctx_idx);
+  b = (gpu_Buffer *)lua_newuserdatauv(L, sizeof(gpu_Buffer), 1);
+  memset(b, 0, sizeof *b);                 /* closed until the allocation succeeds */
+  gpu_setmetatable(L, mt_idx, GPU_BUFFER);
+  lua_pushvalue(L, ctx_idx);
+  lua_setiuservalue(L, -2, 1);
+  gpu_buffer_acquire(L, c, b, nbytes);
   return b;
 }
 
@@ -104,6 +108,11 @@ gpu_Buffer *gpu_buffer_new (lua_State *L, size_t nbytes) {
 }
 
 void gpu_buffer_release_on (gpu_Buffer *b, CUstream stream) {
+  if (b->face) {            /* an array's a.gpudata: frees the array's memory, as PyCUDA's does */
+    gpu_buffer_release_on(b->root, stream);
+    b->ptr = 0;
+    return;
+  }
   if (b->owned && b->ptr != 0) {
     /* freed before a collection counted them: those bytes need no collecting */
     gpu_State *s = b->ctx->state;
@@ -135,15 +144,19 @@ static int buffer_free (lua_State *L) {
 }
 
 /*
-** free_after(buffer, stream): frees the Buffer now, in the order of the stream (a live,
-** uncapturing gpu.Stream of the buffer's device; else as :free() does), so that the memory is
-** reused only after the work queued there.  For temporaries: a plain free follows the legacy
-** stream, which a non-blocking stream's kernels do not wait for.
+** free_after(buffer_or_array, stream): frees it now, in the order of the stream (a live,
+** uncapturing gpu.Stream of its device; else as :free() does), so that the memory is reused
+** only after the work queued there.  For temporaries: a plain free follows the legacy
+** stream, which a non-blocking stream's kernels do not wait for.  An array frees all the
+** memory it looks into, as freeing its a.gpudata would (without making that Buffer).
 */
 static int gpu_free_after (lua_State *L) {
-  gpu_Buffer *b = (gpu_Buffer *)luaL_checkudata(L, 1, GPU_BUFFER);
+  gpu_Array *a = gpu_testarray(L, 1);
+  gpu_Buffer *b = a != NULL ? a->buffer : gpu_testbuffer(L, 1);
   gpu_Stream *s = gpu_teststream(L, 2);
+  luaL_argexpected(L, a != NULL || b != NULL, 1, "gpu.Buffer or gpu.GPUArray");
   luaL_argexpected(L, s != NULL || lua_isnoneornil(L, 2), 2, "gpu.Stream or nil");
+  if (b == NULL) return 0;                 /* an array freed already */
   if (s != NULL && (!s->live || s->capturing || s->ctx != b->ctx)) s = NULL;
   gpu_buffer_release_on(b, s != NULL ? s->stream : NULL);
   return 0;
@@ -183,6 +196,7 @@ static int buffer_offset (lua_State *L) {
   view->ptr = parent->ptr + (CUdeviceptr)off;
   view->size = (size_t)size;
   view->owned = 0;
+  view->face = 0;                          /* a view of a.gpudata frees only itself */
   luaL_setmetatable(L, GPU_BUFFER);
   gpu_pin(L, -1, 1, 1);                    /* the view keeps its parent alive */
   return 1;
@@ -192,7 +206,7 @@ static int buffer_tostring (lua_State *L) {
   gpu_Buffer *b = (gpu_Buffer *)luaL_checkudata(L, 1, GPU_BUFFER);
   if (!buffer_alive(b)) lua_pushliteral(L, "gpu.Buffer(freed)");
   else lua_pushfstring(L, "gpu.Buffer(%p, %I bytes%s)", (void *)(uintptr_t)b->ptr,
-                       (lua_Integer)b->size, b->owned ? "" : ", view");
+                       (lua_Integer)b->size, b->owned || b->face ? "" : ", view");
   return 1;
 }
 

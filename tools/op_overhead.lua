@@ -19,6 +19,7 @@ local launches, records = 0, setmetatable({}, {__mode = "k"})
 
 local function dims(t) local c = {} for i, v in ipairs(t) do c[i] = v end return c end
 
+GPUArray.__gc = nil           -- the C finalizer frees userdata; these fakes are tables
 GPUArray.__index = function(a, key)
   local m = methods[key]
   if m ~= nil then return m end

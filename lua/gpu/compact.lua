@@ -35,7 +35,7 @@ end
 local function release(...)
   for i = 1, select("#", ...) do
     local x = select(i, ...)
-    if x then core.free_after(x.gpudata, nil) end
+    if x then core.free_after(x, nil) end
   end
 end
 

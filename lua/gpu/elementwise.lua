@@ -756,7 +756,7 @@ function Kernel.__call(k, ...)
     if not k.arguments[i].decl:match("^[^%*%[]*%f[%w_]const%f[^%w_]") then
       M.launch(copy_program(v.dtype), v, opts.stream, k.name, values[i])
     end
-    core.free_after(values[i].gpudata, opts.stream)   -- once the stream is done with it
+    core.free_after(values[i], opts.stream)   -- once the stream is done with it
   end
 end
 

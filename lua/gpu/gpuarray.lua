@@ -385,7 +385,7 @@ function methods.get_async(a, stream, h)
   if a.size == 0 then return h end
   local src = a.is_contiguous and a or ew.launch(copy_program(a.dtype), nil, stream, "get_async", a)
   core.memcpy_dtoh_async(h, data_buffer(src), stream)
-  if src ~= a then core.free_after(src.gpudata, stream) end   -- once the stream has copied it
+  if src ~= a then core.free_after(src, stream) end   -- once the stream has copied it
   return h
 end
 
@@ -430,7 +430,7 @@ function methods.set_async(a, data, stream)
     local tmp = core.array_empty(a.shape, a.dtype)
     core.memcpy_htod_async(tmp.gpudata, h, stream)
     ew.launch(copy_program(a.dtype), a, stream, "set_async", tmp)
-    core.free_after(tmp.gpudata, stream)                     -- once the stream has copied it
+    core.free_after(tmp, stream)                     -- once the stream has copied it
   end
   return a
 end

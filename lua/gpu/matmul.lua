@@ -361,7 +361,7 @@ function M.matmul(a, b, opts)
   end
   if target ~= result then
     ew.launch(ew.copy_program(out_dtype), result, stream, "matmul", target)
-    core.free_after(target.gpudata, stream)
+    core.free_after(target, stream)
   end
   return result
 end

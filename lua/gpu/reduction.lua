@@ -778,7 +778,7 @@ function ReductionKernel:__call(...)
   args[args.n + 1], args[args.n + 2], args[args.n + 3], args[args.n + 4] = n, partials, out, n
   run(self:_function("gpu_reduce_index"), grid, opts.stream, table.unpack(args, 1, args.n + 4))
   if grid > 1 then run(self:_function("gpu_reduce_finish"), 1, opts.stream, partials, grid, out, n) end
-  for _, c in ipairs(copies) do core.free_after(c.gpudata, opts.stream) end
+  for _, c in ipairs(copies) do core.free_after(c, opts.stream) end
   return out
 end
 
@@ -861,7 +861,7 @@ local function variance(op, a, axis, ddof, stream)
   local mean, mean_buf, n, broadcast_mean
   if axis then
     mean = reduce_axis(op, mean_op, a, axis, stream)
-    mean_buf, n = mean.gpudata, a.shape[axis]
+    mean_buf, n = mean, a.shape[axis]
     local shape = a.shape            -- the kept shape with the axis back as length 1
     shape[axis] = 1
     broadcast_mean = core.array_view(mean, 0, work, shape)
@@ -874,11 +874,11 @@ local function variance(op, a, axis, ddof, stream)
   local sum, sum_buf
   if axis then
     sum = reduce_axis(op, "sum", squares, axis, stream)
-    sum_buf = sum.gpudata
+    sum_buf = sum
   else
     sum, sum_buf = reduce_all("sum", squares, nil, stream)
   end
-  core.free_after(squares.gpudata, stream)
+  core.free_after(squares, stream)
   local divisor = math.max(n - ddof, 0) + 0.0
   local result = ew.launch(scale_program(op, sum.dtype, M.var_dtype(dtype)), nil, stream, op, sum,
                            divisor)
@@ -910,7 +910,7 @@ for _, op in ipairs{"var", "std"} do
   -- a:var([{axis = k, ddof = d, stream = s}]) -> Lua number (synchronizes); an array with axis
   M[op .. "_value"] = variance_reduction(op, function(result, stream)
     local value = fetch(result.gpudata, result.dtype, stream)
-    core.free_after(result.gpudata, stream)
+    core.free_after(result, stream)
     return value
   end)
 end

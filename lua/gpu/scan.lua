@@ -158,9 +158,9 @@ function ScanKernel:__call(input, output, opts)
   scan(self, input, output, stream)
   if output ~= result then
     ew.launch(ew.copy_program(self.dtype), result, stream, self.name, output)
-    core.free_after(output.gpudata, stream)             -- once the stream is done with them
+    core.free_after(output, stream)             -- once the stream is done with them
   end
-  if copy then core.free_after(copy.gpudata, stream) end
+  if copy then core.free_after(copy, stream) end
   return result
 end
 

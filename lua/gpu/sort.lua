@@ -125,7 +125,7 @@ local function radix_rows(keys, indices, rows, len, stream)
     ew.launch(ew.copy_program(dtype), keys, stream, "sort", spare)
   end
   for _, scratch in ipairs{counts, totals, spare, index_arrays[1], index_arrays[2]} do
-    core.free_after(scratch.gpudata, stream)
+    core.free_after(scratch, stream)
   end
 end
 
@@ -208,7 +208,7 @@ local function restore(rows, order, shape, dtype, stream, into)
   local target = into or core.array_empty(shape, dtype)
   local view = order and target:transpose(order) or target
   ew.launch(ew.copy_program(dtype), view, stream, "sort", rows)
-  core.free_after(rows.gpudata, stream)
+  core.free_after(rows, stream)
   return target
 end
 
@@ -233,7 +233,7 @@ end
 function M.argsort(a, opts)
   local axis, stream = check(a, opts, "argsort")
   local keys, indices, order = sorted(a, axis, true, stream)
-  core.free_after(keys.gpudata, stream)
+  core.free_after(keys, stream)
   return restore(indices, order, a.shape, "int64", stream)
 end
 

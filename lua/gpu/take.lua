@@ -94,7 +94,7 @@ function M.take(a, indices, opts)
   end
   local grid = reduction.grid_stride_blocks(n, BLOCK)
   f(target, source, where, n, a.size, first_bad, {block = BLOCK, grid = grid, stream = stream})
-  if source_copied then core.free_after(source.gpudata, stream) end
+  if source_copied then core.free_after(source, stream) end
   if first_bad then
     if stream then stream:synchronize() end
     local bad = core.from_device(first_bad, 1, "int64")[1]   -- the first bad position, 0-based
@@ -108,10 +108,10 @@ function M.take(a, indices, opts)
                           :format(index, bad + 1, a.size))
     end
   end
-  if where_copied then core.free_after(where.gpudata, stream) end
+  if where_copied then core.free_after(where, stream) end
   if target ~= result then
     ew.launch(ew.copy_program(result.dtype), result, stream, "take", target)
-    core.free_after(target.gpudata, stream)
+    core.free_after(target, stream)
   end
   return result
 end

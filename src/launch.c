@@ -803,9 +803,13 @@ int gpu_launch_1d (lua_State *L, int fidx, const gpu_Context *ctx, unsigned grid
     memcpy(f->argbuf + f->params[i].offset, &ptrs[i], sizeof ptrs[i]);
   }
   check_module_alive(L, f);
-  lua_pushinteger(L, n);
-  pack_value(L, f, lua_gettop(L), nptrs + 1, last, NULL, f->argbuf + last->offset);
-  lua_pop(L, 1);
+  if (last->size == sizeof(int64_t) && n >= 0)      /* a count fits any 64-bit integer */
+    memcpy(f->argbuf + last->offset, &(int64_t){n}, sizeof(int64_t));
+  else {                                            /* a narrower one is range-checked */
+    lua_pushinteger(L, n);
+    pack_value(L, f, lua_gettop(L), nptrs + 1, last, NULL, f->argbuf + last->offset);
+    lua_pop(L, 1);
+  }
   cfg.grid[0] = grid;
   cfg.block[0] = block;
   cfg.stream = f->ctx->stream;          /* the host's (lua_gpu_use_stream), or the default */

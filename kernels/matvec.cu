@@ -203,7 +203,7 @@ gpu_matvec_finish(gpu_out_t *out, const gpu_acc_t *partials, long long count, lo
   }
 }
 
-// Products with a few columns (2 to 8: a n x k times b k x cols, or, with one side transposed,
+// Products with a few columns (2 to 16: a n x k times b k x cols, or, with one side transposed,
 // b's transpose times a's), where the tile kernel of matmul.cu would leave most of each tile
 // idle.  mat (rows x k) must be adjacent along k and 16-byte aligned row by row
 // (gpu_matvec_runs' conditions); vec (k x cols) may have any strides.  Like a matrix-vector
@@ -212,20 +212,27 @@ gpu_matvec_finish(gpu_out_t *out, const gpu_acc_t *partials, long long count, lo
 // vec (one cache line a lane).  So a block stages a chunk of vec (32 KB) at a time in shared
 // memory, column by column and converted to the accumulator; a lane then reads the run of a
 // column that matches its run of mat in one load, without bank conflicts.  A warp takes
-// GPU_NARROW_ROWS rows of mat at once, so each staged element is read once for all of them,
-// and keeps GPU_NARROW_IN_FLIGHT runs of each row in flight.  (Staging the next chunk while
-// multiplying with the current one, in two buffers of 16 KB, was slower: the registers
-// holding the next chunk spilled.)  The result of row r and column c goes to
+// gpu_narrow_rows(COLS) rows of mat at once, so each staged element is read once for all of
+// them, and keeps gpu_narrow_in_flight(COLS) runs of each row in flight.  (Staging the next
+// chunk while multiplying with the current one, in two buffers of 16 KB, was slower: the
+// registers holding the next chunk spilled.)  The result of row r and column c goes to
 // dest[batch * rows * cols + r * out_row + c * out_col]; when blockIdx.y splits k (as in
 // gpu_matvec), to partials laid out the same way, for gpu_matvec_finish.  gpu_matmul_narrow4
-// takes up to 4 columns, gpu_matmul_narrow8 up to 8 (in half as long chunks).
+// takes up to 4 columns, gpu_matmul_narrow8 up to 8 (in half as long chunks) and
+// gpu_matmul_narrow16 up to 16 (half as long again; lua/gpu/matmul.lua uses it for 4-byte
+// accumulators only).
 #define GPU_NARROW_WARPS (GPU_BLOCK / 32)
 // rows a warp takes, as many as the accumulators leave registers for (lua/gpu/matmul.lua's
 // narrow_rows), and runs of each row a lane has in flight (float64 by 8 columns: one row or
 // four took 405 and 340 us, two rows 370 with two runs in flight and 336 with one; float32:
-// two runs 113 us, one 122, four 140)
-#define GPU_NARROW_ROWS (sizeof(gpu_acc_t) <= 4 ? 4 : sizeof(gpu_acc_t) == 8 ? 2 : 1)
-#define GPU_NARROW_IN_FLIGHT (sizeof(gpu_acc_t) <= 4 ? 2 : 1)
+// two runs 113 us, one 122, four 140; float32 by 16 columns: two rows with two runs in flight
+// 332 us, four rows with one 254, where the block's staging is amortized over twice the rows)
+__device__ constexpr int gpu_narrow_rows(int cols) {
+  return sizeof(gpu_acc_t) <= 4 ? 4 : sizeof(gpu_acc_t) == 8 && cols <= 8 ? 2 : 1;
+}
+__device__ constexpr int gpu_narrow_in_flight(int cols) {
+  return sizeof(gpu_acc_t) <= 4 && cols <= 8 ? 2 : 1;
+}
 #define GPU_NARROW_BUFFER (32768 / (int)sizeof(gpu_acc_t))   // a chunk: 32 KB
 #define GPU_NARROW_STEP (32 * (int)GPU_RUN)                  // elements of k a warp reads a step
 struct alignas(GPU_RUN * sizeof(gpu_acc_t) < 16 ? GPU_RUN * sizeof(gpu_acc_t) : 16) gpu_acc_run {
@@ -248,7 +255,7 @@ struct gpu_narrow_stage {
   static constexpr int CHUNK = GPU_NARROW_BUFFER / COLS;
   static constexpr int EACH = COLS * CHUNK / GPU_BLOCK;
   static constexpr int LOADS = EACH < GPU_NARROW_LOADS ? EACH : GPU_NARROW_LOADS;
-  static_assert(CHUNK % GPU_BLOCK == 0 && EACH % LOADS == 0, "whole groups of loads");
+  static_assert(COLS * CHUNK % GPU_BLOCK == 0 && EACH % LOADS == 0, "whole groups of loads");
 
   // staged = the first `chunk` rows of vec's columns c < cols (zeros after them).  A loop
   // over the groups of loads, not unrolled: unrolled, the compiler kept every element's offset
@@ -272,15 +279,15 @@ struct gpu_narrow_stage {
 // acc[r][c] += the product of the runs x[r] of mat and the staged runs at offset `at` of
 // each column c < cols.
 template <int COLS>
-__device__ __forceinline__ void gpu_narrow_add(gpu_acc_t (&acc)[GPU_NARROW_ROWS][COLS],
-                                               const gpu_mat_run (&x)[GPU_NARROW_ROWS],
+__device__ __forceinline__ void gpu_narrow_add(gpu_acc_t (&acc)[gpu_narrow_rows(COLS)][COLS],
+                                               const gpu_mat_run (&x)[gpu_narrow_rows(COLS)],
                                                const gpu_acc_t *staged, int at, int cols) {
 #pragma unroll
   for (int c = 0; c < COLS; c++) {
     if (c < cols) {
       const gpu_acc_run y = *(const gpu_acc_run *)&staged[c * gpu_narrow_stage<COLS>::CHUNK + at];
 #pragma unroll
-      for (int r = 0; r < GPU_NARROW_ROWS; r++)
+      for (int r = 0; r < gpu_narrow_rows(COLS); r++)
 #pragma unroll
         for (int e = 0; e < (int)GPU_RUN; e++)
           acc[r][c] = gpu_multiply_add(acc[r][c], gpu_convert_mat(x[r].v[e]), y.v[e]);
@@ -291,30 +298,30 @@ __device__ __forceinline__ void gpu_narrow_add(gpu_acc_t (&acc)[GPU_NARROW_ROWS]
 // acc += the product of the warp's rows (lines) with the staged chunk of `chunk` rows of vec,
 // whose first element is at element j0 of each line.
 template <int COLS>
-__device__ __forceinline__ void gpu_narrow_chunk(gpu_acc_t (&acc)[GPU_NARROW_ROWS][COLS],
-                                                 const char *const (&line)[GPU_NARROW_ROWS],
+__device__ __forceinline__ void gpu_narrow_chunk(gpu_acc_t (&acc)[gpu_narrow_rows(COLS)][COLS],
+                                                 const char *const (&line)[gpu_narrow_rows(COLS)],
                                                  long long j0, const gpu_acc_t *staged, int chunk,
                                                  int cols) {
-  constexpr int IN_FLIGHT = GPU_NARROW_IN_FLIGHT;
+  constexpr int IN_FLIGHT = gpu_narrow_in_flight(COLS);
   const int lane = threadIdx.x % 32;
   const int runs = chunk / (int)GPU_RUN;
   int at = lane * (int)GPU_RUN;
   // whole runs, IN_FLIGHT steps at a time while they fit in the chunk
   for (; at + (IN_FLIGHT - 1) * GPU_NARROW_STEP < runs * (int)GPU_RUN; at += IN_FLIGHT * GPU_NARROW_STEP) {
-    gpu_mat_run x[IN_FLIGHT][GPU_NARROW_ROWS];
+    gpu_mat_run x[IN_FLIGHT][gpu_narrow_rows(COLS)];
 #pragma unroll
     for (int s = 0; s < IN_FLIGHT; s++)
 #pragma unroll
-      for (int r = 0; r < GPU_NARROW_ROWS; r++)
+      for (int r = 0; r < gpu_narrow_rows(COLS); r++)
         x[s][r] = *(const gpu_mat_run *)(line[r] + (j0 + at + s * GPU_NARROW_STEP) * sizeof(gpu_mat_t));
 #pragma unroll
     for (int s = 0; s < IN_FLIGHT; s++)
       gpu_narrow_add<COLS>(acc, x[s], staged, at + s * GPU_NARROW_STEP, cols);
   }
   for (; at < runs * (int)GPU_RUN; at += GPU_NARROW_STEP) {
-    gpu_mat_run x[GPU_NARROW_ROWS];
+    gpu_mat_run x[gpu_narrow_rows(COLS)];
 #pragma unroll
-    for (int r = 0; r < GPU_NARROW_ROWS; r++)
+    for (int r = 0; r < gpu_narrow_rows(COLS); r++)
       x[r] = *(const gpu_mat_run *)(line[r] + (j0 + at) * sizeof(gpu_mat_t));
     gpu_narrow_add<COLS>(acc, x, staged, at, cols);
   }
@@ -324,7 +331,7 @@ __device__ __forceinline__ void gpu_narrow_chunk(gpu_acc_t (&acc)[GPU_NARROW_ROW
     for (int c = 0; c < COLS; c++)
       if (c < cols)
 #pragma unroll
-        for (int r = 0; r < GPU_NARROW_ROWS; r++)
+        for (int r = 0; r < gpu_narrow_rows(COLS); r++)
           acc[r][c] = gpu_multiply_add(acc[r][c], gpu_load_mat(line[r] + (j0 + j) * sizeof(gpu_mat_t)),
                                        staged[c * gpu_narrow_stage<COLS>::CHUNK + j]);
 }
@@ -342,7 +349,7 @@ __device__ __forceinline__ void gpu_narrow_body(void *dest, const char *mat,
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const long long k_lo = (long long)blockIdx.y * split_k;
   const long long k_hi = k_lo + split_k < k ? k_lo + split_k : k;
-  const long long block_rows = GPU_NARROW_WARPS * GPU_NARROW_ROWS;
+  const long long block_rows = GPU_NARROW_WARPS * gpu_narrow_rows(COLS);
   const long long count = batches * rows * cols;
   for (long long batch = blockIdx.z; batch < batches; batch += gridDim.z) {
     const char *mb = mat + gpu_offset(mat_batches, batch);
@@ -351,15 +358,15 @@ __device__ __forceinline__ void gpu_narrow_body(void *dest, const char *mat,
     for (long long row0 = (long long)blockIdx.x * block_rows; row0 < rows;
          row0 += (long long)gridDim.x * block_rows) {
       // the warp's rows; those past the last read the last one again, and store nothing
-      const char *line[GPU_NARROW_ROWS];
+      const char *line[gpu_narrow_rows(COLS)];
 #pragma unroll
-      for (int r = 0; r < GPU_NARROW_ROWS; r++) {
-        const long long row = row0 + warp * GPU_NARROW_ROWS + r;
+      for (int r = 0; r < gpu_narrow_rows(COLS); r++) {
+        const long long row = row0 + warp * gpu_narrow_rows(COLS) + r;
         line[r] = mb + (row < rows ? row : rows - 1) * row_stride;
       }
-      gpu_acc_t acc[GPU_NARROW_ROWS][COLS];
+      gpu_acc_t acc[gpu_narrow_rows(COLS)][COLS];
 #pragma unroll
-      for (int r = 0; r < GPU_NARROW_ROWS; r++)
+      for (int r = 0; r < gpu_narrow_rows(COLS); r++)
 #pragma unroll
         for (int c = 0; c < COLS; c++) acc[r][c] = (gpu_acc_t)0;
       for (long long j0 = k_lo; j0 < k_hi; j0 += CHUNK) {
@@ -371,14 +378,14 @@ __device__ __forceinline__ void gpu_narrow_body(void *dest, const char *mat,
       }
       // the warp's lanes add up their sums
 #pragma unroll
-      for (int r = 0; r < GPU_NARROW_ROWS; r++)
+      for (int r = 0; r < gpu_narrow_rows(COLS); r++)
 #pragma unroll
         for (int c = 0; c < COLS; c++)
           for (int o = 16; o > 0; o >>= 1) acc[r][c] = acc[r][c] + gpu_shfl_down(acc[r][c], o);
       if (lane == 0) {
 #pragma unroll
-        for (int r = 0; r < GPU_NARROW_ROWS; r++) {
-          const long long row = row0 + warp * GPU_NARROW_ROWS + r;
+        for (int r = 0; r < gpu_narrow_rows(COLS); r++) {
+          const long long row = row0 + warp * gpu_narrow_rows(COLS) + r;
 #pragma unroll
           for (int c = 0; c < COLS; c++) {
             if (c < cols && row < rows)
@@ -404,6 +411,15 @@ gpu_matmul_narrow4(void *dest, const char *mat, gpu_layout mat_batches, long lon
 }
 
 extern "C" __global__ void __launch_bounds__(GPU_BLOCK, GPU_NARROW_MIN_BLOCKS)
+gpu_matmul_narrow16(void *dest, const char *mat, gpu_layout mat_batches, long long row_stride,
+                    const char *vec, gpu_layout vec_batches, long long vec_stride,
+                    long long col_stride, long long rows, long long k, int cols, long long out_row,
+                    long long out_col, long long batches, long long split_k) {
+  gpu_narrow_body<16>(dest, mat, mat_batches, row_stride, vec, vec_batches, vec_stride, col_stride,
+                      rows, k, cols, out_row, out_col, batches, split_k);
+}
+
+extern "C" __global__ void __launch_bounds__(GPU_BLOCK, GPU_NARROW_MIN_BLOCKS)
 gpu_matmul_narrow8(void *dest, const char *mat, gpu_layout mat_batches, long long row_stride,
                    const char *vec, gpu_layout vec_batches, long long vec_stride,
                    long long col_stride, long long rows, long long k, int cols, long long out_row,
@@ -422,7 +438,8 @@ gpu_matmul_narrow8(void *dest, const char *mat, gpu_layout mat_batches, long lon
 // one broadcast.  The shares then add up their sums in shared memory, column by column.  rows
 // must be a multiple of GPU_ACROSS_RUN and mat's rows aligned to a run.  The results and the
 // split of k among blocks are as gpu_matmul_narrow's.  (The tile kernel took 363 us for 4 x
-// 8192 float32 by 8192 x 8192.)
+// 8192 float32 by 8192 x 8192.  With 16 columns' accumulators a thread, 16 rows took 418 us
+// there against the tile kernel's 393, so more than 8 take the tile kernel.)
 #define GPU_ACROSS_RUN ((int)GPU_RUN < 4 ? (int)GPU_RUN : 4)
 #define GPU_ACROSS_SHARES 4
 #define GPU_ACROSS_GROUPS (GPU_BLOCK / GPU_ACROSS_SHARES)

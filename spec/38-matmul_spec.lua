@@ -154,7 +154,10 @@ describe("matmul (CPU: NVRTC only)", function()
     assert.are.same({"narrow", "a"}, choice(8192, 8192, 4, f32, 32768, 4, f32, 16, 4))
     assert.are.same({"narrow", "a"}, choice(300, 300, 8, f64, 2400, 8, f64, 64, 8))
     assert.are.same({"across", "a"}, choice(8192, 8192, 4, f32, 4, 32768, f32, 16, 4))
-    assert.are.same({"tile"}, choice(8192, 8192, 9, f32, 32768, 4, f32, 36, 4))
+    assert.are.same({"narrow", "a"}, choice(8192, 8192, 16, f32, 32768, 4, f32, 64, 4))
+    assert.are.same({"tile"}, choice(8192, 8192, 17, f32, 32768, 4, f32, 68, 4))
+    assert.are.same({"across", "b"}, choice(8, 8192, 8192, f32, 32768, 4, f32, 32768, 4))
+    assert.are.same({"tile"}, choice(9, 8192, 8192, f32, 32768, 4, f32, 32768, 4))
     -- a few rows: a transposed b runs along k, a row-major one across its columns
     assert.are.same({"narrow", "b"}, choice(4, 8192, 8192, f32, 32768, 4, f32, 4, 32768))
     assert.are.same({"across", "b"}, choice(4, 8192, 8192, f32, 32768, 4, f32, 32768, 4))
@@ -426,6 +429,11 @@ describe("matmul", function()
       {"int32", "int32", 33, 300, 2, "b"}, {"int8", "int8", 40, 600, 7}, {"uint64", "int64", 20, 300, 4},
       {"bool", "bool", 50, 700, 6}, {"complex64", "float32", 30, 400, 3}, {"complex128", "complex128", 18, 300, 4, "b"},
       {"bfloat16", "float32", 45, 500, 2}, {"float32", "float32", 24, 12000, 4},
+      -- 9 to 16 columns (accumulators wider than 4 bytes take the tile kernel there)
+      {"float32", "float32", 70, 1500, 16}, {"float64", "float64", 30, 900, 11, "b"},
+      {"float16", "float16", 40, 1100, 9}, {"int8", "int16", 21, 700, 13},
+      {"complex64", "complex64", 20, 500, 12}, {"bool", "bool", 50, 700, 12},
+      {"float32", "float32", 24, 9000, 14, "b"},
     }
     for _, c in ipairs(cases) do
       local ta, tb, n, k, m, side = table.unpack(c)

@@ -205,7 +205,8 @@ local function matvec(target, mat, batch, mat_batch, rows, row_stride, k_stride,
   if splits > 1 then add_partials(target, dest, batches * rows, splits, mat, vec, stream) end
 end
 
-local NARROW_COLS = 8                -- the columns of kernels/matvec.cu's gpu_matmul_narrow8
+local NARROW_COLS = 16               -- the columns of kernels/matvec.cu's gpu_matmul_narrow16
+local ACROSS_COLS = 8                -- and of gpu_matmul_across8
 local NARROW_WARPS = MATVEC_BLOCK // 32
 local ACROSS_GROUPS = MATVEC_BLOCK // 4   -- kernels/matvec.cu's GPU_ACROSS_GROUPS
 
@@ -227,34 +228,40 @@ function M.kernel_for(n, k, m, a, a_row, a_col, b, b_row, b_col)
   if n * m <= M.limits.small_elements and k <= M.limits.small_k then return "small" end
   if m <= NARROW_COLS and along_k(a, a_col, k) then return "narrow", "a" end
   if n <= NARROW_COLS and along_k(b, b_row, k) then return "narrow", "b" end
-  if m <= NARROW_COLS and a_row == a.itemsize then return "across", "a" end
-  if n <= NARROW_COLS and b_col == b.itemsize then return "across", "b" end
+  if m <= ACROSS_COLS and a_row == a.itemsize then return "across", "a" end
+  if n <= ACROSS_COLS and b_col == b.itemsize then return "across", "b" end
   return "tile"
 end
 
--- The rows of mat a warp of gpu_matmul_narrow4 or 8 takes (GPU_NARROW_ROWS), for
--- accumulators of acc_size bytes.
-function M.narrow_rows(acc_size)
-  return acc_size <= 4 and 4 or acc_size == 8 and 2 or 1
+-- The rows of mat a warp of gpu_matmul_narrow4, 8 or 16 takes (gpu_narrow_rows), for
+-- accumulators of acc_size bytes and that kernel's columns.
+function M.narrow_rows(acc_size, kernel_cols)
+  return acc_size <= 4 and 4 or acc_size == 8 and kernel_cols <= 8 and 2 or 1
 end
 
 -- target (batches x rows x cols, contiguous; the result of row r and column c at
 -- r out_row + c out_col) = mat (rows x k; byte strides row_stride and k_stride) times vec
 -- (k x cols; byte strides vec_stride along k and col_stride along the columns), stack by
--- stack, through kernels/matvec.cu's gpu_matmul_narrow4 or 8 (how "narrow": k adjacent, rows
--- 16-byte aligned) or gpu_matmul_across4 or 8 ("across": rows adjacent, a multiple of a run
--- of them, aligned to it).  Returns false, having done nothing, where mat does not meet them.
+-- stack, through kernels/matvec.cu's gpu_matmul_narrow4, 8 or 16 (how "narrow": k adjacent,
+-- rows 16-byte aligned) or gpu_matmul_across4 or 8 ("across": rows adjacent, a multiple of a
+-- run of them, aligned to it).  Returns false, having done nothing, where mat does not meet
+-- them, and for more than 8 columns of accumulators wider than 4 bytes (float64, complex,
+-- 64-bit integers), where the tile kernel is faster (float64 by 16 columns: 471 us in tiles,
+-- 1160 in gpu_matmul_narrow16).
 local function few_columns(how, target, mat, batch, mat_batch, rows, row_stride, k_stride, vec,
                            vec_batch, vec_stride, col_stride, cols, out_row, out_col, k, batches,
                            stream)
   local out, size = target.dtype, mat.itemsize
   local acc_size = reduction.ctype_sizes[arithmetic(out)]
+  local kernel_cols = cols <= 4 and 4 or cols <= 8 and 8 or 16
+  if kernel_cols > 8 and acc_size > 4 then return false end
   local block_rows, stride, unit
   if how == "narrow" then
     if mat.ptr % 16 ~= 0 or (rows > 1 and row_stride % 16 ~= 0) or not all_multiples(mat_batch, 16) then
       return false
     end
-    block_rows, stride, unit = NARROW_WARPS * M.narrow_rows(acc_size), row_stride, math.max(16 // size, 1)
+    block_rows, stride, unit = NARROW_WARPS * M.narrow_rows(acc_size, kernel_cols), row_stride,
+                               math.max(16 // size, 1)
   else
     local run = math.min(math.max(16 // size, 1), 4)
     local align = run * size
@@ -272,7 +279,7 @@ local function few_columns(how, target, mat, batch, mat_batch, rows, row_stride,
   local dest = target
   if splits > 1 then dest = core.mem_alloc(splits * batches * rows * cols * acc_size) end
   local pack, collapse = reduction.pack_layout, reduction.collapse
-  local name = ("gpu_matmul_%s%d"):format(how, cols <= 4 and 4 or 8)
+  local name = ("gpu_matmul_%s%d"):format(how, kernel_cols)
   matvec_kernel(mat.dtype, vec.dtype, out, name)(
     dest, mat, pack(collapse(batch, mat_batch)), stride, vec, pack(collapse(batch, vec_batch)),
     vec_stride, col_stride, rows, k, cols, out_row, out_col, batches, split_k,

@@ -2,6 +2,14 @@
 local helpers = require "helpers"
 local gpu = helpers.gpu
 
+-- Device bytes in use once earlier garbage is collected and every free queued has run.
+local function settled_use()
+  collectgarbage()
+  collectgarbage()
+  gpu.synchronize()
+  return (gpu.mem_pool_info())
+end
+
 describe("the memory pool", function()
   helpers.gpu_it("reports bytes in use and held, and releases what it holds", function()
     -- garbage of earlier specs would be finalized by the allocation's collector step below,
@@ -107,10 +115,7 @@ describe("the memory pool", function()
   helpers.gpu_it("frees a buffer in a stream's order (core.free_after)", function()
     local core = require "gpu.core"
     local s = gpu.Stream({non_blocking = true})
-    collectgarbage()
-    collectgarbage()
-    gpu.synchronize()
-    local used0 = gpu.mem_pool_info()
+    local used0 = settled_use()
     local n = 64 << 20
     local b = gpu.mem_alloc(n)
     gpu.memset_d8_async(b, 7, n, s)
@@ -133,10 +138,7 @@ describe("the memory pool", function()
   helpers.gpu_it("frees an array, or all the memory a view looks into, in a stream's order", function()
     local core = require "gpu.core"
     local s = gpu.Stream({non_blocking = true})
-    collectgarbage()
-    collectgarbage()
-    gpu.synchronize()
-    local used0 = gpu.mem_pool_info()
+    local used0 = settled_use()
     local a = gpu.gpuarray.empty(16 << 20, "float32")
     a:fill(1.5, {stream = s})
     core.free_after(a, s)
@@ -150,8 +152,7 @@ describe("the memory pool", function()
     core.free_after(view)                  -- as core.free_after(view.gpudata) would
     assert.is_true(owner.freed)
     assert.are.equal("gpu.Buffer(freed)", tostring(held))
-    gpu.synchronize()
-    assert.are.equal(used0, (gpu.mem_pool_info()))
+    assert.are.equal(used0, settled_use())
   end)
 
   helpers.gpu_it("collects and retries when the device is full, then raises a clear error", function()

@@ -1,6 +1,7 @@
 -- The binary operators' fast path (gpuarray.lua binary_operator): two live C-contiguous
--- arrays of one shape skip promotion and broadcasting.  It must give what the general path
--- gives (reached with an options table: a:add(b, {})), and hand everything else to it.
+-- arrays of one shape, or one such array and a Lua number, skip promotion and broadcasting.
+-- It must give what the general path gives (reached with an options table: a:add(b, {})),
+-- and hand everything else to it.
 local helpers = require "helpers"
 local gpu = helpers.gpu
 local core = require "gpu.core"
@@ -45,7 +46,8 @@ describe("the operators' fast path", function()
                                                  {name = "v2", dtype = "float32"}}}, "c")
     local compiles, generals = {}, 0
     local function compile(x, y)
-      local pair = x.dtype .. " " .. y.dtype
+      local function kind(v) return type(v) == "number" and math.type(v) or v.dtype end
+      local pair = kind(x) .. " " .. kind(y)
       compiles[pair] = (compiles[pair] or 0) + 1
       if pair == "float32 float32" then return add, "float32" end
       if pair == "int32 int32" then return "not a Function", "int32" end
@@ -68,9 +70,10 @@ describe("the operators' fast path", function()
       assert.are.equal("general", op(i, i))              -- compile gave no Function
       assert.are.equal("general", op(f64, f64))          -- compile gave nothing
       assert.are.equal("general", op(x, x:reshape({1, n})))   -- shapes differ
-      assert.are.equal("general", op(x, 2))
+      assert.are.equal("general", op(x, 2))              -- compile gave nothing
     end
-    assert.are.same({["float32 float32"] = 1, ["int32 int32"] = 1, ["float64 float64"] = 1}, compiles)
+    assert.are.same({["float32 float32"] = 1, ["int32 int32"] = 1, ["float64 float64"] = 1,
+                     ["float32 integer"] = 1}, compiles)
     assert.are.equal(8, generals)
     y:free()
     assert.are.equal("general", op(x, y))                -- the general path reports the freed array
@@ -112,6 +115,48 @@ describe("the operators' fast path", function()
         end
       end
     end
+  end)
+
+  -- An array and a Lua number: NumPy's weak scalars, so the kernel depends on the array's
+  -- dtype, whether the number is an integer, and its side; an integer its dtype cannot hold
+  -- is the general path's error.
+  helpers.gpu_it("gives the general path's bytes, dtype and errors for an array and a Lua number", function()
+    local ga = gpu.gpuarray
+    local dtypes = {"float32", "float64", "float16", "int32", "int8", "uint8", "uint64", "int64",
+                    "bool", "complex64"}
+    local numbers = {3, -2, 0, 2.5, -0.75, 300, -1, 1e40, 255, math.maxinteger}
+    for _, dtype in ipairs(dtypes) do
+      local a = random_array({7, 13}, dtype)
+      for _, op in ipairs(OPS) do
+        for _, x in ipairs(numbers) do
+          for _, pair in ipairs{{a, x}, {x, a}} do
+            local what = ("%s %s %s"):format(tostring(pair[1]):sub(1, 20), op, tostring(pair[2]):sub(1, 20))
+            local ok_general, general = pcall(ga[op], pair[1], pair[2], {})
+            local ok_fast, fast = pcall(getmetatable(a)[event[op]], pair[1], pair[2])
+            assert.are.equal(ok_general, ok_fast, what)
+            if ok_general then
+              assert.are.equal(general.dtype, fast.dtype, what)
+              assert.are.same(general.shape, fast.shape, what)
+              assert.are.equal(bytes_of(general), bytes_of(fast), what)
+            else
+              assert.are.equal(tostring(general):gsub("^[^:]*:%d+: ", ""),
+                               (tostring(fast):gsub("^[^:]*:%d+: ", "")), what)
+            end
+          end
+        end
+      end
+    end
+    local a = random_array({1000}, "float32")
+    local _, _ = a * 2, 2.5 - a
+    local compiles = kernel_cache.compiles
+    for _ = 1, 10 do _ = a * 3 + (0.5 - a) end
+    assert.are.equal(compiles, kernel_cache.compiles)
+    local ha, hb = a:get(), (1.5 - a):get()
+    for i = 1, 1000 do assert.are.equal(helpers.f32(1.5 - ha[i]), hb[i]) end
+    local i8 = random_array({10}, "int8")
+    helpers.assert_error("bad argument #2 to 'add' (300 is out of range for int8)", function() return i8 + 300 end)
+    helpers.assert_error("bad argument #1 to 'sub' (-1 is out of range for uint64)",
+                         function() return -1 - random_array({10}, "uint64") end)
   end)
 
   helpers.gpu_it("compiles nothing more on repeats, and leaves views and broadcasting to the general path", function()

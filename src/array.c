@@ -332,7 +332,9 @@ static int array_len (lua_State *L) {
 ** (key -> dtype id), 3 compile(x, y) -> Function, result dtype (or nothing), 4 the general
 ** path general(x, y), 5 the GPUArray metatable, 6 threads per block, 7 the most blocks, 8 the
 ** elements a block takes before the grid is capped.
-** A key is device ordinal * GPU_NDTYPES^2 + x's dtype * GPU_NDTYPES + y's dtype.
+** A key is device ordinal * GPU_NDTYPES^2 + x's dtype * GPU_NDTYPES + y's dtype for two
+** arrays; for an array and a Lua number, -1 - ((ordinal * GPU_NDTYPES + the array's dtype) *
+** 4 + 2 * (the number is x) + (the number is a float)): what NumPy's weak scalars make of it.
 */
 enum { OP_KERNELS = 1, OP_DTYPES, OP_COMPILE, OP_GENERAL, OP_ARRAY_MT, OP_BLOCK, OP_MAX_GRID,
        OP_PER_BLOCK };
@@ -343,17 +345,19 @@ static const gpu_Array *operand (lua_State *L, int idx) {
          ? (const gpu_Array *)lua_touserdata(L, idx) : NULL;
 }
 
-/* x and y need no broadcasting and one plain kernel: live, C-contiguous, non-empty, of
-** one shape, on the current device. */
-static int plain_pair (const gpu_Array *x, const gpu_Array *y) {
+/* x takes one plain kernel: live, C-contiguous, non-empty, on the current device. */
+static int plain (const gpu_Array *x) {
   const gpu_Context *c;
-  if (x == NULL || y == NULL || !gpu_array_alive(x) || !gpu_array_alive(y) || !x->contiguous ||
-      !y->contiguous || x->ndim != y->ndim || x->size != y->size || x->size == 0 ||
-      x->buffer->ctx != y->buffer->ctx ||
-      memcmp(x->shape, y->shape, sizeof(int64_t) * (size_t)x->ndim) != 0)
-    return 0;
+  if (x == NULL || !gpu_array_alive(x) || !x->contiguous || x->size == 0) return 0;
   c = x->buffer->ctx;
   return c->ctx != NULL && c->state->device == c->ordinal;
+}
+
+/* x and y need no broadcasting and one plain kernel: both plain, of one shape and device. */
+static int plain_pair (const gpu_Array *x, const gpu_Array *y) {
+  return plain(x) && plain(y) && x->ndim == y->ndim && x->size == y->size &&
+         x->buffer->ctx == y->buffer->ctx &&
+         memcmp(x->shape, y->shape, sizeof(int64_t) * (size_t)x->ndim) == 0;
 }
 
 /* Pushes the pair's kernel (compiled on first use), or returns 0 with nothing pushed. */
@@ -387,7 +391,35 @@ static int push_kernel (lua_State *L, lua_Integer key, gpu_DtypeId *result) {
   return 1;
 }
 
-/* x op y: a new array, one launch; every other case (and every error) is the general path's. */
+/* Pushes a new array of a's shape and the dtype result, and launches the kernel at stack
+** index 3 over it (element i of out, then of the operands: a and b for two arrays, or a and
+** the Lua number at stack index number_at, in their order), or returns 0 with the stack at
+** 2 where the launch does not take them. */
+static int launch_into_new (lua_State *L, const gpu_Array *a, const gpu_Array *b, int number_at,
+                            gpu_DtypeId result) {
+  lua_Integer block = lua_tointeger(L, lua_upvalueindex(OP_BLOCK));
+  lua_Integer max_grid = lua_tointeger(L, lua_upvalueindex(OP_MAX_GRID));
+  lua_Integer per_block = lua_tointeger(L, lua_upvalueindex(OP_PER_BLOCK));
+  lua_Integer blocks = (a->size + per_block - 1) / per_block;
+  gpu_Context *c = a->buffer->ctx;
+  CUdeviceptr ptrs[3];
+  lua_rawgeti(L, LUA_REGISTRYINDEX, c->ref);                      /* 4: a's Context */
+  ptrs[0] = array_new_in(L, c, 4, lua_upvalueindex(OP_ARRAY_MT),   /* 5: the result */
+                         result, a->ndim, a->shape)->ptr;
+  ptrs[1] = a->ptr;
+  if (b != NULL) ptrs[2] = b->ptr;
+  /* compile() and the allocation run Lua code and finalizers, which may free a or b */
+  if (gpu_array_alive(a) && (b == NULL || gpu_array_alive(b)) &&
+      gpu_launch_1d(L, 3, c, (unsigned)(blocks < max_grid ? blocks : max_grid), (unsigned)block,
+                    ptrs, b != NULL ? 3 : 2, number_at, b != NULL ? 0 : number_at,
+                    (lua_Integer)a->size))
+    return 1;
+  lua_settop(L, 2);
+  return 0;
+}
+
+/* x op y: a new array, one launch, for two plain arrays of one shape or a plain array and a
+** Lua number; every other case (and every error) is the general path's. */
 static int array_binary (lua_State *L) {
   const gpu_Array *x = operand(L, 1), *y = operand(L, 2);
   gpu_DtypeId result;
@@ -395,25 +427,17 @@ static int array_binary (lua_State *L) {
   if (plain_pair(x, y)) {
     lua_Integer key = ((lua_Integer)x->buffer->ctx->ordinal * GPU_NDTYPES + (lua_Integer)x->dtype) *
                       GPU_NDTYPES + (lua_Integer)y->dtype;
-    if (push_kernel(L, key, &result)) {        /* 3: the kernel */
-      lua_Integer block = lua_tointeger(L, lua_upvalueindex(OP_BLOCK));
-      lua_Integer max_grid = lua_tointeger(L, lua_upvalueindex(OP_MAX_GRID));
-      lua_Integer per_block = lua_tointeger(L, lua_upvalueindex(OP_PER_BLOCK));
-      lua_Integer blocks = (x->size + per_block - 1) / per_block;
-      gpu_Context *c = x->buffer->ctx;
-      CUdeviceptr ptrs[3];
-      lua_rawgeti(L, LUA_REGISTRYINDEX, c->ref);                      /* 4: x's Context */
-      ptrs[0] = array_new_in(L, c, 4, lua_upvalueindex(OP_ARRAY_MT),   /* 5: the result */
-                             result, x->ndim, x->shape)->ptr;
-      ptrs[1] = x->ptr;
-      ptrs[2] = y->ptr;
-      /* compile() and the allocation run Lua code and finalizers, which may free x or y */
-      if (gpu_array_alive(x) && gpu_array_alive(y) &&
-          gpu_launch_1d(L, 3, c, (unsigned)(blocks < max_grid ? blocks : max_grid),
-                        (unsigned)block, ptrs, 3, (lua_Integer)x->size))
-        return 1;
-      lua_settop(L, 2);         /* else the general path, which reports what is wrong */
-    }
+    if (push_kernel(L, key, &result) && launch_into_new(L, x, y, 0, result))   /* 3: the kernel */
+      return 1;
+  } else if ((x == NULL) != (y == NULL) && lua_type(L, x == NULL ? 1 : 2) == LUA_TNUMBER &&
+             plain(x != NULL ? x : y)) {
+    const gpu_Array *a = x != NULL ? x : y;
+    const int number_at = x != NULL ? 2 : 1;      /* also the number's parameter: out is 0 */
+    lua_Integer key = -1 - (((lua_Integer)a->buffer->ctx->ordinal * GPU_NDTYPES +
+                             (lua_Integer)a->dtype) * 4 + 2 * (x == NULL) +
+                            !lua_isinteger(L, number_at));
+    if (push_kernel(L, key, &result) && launch_into_new(L, a, NULL, number_at, result))
+      return 1;
   }
   lua_pushvalue(L, lua_upvalueindex(OP_GENERAL));
   lua_insert(L, 1);

@@ -441,11 +441,14 @@ GPU_INTERNAL int gpu_isfunction(lua_State *L, int idx);
 ** Launches the gpu.Function at fidx (checked by gpu_isfunction beforehand) on the default
 ** stream, with a 1-D grid and block (within the device's limits), on arguments (ptrs...,
 ** n): the elementwise kernels' layout, for the C fast paths of other subsystems, whose
-** pointers are checked already (live, on ctx).  Returns 0, having done nothing, when the
-** Function is not of that layout or not on ctx.
+** pointers are checked already (live, on ctx).  Where scalar_idx is not 0, the Lua number
+** at that stack index is parameter scalar_param (0-based) and the pointers fill the others.
+** Returns 0, having done nothing, when the Function is not of that layout or not on ctx, or
+** the number does not convert as a launch would (an integer out of its dtype's range).
 */
 GPU_INTERNAL int gpu_launch_1d(lua_State *L, int fidx, const gpu_Context *ctx, unsigned grid,
-                               unsigned block, const CUdeviceptr *ptrs, int nptrs, lua_Integer n);
+                               unsigned block, const CUdeviceptr *ptrs, int nptrs,
+                               int scalar_param, int scalar_idx, lua_Integer n);
 /* Pushes a new Function for handle fn of the Module at module_idx (launch.c). */
 GPU_INTERNAL void gpu_function_new(lua_State *L, int module_idx, CUfunction fn,
                                    const char *name, const char *signature);

@@ -788,26 +788,51 @@ int gpu_isfunction (lua_State *L, int idx) {
   return is;
 }
 
+/* The value range NumPy allows a Lua integer scalar of an integer dtype (uint64: 0 up; every
+** other dtype's range fits a lua_Integer). */
+static int integer_fits (gpu_DtypeId dtype, lua_Integer v) {
+  size_t bits = 8 * gpu_dtypes[dtype].itemsize;
+  if (gpu_dtypes[dtype].kind == 'u')
+    return v >= 0 && (bits == 64 || v <= (lua_Integer)((UINT64_C(1) << bits) - 1));
+  return bits == 64 || (v >= -((lua_Integer)1 << (bits - 1)) && v < ((lua_Integer)1 << (bits - 1)));
+}
+
 int gpu_launch_1d (lua_State *L, int fidx, const gpu_Context *ctx, unsigned grid, unsigned block,
-                   const CUdeviceptr *ptrs, int nptrs, lua_Integer n) {
+                   const CUdeviceptr *ptrs, int nptrs, int scalar_param, int scalar_idx,
+                   lua_Integer n) {
   gpu_Function *f = (gpu_Function *)lua_touserdata(L, fidx);
   gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, NULL, 0};
-  const gpu_Param *last = &f->params[nptrs];
+  const int nvalues = nptrs + (scalar_idx != 0);
+  const gpu_Param *last = &f->params[nvalues];
   const char *call;
-  int i;
-  if (f->ctx != ctx || f->nparams != nptrs + 1 || last->type >= GPU_NDTYPES ||
+  int i, p;
+  if (f->ctx != ctx || f->nparams != nvalues + 1 || last->type >= GPU_NDTYPES ||
       (gpu_dtypes[last->type].kind != 'i' && gpu_dtypes[last->type].kind != 'u'))
     return 0;
-  for (i = 0; i < nptrs; i++) {
-    if (f->params[i].type != GPU_PARAM_POINTER) return 0;
-    memcpy(f->argbuf + f->params[i].offset, &ptrs[i], sizeof ptrs[i]);
+  for (i = p = 0; i < nvalues; i++) {
+    const gpu_Param *param = &f->params[i];
+    if (scalar_idx != 0 && i == scalar_param) {
+      /* a Lua number, converted as a launch would; an integer out of its dtype's range is
+      ** the caller's general path to report */
+      if (param->type >= GPU_NDTYPES || lua_type(L, scalar_idx) != LUA_TNUMBER) return 0;
+      if (gpu_dtypes[param->type].kind == 'i' || gpu_dtypes[param->type].kind == 'u') {
+        if (!lua_isinteger(L, scalar_idx) ||
+            !integer_fits((gpu_DtypeId)param->type, lua_tointeger(L, scalar_idx)))
+          return 0;
+      }
+      if (gpu_tovalue(L, scalar_idx, (gpu_DtypeId)param->type, f->argbuf + param->offset) != NULL)
+        return 0;
+      continue;
+    }
+    if (param->type != GPU_PARAM_POINTER) return 0;
+    memcpy(f->argbuf + param->offset, &ptrs[p++], sizeof ptrs[0]);
   }
   check_module_alive(L, f);
   if (last->size == sizeof(int64_t) && n >= 0)      /* a count fits any 64-bit integer */
     memcpy(f->argbuf + last->offset, &(int64_t){n}, sizeof(int64_t));
   else {                                            /* a narrower one is range-checked */
     lua_pushinteger(L, n);
-    pack_value(L, f, lua_gettop(L), nptrs + 1, last, NULL, f->argbuf + last->offset);
+    pack_value(L, f, lua_gettop(L), nvalues + 1, last, NULL, f->argbuf + last->offset);
     lua_pop(L, 1);
   }
   cfg.grid[0] = grid;

@@ -189,16 +189,17 @@ local function apply(op, fname, values, opts, target)
 end
 M._apply = apply
 
--- x op y for arrays, new result, default stream.  The common case (two live C-contiguous
--- arrays of one shape on the current device) stays in C (core.array_binary_operator): no
--- promotion, broadcasting or key building per call, just the result and one launch of the
--- kernel compile() gave for the dtype pair, the one the general path uses.  Everything else
--- (and every error) is apply's.
+-- x op y for arrays, new result, default stream.  The common cases (two live C-contiguous
+-- arrays of one shape on the current device, or one such array and a Lua number) stay in C
+-- (core.array_binary_operator): no promotion, broadcasting or key building per call, just the
+-- result and one launch of the kernel compile() gave for the dtype pair (an array's dtype,
+-- or a number's weak type), the one the general path uses.  Everything else (and every
+-- error) is apply's.
 local BLOCK, MAX_GRID, UNROLL = ew.BLOCK, ew.MAX_GRID, ew.UNROLL
 
 local function binary_operator(op)
   local function compile(x, y)
-    local p = program_of(op, {x.dtype, y.dtype}, {x, y})
+    local p = program_of(op, {operand_type(x, 1, op), operand_type(y, 2, op)}, {x, y})
     if p then return ew.kernel(p, "c"), p.out end
   end
   local function general(x, y) return apply(op, op, {x, y}, {}) end

@@ -1,7 +1,7 @@
--- The binary operators' fast path (gpuarray.lua binary_operator): two live C-contiguous
--- arrays of one shape, or one such array and a Lua number, skip promotion and broadcasting.
--- It must give what the general path gives (reached with an options table: a:add(b, {})),
--- and hand everything else to it.
+-- The operators' fast path (gpuarray.lua binary_operator and unary_operator): two live
+-- C-contiguous arrays of one shape, or one such array and a Lua number, or one such array
+-- alone, skip promotion and broadcasting.  It must give what the general path gives (reached
+-- with an options table: a:add(b, {})), and hand everything else to it.
 local helpers = require "helpers"
 local gpu = helpers.gpu
 local core = require "gpu.core"
@@ -157,6 +157,51 @@ describe("the operators' fast path", function()
     helpers.assert_error("bad argument #2 to 'add' (300 is out of range for int8)", function() return i8 + 300 end)
     helpers.assert_error("bad argument #1 to 'sub' (-1 is out of range for uint64)",
                          function() return -1 - random_array({10}, "uint64") end)
+  end)
+
+  -- Functions without options (gpu.cumath's, comparisons, maximum, -a, ...) take the same C
+  -- path: what they give must be what they give with an options table.
+  helpers.gpu_it("gives the general path's results for functions of one and two operands", function()
+    local ga, cumath = gpu.gpuarray, gpu.cumath
+    local function same(what, fast_call, general_call)
+      local ok_general, general = pcall(general_call)
+      local ok_fast, fast = pcall(fast_call)
+      assert.are.equal(ok_general, ok_fast, what)
+      if ok_general then
+        assert.are.equal(general.dtype, fast.dtype, what)
+        assert.are.same(general.shape, fast.shape, what)
+        assert.are.equal(bytes_of(general), bytes_of(fast), what)
+      else
+        assert.are.equal(tostring(general):gsub("^[^:]*:%d+: ", ""), (tostring(fast):gsub("^[^:]*:%d+: ", "")), what)
+      end
+    end
+    local unary = {negative = ga, invert = ga, abs = ga, sign = ga, isnan = ga, logical_not = ga,
+                   exp = cumath, sqrt = cumath, floor = cumath, sin = cumath, log10 = cumath}
+    local binary = {eq = ga, lt = ga, ge = ga, maximum = ga, fmin = ga, logical_and = ga,
+                    fmod = cumath, atan2 = cumath}
+    for _, dtype in ipairs{"float32", "float64", "float16", "int32", "uint8", "bool", "complex64"} do
+      local a, b = random_array({9, 11}, dtype), random_array({9, 11}, dtype)
+      for name, module in pairs(unary) do
+        same(dtype .. " " .. name, function() return module[name](a) end,
+             function() return module[name](a, {}) end)
+      end
+      same(dtype .. " -a", function() return -a end, function() return ga._apply("neg", "neg", {a}, {}) end)
+      for name, module in pairs(binary) do
+        for _, pair in ipairs{{a, b}, {a, 3}, {2.5, a}, {a, 300}} do
+          same(("%s %s %s %s"):format(dtype, name, tostring(pair[1]):sub(1, 12), tostring(pair[2]):sub(1, 12)),
+               function() return module[name](pair[1], pair[2]) end,
+               function() return module[name](pair[1], pair[2], {}) end)
+        end
+      end
+    end
+    -- a comparison with an integer its dtype cannot hold compares by value (NumPy 2)
+    local u8 = gpu.to_gpu({0, 255, 7}, "uint8")
+    assert.are.same({true, true, true}, u8:lt(300):get():totable())
+    assert.are.same({false, false, false}, u8:eq(-1):get():totable())
+    local freed = random_array({3}, "float32")
+    freed:free()
+    helpers.assert_error("bad argument #1 to 'exp' (array has been freed)", function() return cumath.exp(freed) end)
+    helpers.assert_error("bad argument #1 to 'neg' (array has been freed)", function() return -freed end)
   end)
 
   helpers.gpu_it("compiles nothing more on repeats, and leaves views and broadcasting to the general path", function()

@@ -327,14 +327,16 @@ static int array_len (lua_State *L) {
 /* ---------------------------------------------------------------- binary operators */
 
 /*
-** A binary operator's metamethod (array_binary_operator) keeps its kernels in its upvalues:
+** A binary operator's metamethod (array_binary_operator), and a unary operator's
+** (array_unary_operator), keeps its kernels in its upvalues:
 ** 1 kernels (key -> Function, or false where the pair has no plain kernel), 2 result dtypes
 ** (key -> dtype id), 3 compile(x, y) -> Function, result dtype (or nothing), 4 the general
 ** path general(x, y), 5 the GPUArray metatable, 6 threads per block, 7 the most blocks, 8 the
 ** elements a block takes before the grid is capped.
 ** A key is device ordinal * GPU_NDTYPES^2 + x's dtype * GPU_NDTYPES + y's dtype for two
 ** arrays; for an array and a Lua number, -1 - ((ordinal * GPU_NDTYPES + the array's dtype) *
-** 4 + 2 * (the number is x) + (the number is a float)): what NumPy's weak scalars make of it.
+** 4 + 2 * (the number is x) + (the number is a float)): what NumPy's weak scalars make of it;
+** for a unary operator's one array, ordinal * GPU_NDTYPES + its dtype (compile gets it and nil).
 */
 enum { OP_KERNELS = 1, OP_DTYPES, OP_COMPILE, OP_GENERAL, OP_ARRAY_MT, OP_BLOCK, OP_MAX_GRID,
        OP_PER_BLOCK };
@@ -445,9 +447,25 @@ static int array_binary (lua_State *L) {
   return 1;
 }
 
-/* array_binary_operator(compile, general, block, max_grid[, per_thread]) -> a binary
-** metamethod */
-static int gpu_array_binary_operator (lua_State *L) {
+/* op x: a new array, one launch, for a plain array; every other case is the general path's. */
+static int array_unary (lua_State *L) {
+  const gpu_Array *x = operand(L, 1);
+  gpu_DtypeId result;
+  lua_settop(L, 1);
+  if (plain(x)) {
+    lua_Integer key = (lua_Integer)x->buffer->ctx->ordinal * GPU_NDTYPES + (lua_Integer)x->dtype;
+    lua_pushnil(L);                                 /* 2: compile's second operand */
+    if (push_kernel(L, key, &result) && launch_into_new(L, x, NULL, 0, result)) return 1;
+    lua_settop(L, 1);
+  }
+  lua_pushvalue(L, lua_upvalueindex(OP_GENERAL));
+  lua_insert(L, 1);
+  lua_call(L, 1, 1);
+  return 1;
+}
+
+/* The operator closure fn over (compile, general, block, max_grid[, per_thread]). */
+static int new_operator (lua_State *L, lua_CFunction fn) {
   lua_Integer per_thread = luaL_optinteger(L, 5, 1);
   luaL_checktype(L, 1, LUA_TFUNCTION);
   luaL_checktype(L, 2, LUA_TFUNCTION);
@@ -463,9 +481,15 @@ static int gpu_array_binary_operator (lua_State *L) {
   lua_pushvalue(L, 3);
   lua_pushvalue(L, 4);
   lua_pushinteger(L, per_thread * lua_tointeger(L, 3));   /* elements a block takes */
-  lua_pushcclosure(L, array_binary, 8);
+  lua_pushcclosure(L, fn, 8);
   return 1;
 }
+
+/* array_binary_operator(compile, general, block, max_grid[, per_thread]) -> x op y */
+static int gpu_array_binary_operator (lua_State *L) { return new_operator(L, array_binary); }
+
+/* array_unary_operator(compile, general, block, max_grid[, per_thread]) -> op x */
+static int gpu_array_unary_operator (lua_State *L) { return new_operator(L, array_unary); }
 
 /* array_like(a, dtype) -> a new contiguous GPUArray of a's shape (like array_empty) */
 static int gpu_array_like (lua_State *L) {
@@ -477,7 +501,8 @@ static int gpu_array_like (lua_State *L) {
 void gpu_array_open (lua_State *L) {
   static const luaL_Reg functions[] = {
     {"array_empty", gpu_array_empty}, {"array_view", gpu_array_view},
-    {"array_binary_operator", gpu_array_binary_operator}, {"array_like", gpu_array_like},
+    {"array_binary_operator", gpu_array_binary_operator},
+    {"array_unary_operator", gpu_array_unary_operator}, {"array_like", gpu_array_like},
     {NULL, NULL},
   };
   static const luaL_Reg meta[] = {

@@ -21,9 +21,12 @@ local STREAM = {stream = true}
 
 local check_options = require("gpu.args").check_options
 
+-- Without options, a plain array takes the operators' C path (gpuarray._unary_operator).
 for name in pairs(operators.cumath_unary) do
+  local operator = gpuarray._unary_operator(name, name)
   M[name] = function(a, opts)
     if fuse.is_traced(a) then return fuse.apply(name, a) end
+    if opts == nil then return operator(a) end
     return gpuarray._apply(name, name, {a}, check_options(opts, 2, name, OUT_STREAM))
   end
 end
@@ -32,8 +35,10 @@ end
 local binary = {fmod = true}
 for name in pairs(operators.cumath_binary) do binary[name] = true end
 for name in pairs(binary) do
+  local operator = gpuarray._binary_operator(name)
   M[name] = function(a, b, opts)
     if fuse.is_traced(a) or fuse.is_traced(b) then return fuse.apply(name, a, b) end
+    if opts == nil then return operator(a, b) end
     return gpuarray._apply(name, name, {a, b}, check_options(opts, 3, name, OUT_STREAM))
   end
 end

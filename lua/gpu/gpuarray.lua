@@ -197,14 +197,27 @@ M._apply = apply
 -- error) is apply's.
 local BLOCK, MAX_GRID, UNROLL = ew.BLOCK, ew.MAX_GRID, ew.UNROLL
 
-local function binary_operator(op)
+local function binary_operator(op, fname)
+  fname = fname or op
   local function compile(x, y)
-    local p = program_of(op, {operand_type(x, 1, op), operand_type(y, 2, op)}, {x, y})
+    local p = program_of(op, {operand_type(x, 1, fname), operand_type(y, 2, fname)}, {x, y})
     if p then return ew.kernel(p, "c"), p.out end
   end
-  local function general(x, y) return apply(op, op, {x, y}, {}) end
+  local function general(x, y) return apply(op, fname, {x, y}, {}) end
   return core.array_binary_operator(compile, general, BLOCK, MAX_GRID, UNROLL)
 end
+M._binary_operator = binary_operator
+
+-- The same for operations of one operand (-a, gpu.cumath.exp(a), ...): C for a plain array.
+local function unary_operator(op, fname)
+  local function compile(x)
+    local p = program_of(op, {x.dtype}, {x})
+    if p then return ew.kernel(p, "c"), p.out end
+  end
+  local function general(x) return apply(op, fname, {x}, {}) end
+  return core.array_unary_operator(compile, general, BLOCK, MAX_GRID, UNROLL)
+end
+M._unary_operator = unary_operator
 
 local copy_program = ew.copy_program
 
@@ -708,16 +721,27 @@ for op, event in pairs(binary) do
   end
 end
 M.truediv = M.div
-GPUArray.__unm = function(x) return apply("neg", "neg", {x}, {}) end
-GPUArray.__bnot = function(x) return apply("bnot", "bnot", {x}, {}) end
-function M.negative(x, opts) return apply("neg", "negative", {x}, check_options(opts, 2, "negative", OUT_STREAM)) end
-function M.invert(x, opts) return apply("bnot", "invert", {x}, check_options(opts, 2, "invert", OUT_STREAM)) end
+GPUArray.__unm = unary_operator("neg", "neg")
+GPUArray.__bnot = unary_operator("bnot", "bnot")
+local negative, invert = unary_operator("neg", "negative"), unary_operator("bnot", "invert")
+function M.negative(x, opts)
+  if opts == nil then return negative(x) end
+  return apply("neg", "negative", {x}, check_options(opts, 2, "negative", OUT_STREAM))
+end
+function M.invert(x, opts)
+  if opts == nil then return invert(x) end
+  return apply("bnot", "invert", {x}, check_options(opts, 2, "invert", OUT_STREAM))
+end
 
+-- Functions of two operands without options take the operators' C path, like `a + b`.
 for _, op in ipairs{"eq", "ne", "lt", "le", "gt", "ge"} do
+  local operator = binary_operator(op)
   methods[op] = function(x, y, opts)
+    if opts == nil then return operator(x, y) end
     return apply(op, op, {x, y}, check_options(opts, 2, op, OUT_STREAM))
   end
   M[op] = function(x, y, opts)
+    if opts == nil then return operator(x, y) end
     return apply(op, op, {x, y}, check_options(opts, 3, op, OUT_STREAM))
   end
 end
@@ -742,18 +766,22 @@ end
 
 -- NumPy's logical_and and logical_or (bool arrays of the operands' truth), and fmax and
 -- fmin (maximum and minimum where a NaN loses to a number).
-for _, op in ipairs{"logical_and", "logical_or", "fmax", "fmin"} do
+for _, op in ipairs{"logical_and", "logical_or", "fmax", "fmin", "maximum", "minimum"} do
+  local operator = binary_operator(op)
   M[op] = function(x, y, opts)
     if traced(x, y) then return fuse.apply(op, x, y) end
+    if opts == nil then return operator(x, y) end
     return apply(op, op, {x, y}, check_options(opts, 3, op, OUT_STREAM))
   end
 end
 
 -- NumPy's logical_not, isnan, isinf and isfinite (bool arrays) and sign (-1, 0 or 1 in the
 -- operand's dtype, NaN for NaN; z / |z| for complex values).
-for _, op in ipairs{"logical_not", "isnan", "isinf", "isfinite", "sign"} do
+for _, op in ipairs{"logical_not", "isnan", "isinf", "isfinite", "sign", "abs"} do
+  local operator = unary_operator(op, op)
   M[op] = function(x, opts)
     if traced(x) then return fuse.apply(op, x) end
+    if opts == nil then return operator(x) end
     return apply(op, op, {x}, check_options(opts, 2, op, OUT_STREAM))
   end
 end
@@ -767,20 +795,6 @@ function M.clip(a, lo, hi, opts)
 end
 function methods.clip(a, lo, hi, opts) return M.clip(a, lo, hi, opts) end
 
-function M.maximum(x, y, opts)
-  if traced(x, y) then return fuse.apply("maximum", x, y) end
-  return apply("maximum", "maximum", {x, y}, check_options(opts, 3, "maximum", OUT_STREAM))
-end
-
-function M.minimum(x, y, opts)
-  if traced(x, y) then return fuse.apply("minimum", x, y) end
-  return apply("minimum", "minimum", {x, y}, check_options(opts, 3, "minimum", OUT_STREAM))
-end
-
-function M.abs(x, opts)
-  if traced(x) then return fuse.apply("abs", x) end
-  return apply("abs", "abs", {x}, check_options(opts, 2, "abs", OUT_STREAM))
-end
 function methods.abs(x, opts) return M.abs(x, opts) end
 
 -- a:mul_add(selffac, other, otherfac[, {out =, stream =}]) -> selffac * a + otherfac * other,

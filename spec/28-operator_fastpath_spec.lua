@@ -9,6 +9,21 @@ local kernel_cache = require "gpu.kernel_cache"
 
 local function bytes_of(a) return a:get():bytes() end
 
+-- Asserts fast_call() gives what general_call() gives: the same bytes, dtype and shape, or
+-- the same error (positions aside).
+local function assert_same(what, fast_call, general_call)
+  local ok_general, general = pcall(general_call)
+  local ok_fast, fast = pcall(fast_call)
+  assert.are.equal(ok_general, ok_fast, what)
+  if ok_general then
+    assert.are.equal(general.dtype, fast.dtype, what)
+    assert.are.same(general.shape, fast.shape, what)
+    assert.are.equal(bytes_of(general), bytes_of(fast), what)
+  else
+    assert.are.equal(tostring(general):gsub("^[^:]*:%d+: ", ""), (tostring(fast):gsub("^[^:]*:%d+: ", "")), what)
+  end
+end
+
 describe("the operators' fast path", function()
   it("hands values that are not GPUArrays to the general path", function()
     local seen = {}
@@ -101,17 +116,10 @@ describe("the operators' fast path", function()
       for _, pair in ipairs(PAIRS) do
         local a, b = random_array(shape, pair[1]), random_array(shape, pair[2])
         for _, op in ipairs(OPS) do
-          local ok_general, general = pcall(a[op], a, b, {})
-          local ok_fast, fast = pcall(getmetatable(a)[event[op]], a, b)
-          assert.are.equal(ok_general, ok_fast, op .. " " .. pair[1] .. " " .. pair[2])
-          if ok_general then
-            assert.are.equal(general.dtype, fast.dtype)
-            assert.are.same(general.shape, fast.shape)
-            assert.are.equal(bytes_of(general), bytes_of(fast), op .. " " .. pair[1] .. " " .. pair[2])
-            assert.are.equal(bytes_of(general), bytes_of(a[op](a, b)))     -- a:add(b), no opts
-          else
-            assert.are.equal(tostring(general):gsub("^[^:]*:%d+: ", ""), (tostring(fast):gsub("^[^:]*:%d+: ", "")))
-          end
+          local what = op .. " " .. pair[1] .. " " .. pair[2]
+          local function general() return a[op](a, b, {}) end
+          assert_same(what, function() return getmetatable(a)[event[op]](a, b) end, general)
+          assert_same(what, function() return a[op](a, b) end, general)    -- a:add(b), no opts
         end
       end
     end
@@ -131,17 +139,8 @@ describe("the operators' fast path", function()
         for _, x in ipairs(numbers) do
           for _, pair in ipairs{{a, x}, {x, a}} do
             local what = ("%s %s %s"):format(tostring(pair[1]):sub(1, 20), op, tostring(pair[2]):sub(1, 20))
-            local ok_general, general = pcall(ga[op], pair[1], pair[2], {})
-            local ok_fast, fast = pcall(getmetatable(a)[event[op]], pair[1], pair[2])
-            assert.are.equal(ok_general, ok_fast, what)
-            if ok_general then
-              assert.are.equal(general.dtype, fast.dtype, what)
-              assert.are.same(general.shape, fast.shape, what)
-              assert.are.equal(bytes_of(general), bytes_of(fast), what)
-            else
-              assert.are.equal(tostring(general):gsub("^[^:]*:%d+: ", ""),
-                               (tostring(fast):gsub("^[^:]*:%d+: ", "")), what)
-            end
+            assert_same(what, function() return getmetatable(a)[event[op]](pair[1], pair[2]) end,
+                        function() return ga[op](pair[1], pair[2], {}) end)
           end
         end
       end
@@ -163,18 +162,6 @@ describe("the operators' fast path", function()
   -- path: what they give must be what they give with an options table.
   helpers.gpu_it("gives the general path's results for functions of one and two operands", function()
     local ga, cumath = gpu.gpuarray, gpu.cumath
-    local function same(what, fast_call, general_call)
-      local ok_general, general = pcall(general_call)
-      local ok_fast, fast = pcall(fast_call)
-      assert.are.equal(ok_general, ok_fast, what)
-      if ok_general then
-        assert.are.equal(general.dtype, fast.dtype, what)
-        assert.are.same(general.shape, fast.shape, what)
-        assert.are.equal(bytes_of(general), bytes_of(fast), what)
-      else
-        assert.are.equal(tostring(general):gsub("^[^:]*:%d+: ", ""), (tostring(fast):gsub("^[^:]*:%d+: ", "")), what)
-      end
-    end
     local unary = {negative = ga, invert = ga, abs = ga, sign = ga, isnan = ga, logical_not = ga,
                    exp = cumath, sqrt = cumath, floor = cumath, sin = cumath, log10 = cumath}
     local binary = {eq = ga, lt = ga, ge = ga, maximum = ga, fmin = ga, logical_and = ga,
@@ -182,13 +169,13 @@ describe("the operators' fast path", function()
     for _, dtype in ipairs{"float32", "float64", "float16", "int32", "uint8", "bool", "complex64"} do
       local a, b = random_array({9, 11}, dtype), random_array({9, 11}, dtype)
       for name, module in pairs(unary) do
-        same(dtype .. " " .. name, function() return module[name](a) end,
+        assert_same(dtype .. " " .. name, function() return module[name](a) end,
              function() return module[name](a, {}) end)
       end
-      same(dtype .. " -a", function() return -a end, function() return ga._apply("neg", "neg", {a}, {}) end)
+      assert_same(dtype .. " -a", function() return -a end, function() return ga._apply("neg", "neg", {a}, {}) end)
       for name, module in pairs(binary) do
         for _, pair in ipairs{{a, b}, {a, 3}, {2.5, a}, {a, 300}} do
-          same(("%s %s %s %s"):format(dtype, name, tostring(pair[1]):sub(1, 12), tostring(pair[2]):sub(1, 12)),
+          assert_same(("%s %s %s %s"):format(dtype, name, tostring(pair[1]):sub(1, 12), tostring(pair[2]):sub(1, 12)),
                function() return module[name](pair[1], pair[2]) end,
                function() return module[name](pair[1], pair[2], {}) end)
         end

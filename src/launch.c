@@ -788,15 +788,6 @@ int gpu_isfunction (lua_State *L, int idx) {
   return is;
 }
 
-/* The value range NumPy allows a Lua integer scalar of an integer dtype (uint64: 0 up; every
-** other dtype's range fits a lua_Integer). */
-static int integer_fits (gpu_DtypeId dtype, lua_Integer v) {
-  size_t bits = 8 * gpu_dtypes[dtype].itemsize;
-  if (gpu_dtypes[dtype].kind == 'u')
-    return v >= 0 && (bits == 64 || v <= (lua_Integer)((UINT64_C(1) << bits) - 1));
-  return bits == 64 || (v >= -((lua_Integer)1 << (bits - 1)) && v < ((lua_Integer)1 << (bits - 1)));
-}
-
 int gpu_launch_1d (lua_State *L, int fidx, const gpu_Context *ctx, unsigned grid, unsigned block,
                    const CUdeviceptr *ptrs, int nptrs, int scalar_param, int scalar_idx,
                    lua_Integer n) {
@@ -813,14 +804,11 @@ int gpu_launch_1d (lua_State *L, int fidx, const gpu_Context *ctx, unsigned grid
     const gpu_Param *param = &f->params[i];
     if (scalar_idx != 0 && i == scalar_param) {
       /* a Lua number, converted as a launch would; an integer out of its dtype's range is
-      ** the caller's general path to report */
-      if (param->type >= GPU_NDTYPES || lua_type(L, scalar_idx) != LUA_TNUMBER) return 0;
-      if (gpu_dtypes[param->type].kind == 'i' || gpu_dtypes[param->type].kind == 'u') {
-        if (!lua_isinteger(L, scalar_idx) ||
-            !integer_fits((gpu_DtypeId)param->type, lua_tointeger(L, scalar_idx)))
-          return 0;
-      }
-      if (gpu_tovalue(L, scalar_idx, (gpu_DtypeId)param->type, f->argbuf + param->offset) != NULL)
+      ** the caller's general path to report.  gpu_tovalue checks the ranges, but lets
+      ** uint64 take a negative integer's bits, which NumPy refuses. */
+      if (param->type >= GPU_NDTYPES || lua_type(L, scalar_idx) != LUA_TNUMBER ||
+          (param->type == GPU_UINT64 && lua_tonumber(L, scalar_idx) < 0) ||
+          gpu_tovalue(L, scalar_idx, (gpu_DtypeId)param->type, f->argbuf + param->offset) != NULL)
         return 0;
       continue;
     }

@@ -3,10 +3,29 @@
 
 local M = {}
 
+-- The library's own directory as the debug library names sources ("@.../gpu/").
+local getinfo = debug and debug.getinfo
+local LIBRARY = getinfo and getinfo(1, "S").source:match("^(@.*[/\\])args%.lua$")
+
+-- The level error() is to blame for level (as error counts it from its caller's caller): that
+-- frame, or the first above it that is neither a C function nor the library's Lua code, so a
+-- mistake names the user's line even where the library's C path called back into Lua.
+local function blamed_level(level)
+  if getinfo == nil or LIBRARY == nil then return level end
+  local k = level + 1                                   -- + 1: blamed_level's own frame
+  local info = getinfo(k, "S")
+  while info ~= nil and (info.what == "C" or info.source:sub(1, #LIBRARY) == LIBRARY) do
+    k = k + 1
+    info = getinfo(k, "S")
+  end
+  return info ~= nil and k - 1 or level
+end
+
 -- argerror(n, fname, msg[, level]): raises "bad argument #n to 'fname' (msg)".  level counts
--- from the function that calls argerror: 1 (the default) blames that function's caller.
+-- from the function that calls argerror: 1 (the default) blames that function's caller (or,
+-- where that is the library itself, the first caller outside it).
 function M.argerror(n, fname, msg, level)
-  error(("bad argument #%d to '%s' (%s)"):format(n, fname, msg), (level or 1) + 2)
+  error(("bad argument #%d to '%s' (%s)"):format(n, fname, msg), blamed_level((level or 1) + 2))
 end
 
 -- A value's type for messages: its metatable's __name (gpu.GPUArray, ...) or its Lua type.

@@ -96,7 +96,7 @@ function M.program(spec)
   local p = programs[key]
   if p == nil then
     p = {expr = spec.expr, out = spec.out, name = spec.name, operands = operands,
-         preamble = spec.preamble or "", key = key}
+         preamble = spec.preamble or "", key = key, kernel_keys = {}}
     programs[key] = p
   end
   return p
@@ -444,7 +444,13 @@ M.copy_program = copy_program
 
 -- The prepared Function of (p, layout) on the current device, compiled once.
 function M.kernel(p, layout)
-  return kernel_cache.get("ew\0" .. p.key .. "\0" .. layout, function()
+  -- each layout's key made once: a long string built per call is hashed whole each time
+  local key = p.kernel_keys[layout]
+  if key == nil then
+    key = "ew\0" .. p.key .. "\0" .. layout
+    p.kernel_keys[layout] = key
+  end
+  return kernel_cache.get(key, function()
     return M.source(p, layout), kernel_name(p, layout), param_letters(p, layout),
            {no_extern_c = true, name = kernel_name(p, layout) .. ".cu"}
   end)
@@ -663,7 +669,8 @@ function M.ElementwiseKernel(arguments, operation, name, opts)
   local letters_of = {}
   for i, a in ipairs(args) do letters_of[i] = a.pointer and "P" or letters[a.dtype] end
   local source = M.kernel_source(args, operation, name, preamble)
-  return setmetatable({arguments = args, name = name, source = source,
+  -- the cache key made once: a long string built per call is hashed whole each time
+  return setmetatable({arguments = args, name = name, source = source, key = "ek\0" .. source,
                        letters = table.concat(letters_of) .. "qqq"}, Kernel)
 end
 
@@ -742,7 +749,7 @@ function Kernel.__call(k, ...)
     argerror(n + 1, k.name, "no array argument to take the size from: pass {range = {first, last}}")
   end
   if count == 0 then return end
-  local f = kernel_cache.get("ek\0" .. k.source, function()
+  local f = kernel_cache.get(k.key, function()
     return k.source, k.name, k.letters, {no_extern_c = true, name = k.name .. ".cu"}
   end)
   -- a view goes in as a contiguous copy in its row-major order, and unless it is declared

@@ -734,14 +734,20 @@ function M.ReductionKernel(dtype_out, neutral, reduce_expr, map_expr, arguments,
     source = source, params = params, first_vector = first_vector, out_dtype = out_dtype,
     out_size = out_size, name = opts.name or "reduce_kernel",
     options = {no_extern_c = true, name = (opts.name or "reduce_kernel") .. ".cu", options = opts.options},
-    key = "ReductionKernel|" .. source .. "|" .. table.concat(opts.options or {}, " "),
+    key = "ReductionKernel|" .. source .. "|" .. table.concat(opts.options or {}, " "), keys = {},
   }, ReductionKernel)
 end
 
 function ReductionKernel:_function(name)
   local options = self.options
   local source = self.source
-  return kernel_cache.get(self.key .. "|" .. name, function() return source, name, nil, options end)
+  -- each name's key made once: a long string built per call is hashed whole each time
+  local key = self.keys[name]
+  if key == nil then
+    key = self.key .. "|" .. name
+    self.keys[name] = key
+  end
+  return kernel_cache.get(key, function() return source, name, nil, options end)
 end
 
 -- k(args...[, {stream = s}]) -> 0-d GPUArray (or the struct's bytes as a uint8 array)

@@ -1,13 +1,24 @@
 -- The operators' fast path (gpuarray.lua binary_operator and unary_operator): two live
 -- C-contiguous arrays of one shape, or one such array and a Lua number, or one such array
--- alone, skip promotion and broadcasting.  It must give what the general path gives (reached
--- with an options table: a:add(b, {})), and hand everything else to it.
+-- alone, into a new array or a given out of their shape and the result's dtype, skip
+-- promotion and broadcasting.  It must give what the general path gives (reached with a
+-- stream option: a:add(b, {stream = s})), and hand everything else to it.
 local helpers = require "helpers"
 local gpu = helpers.gpu
 local core = require "gpu.core"
 local kernel_cache = require "gpu.kernel_cache"
 
 local function bytes_of(a) return a:get():bytes() end
+
+-- The general path's options: a stream (made on first use: it needs a device) keeps a call off
+-- the C path.  general(fn) calls fn(options) and waits for the stream.
+local stream
+local function general(fn)
+  stream = stream or gpu.Stream()
+  local result = fn({stream = stream})
+  stream:synchronize()
+  return result
+end
 
 -- Asserts fast_call() gives what general_call() gives: the same bytes, dtype and shape, or
 -- the same error (positions aside).
@@ -28,13 +39,18 @@ describe("the operators' fast path", function()
   it("hands values that are not GPUArrays to the general path", function()
     local seen = {}
     local function compile() error("compile must not be reached") end
-    local function general(x, y) seen[#seen + 1] = {x, y}; return "general" end
+    local function general(...) seen[#seen + 1] = {n = select("#", ...), ...}; return "general" end
     local op = core.array_binary_operator(compile, general, 256, 1024)
+    local negate = core.array_unary_operator(compile, general, 256, 1024)
     local t = {}
     assert.are.equal("general", op(1, 2))
     assert.are.equal("general", op(t, "x"))
     assert.are.equal("general", op(nil, nil))
-    assert.are.same({{1, 2}, {t, "x"}, {}}, seen)
+    assert.are.equal("general", op(1, 2, t))              -- out, whatever it is, goes along
+    assert.are.equal("general", negate("x"))
+    assert.are.equal("general", negate(1, t))
+    assert.are.same({{n = 3, 1, 2}, {n = 3, t, "x"}, {n = 3}, {n = 3, 1, 2, t}, {n = 2, "x"},
+                     {n = 2, 1, t}}, seen)
   end)
 
   it("checks its arguments", function()
@@ -117,9 +133,10 @@ describe("the operators' fast path", function()
         local a, b = random_array(shape, pair[1]), random_array(shape, pair[2])
         for _, op in ipairs(OPS) do
           local what = op .. " " .. pair[1] .. " " .. pair[2]
-          local function general() return a[op](a, b, {}) end
-          assert_same(what, function() return getmetatable(a)[event[op]](a, b) end, general)
-          assert_same(what, function() return a[op](a, b) end, general)    -- a:add(b), no opts
+          local function general_call() return general(function(o) return a[op](a, b, o) end) end
+          assert_same(what, function() return getmetatable(a)[event[op]](a, b) end, general_call)
+          assert_same(what, function() return a[op](a, b) end, general_call)    -- a:add(b), no opts
+          assert_same(what, function() return a[op](a, b, {}) end, general_call)
         end
       end
     end
@@ -140,7 +157,7 @@ describe("the operators' fast path", function()
           for _, pair in ipairs{{a, x}, {x, a}} do
             local what = ("%s %s %s"):format(tostring(pair[1]):sub(1, 20), op, tostring(pair[2]):sub(1, 20))
             assert_same(what, function() return getmetatable(a)[event[op]](pair[1], pair[2]) end,
-                        function() return ga[op](pair[1], pair[2], {}) end)
+                        function() return general(function(o) return ga[op](pair[1], pair[2], o) end) end)
           end
         end
       end
@@ -170,14 +187,14 @@ describe("the operators' fast path", function()
       local a, b = random_array({9, 11}, dtype), random_array({9, 11}, dtype)
       for name, module in pairs(unary) do
         assert_same(dtype .. " " .. name, function() return module[name](a) end,
-             function() return module[name](a, {}) end)
+             function() return general(function(o) return module[name](a, o) end) end)
       end
       assert_same(dtype .. " -a", function() return -a end, function() return ga._apply("neg", "neg", {a}, {}) end)
       for name, module in pairs(binary) do
         for _, pair in ipairs{{a, b}, {a, 3}, {2.5, a}, {a, 300}} do
           assert_same(("%s %s %s %s"):format(dtype, name, tostring(pair[1]):sub(1, 12), tostring(pair[2]):sub(1, 12)),
                function() return module[name](pair[1], pair[2]) end,
-               function() return module[name](pair[1], pair[2], {}) end)
+               function() return general(function(o) return module[name](pair[1], pair[2], o) end) end)
         end
       end
     end
@@ -189,6 +206,113 @@ describe("the operators' fast path", function()
     freed:free()
     helpers.assert_error("bad argument #1 to 'exp' (array has been freed)", function() return cumath.exp(freed) end)
     helpers.assert_error("bad argument #1 to 'neg' (array has been freed)", function() return -freed end)
+  end)
+
+  -- A given out (gpuarray.add(a, b, out), {out = o}, a:iadd(b), gpu.cumath.exp(a, {out = o}))
+  -- takes the same C path when it is plain, of the operands' shape and the result's dtype, and
+  -- shares no byte with an operand it is not.
+  helpers.gpu_it("launches into a given out that fits, and leaves other outs to the general path", function()
+    local ew = require "gpu.elementwise"
+    local e, out_dtype = require("gpu.operators").expression("add", {"float32", "float32"}, {"v1", "v2"})
+    local add = ew.kernel(ew.program{expr = e, out = out_dtype, name = "add_float32_float32",
+                                     operands = {{name = "v1", dtype = "float32"},
+                                                 {name = "v2", dtype = "float32"}}}, "c")
+    local generals = 0
+    local function general() generals = generals + 1; return "general" end
+    local op = core.array_binary_operator(function() return add, "float32" end, general,
+                                          ew.BLOCK, ew.MAX_GRID)
+    local n = 3000
+    local hx, hy = helpers.random_floats(n + 1, 4), helpers.random_floats(n, 4)
+    local whole = gpu.to_gpu(hx, "float32")
+    local x, y = whole:slice(1, n), gpu.to_gpu(hy, "float32")
+    local out = gpu.gpuarray.empty({n}, "float32")
+    assert.are.equal(out, op(x, y, out))
+    local ho = out:get()
+    for i = 1, n do assert.are.equal(helpers.f32(helpers.f32(hx[i]) + helpers.f32(hy[i])), ho[i]) end
+    assert.are.equal(x, op(x, y, x))                     -- out is an operand: in place
+    assert.are.equal(y, op(x, y, y))
+    local hx2, hy2 = x:get(), y:get()
+    for i = 1, n do
+      assert.are.equal(helpers.f32(helpers.f32(hx[i]) + helpers.f32(hy[i])), hx2[i])
+      assert.are.equal(helpers.f32(hx2[i] + helpers.f32(hy[i])), hy2[i])
+    end
+    assert.are.equal(0, generals)
+    local freed = gpu.gpuarray.empty({n}, "float32")
+    freed:free()
+    for _, bad in ipairs{gpu.gpuarray.empty({n}, "float64"), gpu.gpuarray.empty({n + 1}, "float32"),
+                         gpu.gpuarray.empty({1, n}, "float32"), whole:slice(2, n + 1),
+                         gpu.gpuarray.empty({2 * n}, "float32"):slice(1, 2 * n, 2), freed} do
+      assert.are.equal("general", op(x, y, bad))
+    end
+    assert.are.equal(6, generals)
+  end)
+
+  helpers.gpu_it("gives the general path's bytes and errors into a given out and in place", function()
+    local ga = gpu.gpuarray
+    for _, pair in ipairs(PAIRS) do
+      local a, b = random_array({7, 13}, pair[1]), random_array({7, 13}, pair[2])
+      for _, op in ipairs(OPS) do
+        local what = op .. " " .. pair[1] .. " " .. pair[2]
+        local dtype = a[op](a, b).dtype
+        local o1, o2 = ga.empty({7, 13}, dtype), ga.empty({7, 13}, dtype)
+        assert.are.equal(o1, ga[op](a, b, o1))
+        general(function(o) o.out = o2; return ga[op](a, b, o) end)
+        assert.are.equal(bytes_of(o2), bytes_of(o1), what)
+        o1:fill(0)
+        assert.are.equal(o1, a[op](a, b, {out = o1}))
+        assert.are.equal(bytes_of(o2), bytes_of(o1), what)
+        local wrong = ga.empty({7, 13}, dtype == "float64" and "int8" or "float64")
+        assert_same(what .. " into " .. wrong.dtype, function() return ga[op](a, b, wrong) end,
+                    function() return general(function(o) o.out = wrong; return ga[op](a, b, o) end) end)
+        local a1, a2 = a:copy(), a:copy()
+        assert_same("i" .. what, function() return a1["i" .. op](a1, b) end,
+                    function() return general(function(o) return a2["i" .. op](a2, b, o) end) end)
+        assert_same("i" .. what .. " 3", function() return a1["i" .. op](a1, 3) end,
+                    function() return general(function(o) return a2["i" .. op](a2, 3, o) end) end)
+        assert_same("i" .. what .. " itself", function() return a1["i" .. op](a1, a1) end,
+                    function() return general(function(o) return a2["i" .. op](a2, a2, o) end) end)
+      end
+    end
+    for _, dtype in ipairs{"float32", "float64", "float16", "int32", "complex64"} do
+      local a = random_array({9, 11}, dtype)
+      for name, module in pairs{exp = gpu.cumath, sqrt = gpu.cumath, negative = ga, abs = ga} do
+        local r = module[name](a)
+        local o1, o2 = ga.empty({9, 11}, r.dtype), ga.empty({9, 11}, r.dtype)
+        assert.are.equal(o1, module[name](a, {out = o1}))
+        general(function(o) o.out = o2; return module[name](a, o) end)
+        assert.are.equal(bytes_of(o2), bytes_of(o1), dtype .. " " .. name)
+        if r.dtype == dtype then
+          local a1 = a:copy()
+          assert.are.equal(a1, module[name](a1, {out = a1}))
+          assert.are.equal(bytes_of(o1), bytes_of(a1), dtype .. " " .. name .. " in place")
+        end
+      end
+    end
+  end)
+
+  -- An out that shares bytes with an operand it is not (a shifted view, or the same address
+  -- read as a wider dtype) would let a thread read what another has written: the general
+  -- path copies that operand first.
+  helpers.gpu_it("gives NumPy's result when out overlaps an operand it is not", function()
+    local ga = gpu.gpuarray
+    local n = 5000
+    local hw, hy = helpers.random_floats(n + 1, 4), helpers.random_floats(n, 4)
+    local whole, y = gpu.to_gpu(hw, "float32"), gpu.to_gpu(hy, "float32")
+    ga.add(whole:slice(2, n + 1), y, whole:slice(1, n))       -- out one element before x
+    local got = whole:get()
+    for i = 1, n do assert.are.equal(helpers.f32(helpers.f32(hw[i + 1]) + helpers.f32(hy[i])), got[i]) end
+    whole = gpu.to_gpu(hw, "float32")
+    whole:slice(1, n):iadd(whole:slice(2, n + 1))
+    got = whole:get()
+    for i = 1, n do assert.are.equal(helpers.f32(helpers.f32(hw[i]) + helpers.f32(hw[i + 1])), got[i]) end
+    local hx = helpers.random_floats(2 * n, 4)
+    local pairs_of = gpu.to_gpu(hx, "float32")
+    local y64 = gpu.to_gpu(hy, "float64")
+    local x = pairs_of:slice(1, n)                           -- its first n float32
+    local out = pairs_of:view("float64")                     -- all 2n, as n float64
+    assert.are.equal(out, ga.add(x, y64, out))
+    got = out:get()
+    for i = 1, n do assert.are.equal(helpers.f32(hx[i]) + hy[i], got[i]) end
   end)
 
   helpers.gpu_it("compiles nothing more on repeats, and leaves views and broadcasting to the general path", function()

@@ -331,7 +331,7 @@ static int array_len (lua_State *L) {
 ** (array_unary_operator), keeps its kernels in its upvalues:
 ** 1 kernels (key -> Function, or false where the pair has no plain kernel), 2 result dtypes
 ** (key -> dtype id), 3 compile(x, y) -> Function, result dtype (or nothing), 4 the general
-** path general(x, y), 5 the GPUArray metatable, 6 threads per block, 7 the most blocks, 8 the
+** path general(x, y, out) (a unary's general(x, out)), 5 the GPUArray metatable, 6 threads per block, 7 the most blocks, 8 the
 ** elements a block takes before the grid is capped.
 ** A key is device ordinal * GPU_NDTYPES^2 + x's dtype * GPU_NDTYPES + y's dtype for two
 ** arrays; for an array and a Lua number, -1 - ((ordinal * GPU_NDTYPES + the array's dtype) *
@@ -340,6 +340,8 @@ static int array_len (lua_State *L) {
 */
 enum { OP_KERNELS = 1, OP_DTYPES, OP_COMPILE, OP_GENERAL, OP_ARRAY_MT, OP_BLOCK, OP_MAX_GRID,
        OP_PER_BLOCK };
+/* The closure's stack: 1 and 2 the operands (a unary's second is nil), then out and the kernel. */
+enum { OP_AT_OUT = 3, OP_AT_KERNEL };
 
 /* The GPUArray at idx, by its metatable (an upvalue: no registry lookup), or NULL. */
 static const gpu_Array *operand (lua_State *L, int idx) {
@@ -393,43 +395,87 @@ static int push_kernel (lua_State *L, lua_Integer key, gpu_DtypeId *result) {
   return 1;
 }
 
-/* Pushes a new array of a's shape and the dtype result, and launches the kernel at stack
-** index 3 over it (element i of out, then of the operands: a and b for two arrays, or a and
-** the Lua number at stack index number_at, in their order), or returns 0 with the stack at
-** 2 where the launch does not take them. */
-static int launch_into_new (lua_State *L, const gpu_Array *a, const gpu_Array *b, int number_at,
-                            gpu_DtypeId result) {
+/* Whether out can take the elementwise result of a (and b) in place of a new array: plain,
+** of their shape, device and the result's dtype, and sharing no byte with an operand unless
+** it is that operand (same address and element size: each thread reads element i of the
+** operands before it writes element i of out).  Any other overlap is the general path's,
+** which copies the operand first. */
+static int takes_result (const gpu_Array *out, const gpu_Array *a, const gpu_Array *b,
+                         gpu_DtypeId result) {
+  const gpu_Array *operands[2];
+  const size_t out_bytes = (size_t)out->size * gpu_dtypes[result].itemsize;
+  int i;
+  if (!plain(out) || out->dtype != result || out->buffer->ctx != a->buffer->ctx ||
+      out->ndim != a->ndim || memcmp(out->shape, a->shape, sizeof(int64_t) * (size_t)a->ndim) != 0)
+    return 0;
+  operands[0] = a;
+  operands[1] = b;
+  for (i = 0; i < 2 && operands[i] != NULL; i++) {
+    const gpu_Array *v = operands[i];
+    const size_t v_bytes = (size_t)v->size * gpu_dtypes[v->dtype].itemsize;
+    int disjoint = v->ptr + v_bytes <= out->ptr || out->ptr + out_bytes <= v->ptr;
+    if (!disjoint && (v->ptr != out->ptr || gpu_dtypes[v->dtype].itemsize != gpu_dtypes[result].itemsize))
+      return 0;
+  }
+  return 1;
+}
+
+/* Launches the kernel at stack index OP_AT_KERNEL over the array given as out (stack index
+** OP_AT_OUT) or a new one of a's shape and the dtype result, and pushes that array: element i
+** of out, then of the operands: a and b for two arrays, or a and the Lua number at stack
+** index number_at, in their order.  Returns 0 with the stack at OP_AT_OUT where the launch
+** or out does not take them. */
+static int launch_operator (lua_State *L, const gpu_Array *out, const gpu_Array *a,
+                            const gpu_Array *b, int number_at, gpu_DtypeId result) {
   lua_Integer block = lua_tointeger(L, lua_upvalueindex(OP_BLOCK));
   lua_Integer max_grid = lua_tointeger(L, lua_upvalueindex(OP_MAX_GRID));
   lua_Integer per_block = lua_tointeger(L, lua_upvalueindex(OP_PER_BLOCK));
   lua_Integer blocks = (a->size + per_block - 1) / per_block;
   gpu_Context *c = a->buffer->ctx;
   CUdeviceptr ptrs[3];
-  lua_rawgeti(L, LUA_REGISTRYINDEX, c->ref);                      /* 4: a's Context */
-  ptrs[0] = array_new_in(L, c, 4, lua_upvalueindex(OP_ARRAY_MT),   /* 5: the result */
-                         result, a->ndim, a->shape)->ptr;
+  if (out != NULL) {
+    if (!takes_result(out, a, b, result)) return 0;
+    lua_pushvalue(L, OP_AT_OUT);
+  } else {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, c->ref);                   /* a's Context */
+    out = array_new_in(L, c, -1, lua_upvalueindex(OP_ARRAY_MT), result, a->ndim, a->shape);
+  }
+  ptrs[0] = out->ptr;
   ptrs[1] = a->ptr;
   if (b != NULL) ptrs[2] = b->ptr;
-  /* compile() and the allocation run Lua code and finalizers, which may free a or b */
-  if (gpu_array_alive(a) && (b == NULL || gpu_array_alive(b)) &&
-      gpu_launch_1d(L, 3, c, (unsigned)(blocks < max_grid ? blocks : max_grid), (unsigned)block,
-                    ptrs, b != NULL ? 3 : 2, number_at, b != NULL ? 0 : number_at,
-                    (lua_Integer)a->size))
+  /* compile() and the allocation run Lua code and finalizers, which may free an operand */
+  if (gpu_array_alive(a) && (b == NULL || gpu_array_alive(b)) && gpu_array_alive(out) &&
+      gpu_launch_1d(L, OP_AT_KERNEL, c, (unsigned)(blocks < max_grid ? blocks : max_grid),
+                    (unsigned)block, ptrs, b != NULL ? 3 : 2, number_at,
+                    b != NULL ? 0 : number_at, (lua_Integer)a->size))
     return 1;
-  lua_settop(L, 2);
+  lua_settop(L, OP_AT_OUT);
   return 0;
 }
 
-/* x op y: a new array, one launch, for two plain arrays of one shape or a plain array and a
-** Lua number; every other case (and every error) is the general path's. */
+/* Calls the general path with the operands and out (nil for a new array). */
+static int call_general (lua_State *L, int noperands) {
+  lua_settop(L, OP_AT_OUT);
+  if (noperands == 1) lua_remove(L, 2);                /* the unary's empty second operand */
+  lua_pushvalue(L, lua_upvalueindex(OP_GENERAL));
+  lua_insert(L, 1);
+  lua_call(L, noperands + 1, 1);
+  return 1;
+}
+
+/* x op y [into out]: one launch, for two plain arrays of one shape or a plain array and a Lua
+** number, into a new array or a plain out that fits (see takes_result); every other case
+** (and every error) is the general path's. */
 static int array_binary (lua_State *L) {
-  const gpu_Array *x = operand(L, 1), *y = operand(L, 2);
+  const gpu_Array *x = operand(L, 1), *y = operand(L, 2), *out = NULL;
   gpu_DtypeId result;
-  lua_settop(L, 2);
+  lua_settop(L, OP_AT_OUT);
+  if (!lua_isnil(L, OP_AT_OUT) && (out = operand(L, OP_AT_OUT)) == NULL)
+    return call_general(L, 2);
   if (plain_pair(x, y)) {
     lua_Integer key = ((lua_Integer)x->buffer->ctx->ordinal * GPU_NDTYPES + (lua_Integer)x->dtype) *
                       GPU_NDTYPES + (lua_Integer)y->dtype;
-    if (push_kernel(L, key, &result) && launch_into_new(L, x, y, 0, result))   /* 3: the kernel */
+    if (push_kernel(L, key, &result) && launch_operator(L, out, x, y, 0, result))
       return 1;
   } else if ((x == NULL) != (y == NULL) && lua_type(L, x == NULL ? 1 : 2) == LUA_TNUMBER &&
              plain(x != NULL ? x : y)) {
@@ -438,30 +484,27 @@ static int array_binary (lua_State *L) {
     lua_Integer key = -1 - (((lua_Integer)a->buffer->ctx->ordinal * GPU_NDTYPES +
                              (lua_Integer)a->dtype) * 4 + 2 * (x == NULL) +
                             !lua_isinteger(L, number_at));
-    if (push_kernel(L, key, &result) && launch_into_new(L, a, NULL, number_at, result))
+    if (push_kernel(L, key, &result) && launch_operator(L, out, a, NULL, number_at, result))
       return 1;
   }
-  lua_pushvalue(L, lua_upvalueindex(OP_GENERAL));
-  lua_insert(L, 1);
-  lua_call(L, 2, 1);
-  return 1;
+  return call_general(L, 2);
 }
 
-/* op x: a new array, one launch, for a plain array; every other case is the general path's. */
+/* op x [into out]: one launch, for a plain array, into a new array or a plain out that fits;
+** every other case is the general path's. */
 static int array_unary (lua_State *L) {
-  const gpu_Array *x = operand(L, 1);
+  const gpu_Array *x = operand(L, 1), *out = NULL;
   gpu_DtypeId result;
-  lua_settop(L, 1);
+  lua_settop(L, 2);
+  lua_pushnil(L);
+  lua_insert(L, 2);                                 /* 2: compile's second operand, 3: out */
+  if (!lua_isnil(L, OP_AT_OUT) && (out = operand(L, OP_AT_OUT)) == NULL)
+    return call_general(L, 1);
   if (plain(x)) {
     lua_Integer key = (lua_Integer)x->buffer->ctx->ordinal * GPU_NDTYPES + (lua_Integer)x->dtype;
-    lua_pushnil(L);                                 /* 2: compile's second operand */
-    if (push_kernel(L, key, &result) && launch_into_new(L, x, NULL, 0, result)) return 1;
-    lua_settop(L, 1);
+    if (push_kernel(L, key, &result) && launch_operator(L, out, x, NULL, 0, result)) return 1;
   }
-  lua_pushvalue(L, lua_upvalueindex(OP_GENERAL));
-  lua_insert(L, 1);
-  lua_call(L, 1, 1);
-  return 1;
+  return call_general(L, 1);
 }
 
 /* The operator closure fn over (compile, general, block, max_grid[, per_thread]). */
@@ -485,10 +528,10 @@ static int new_operator (lua_State *L, lua_CFunction fn) {
   return 1;
 }
 
-/* array_binary_operator(compile, general, block, max_grid[, per_thread]) -> x op y */
+/* array_binary_operator(compile, general, block, max_grid[, per_thread]) -> f(x, y[, out]) */
 static int gpu_array_binary_operator (lua_State *L) { return new_operator(L, array_binary); }
 
-/* array_unary_operator(compile, general, block, max_grid[, per_thread]) -> op x */
+/* array_unary_operator(compile, general, block, max_grid[, per_thread]) -> f(x[, out]) */
 static int gpu_array_unary_operator (lua_State *L) { return new_operator(L, array_unary); }
 
 /* array_like(a, dtype) -> a new contiguous GPUArray of a's shape (like array_empty) */

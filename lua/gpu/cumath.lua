@@ -21,13 +21,13 @@ local STREAM = {stream = true}
 
 local check_options = require("gpu.args").check_options
 
--- Without options, a plain array takes the operators' C path (gpuarray._unary_operator).
+-- Without a stream, a plain array takes the operators' C path (gpuarray._unary_operator).
 for name in pairs(operators.cumath_unary) do
   local operator = gpuarray._unary_operator(name, name)
   M[name] = function(a, opts)
     if fuse.is_traced(a) then return fuse.apply(name, a) end
     if opts == nil then return operator(a) end
-    return gpuarray._apply(name, name, {a}, check_options(opts, 2, name, OUT_STREAM))
+    return gpuarray._unary_with_options(operator, name, 2, a, opts)
   end
 end
 
@@ -39,7 +39,7 @@ for name in pairs(binary) do
   M[name] = function(a, b, opts)
     if fuse.is_traced(a) or fuse.is_traced(b) then return fuse.apply(name, a, b) end
     if opts == nil then return operator(a, b) end
-    return gpuarray._apply(name, name, {a, b}, check_options(opts, 3, name, OUT_STREAM))
+    return gpuarray._binary_with_options(operator, name, 3, a, b, opts)
   end
 end
 

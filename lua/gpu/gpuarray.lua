@@ -189,35 +189,53 @@ local function apply(op, fname, values, opts, target)
 end
 M._apply = apply
 
--- x op y for arrays, new result, default stream.  The common cases (two live C-contiguous
--- arrays of one shape on the current device, or one such array and a Lua number) stay in C
--- (core.array_binary_operator): no promotion, broadcasting or key building per call, just the
--- result and one launch of the kernel compile() gave for the dtype pair (an array's dtype,
+-- x op y for arrays, into a new result or a given out, default stream.  The common cases (two
+-- live C-contiguous arrays of one shape on the current device, or one such array and a Lua
+-- number; out, when given, of their shape and the result's dtype, and no partial overlap)
+-- stay in C (core.array_binary_operator): no promotion, broadcasting or key building per
+-- call, just one launch of the kernel compile() gave for the dtype pair (an array's dtype,
 -- or a number's weak type), the one the general path uses.  Everything else (and every
--- error) is apply's.
+-- error) is the general path's: general(x, y, out), apply by default.
 local BLOCK, MAX_GRID, UNROLL = ew.BLOCK, ew.MAX_GRID, ew.UNROLL
 
-local function binary_operator(op, fname)
+local function binary_operator(op, fname, general)
   fname = fname or op
   local function compile(x, y)
     local p = program_of(op, {operand_type(x, 1, fname), operand_type(y, 2, fname)}, {x, y})
     if p then return ew.kernel(p, "c"), p.out end
   end
-  local function general(x, y) return apply(op, fname, {x, y}, {}) end
+  general = general or function(x, y, out) return apply(op, fname, {x, y}, {out = out}) end
   return core.array_binary_operator(compile, general, BLOCK, MAX_GRID, UNROLL)
 end
 M._binary_operator = binary_operator
 
--- The same for operations of one operand (-a, gpu.cumath.exp(a), ...): C for a plain array.
+-- The same for operations of one operand (-a, gpu.cumath.exp(a), ...): f(x[, out]).
 local function unary_operator(op, fname)
   local function compile(x)
     local p = program_of(op, {x.dtype}, {x})
     if p then return ew.kernel(p, "c"), p.out end
   end
-  local function general(x) return apply(op, fname, {x}, {}) end
+  local function general(x, out) return apply(op, fname, {x}, {out = out}) end
   return core.array_unary_operator(compile, general, BLOCK, MAX_GRID, UNROLL)
 end
 M._unary_operator = unary_operator
+
+-- The function forms' options: operator(x, y) of op with opts ({out =, stream =}, argument n
+-- of the caller): an out array stays on the C path, a stream takes the general one.  Call
+-- them as tail calls (`return binary_with_options(...)`), so errors blame the caller's caller.
+local function binary_with_options(operator, op, n, x, y, opts)
+  opts = check_options(opts, n, op, OUT_STREAM)
+  if opts.stream == nil then return operator(x, y, opts.out) end
+  return apply(op, op, {x, y}, opts)
+end
+M._binary_with_options = binary_with_options
+
+local function unary_with_options(operator, op, n, x, opts)
+  opts = check_options(opts, n, op, OUT_STREAM)
+  if opts.stream == nil then return operator(x, opts.out) end
+  return apply(op, op, {x}, opts)
+end
+M._unary_with_options = unary_with_options
 
 local copy_program = ew.copy_program
 
@@ -697,17 +715,18 @@ for op, event in pairs(binary) do
   -- gpuarray.add(x, y[, {out =, stream =}]) and a:add(y[, opts]); an array for opts is out
   M[op] = function(x, y, opts)
     if opts == nil then return operator(x, y) end
-    if is_array(opts) then opts = {out = opts} end
-    return apply(op, op, {x, y}, check_options(opts, 3, op, OUT_STREAM))
+    if is_array(opts) then return operator(x, y, opts) end
+    return binary_with_options(operator, op, 3, x, y, opts)
   end
   methods[op] = function(x, y, opts)
     if opts == nil then return operator(x, y) end
-    if is_array(opts) then opts = {out = opts} end
-    return apply(op, op, {x, y}, check_options(opts, 2, op, OUT_STREAM))
+    if is_array(opts) then return operator(x, y, opts) end
+    return binary_with_options(operator, op, 2, x, y, opts)
   end
-  -- in place: a:iadd(y[, {stream =}]) -> a
-  methods["i" .. op] = function(a, y, opts)
-    local fname = "i" .. op
+  -- in place: a:iadd(y[, {stream =}]) -> a; without a stream a plain a and y take the C path
+  -- with a as out, which it takes only where the result's dtype is a's
+  local fname = "i" .. op
+  local function in_place(a, y, opts)
     check_array(a, 0, fname)
     opts = check_options(opts, 2, fname, STREAM)
     local ty = operand_type(y, 1, fname)
@@ -719,6 +738,13 @@ for op, event in pairs(binary) do
     apply(op, fname, {a, y}, {out = a, stream = opts.stream})
     return a
   end
+  local in_place_operator = binary_operator(op, fname, function(a, y) return in_place(a, y) end)
+  methods[fname] = function(a, y, opts)
+    if opts == nil or type(opts) == "table" and next(opts) == nil then
+      return in_place_operator(a, y, a)
+    end
+    return in_place(a, y, opts)
+  end
 end
 M.truediv = M.div
 GPUArray.__unm = unary_operator("neg", "neg")
@@ -726,11 +752,11 @@ GPUArray.__bnot = unary_operator("bnot", "bnot")
 local negative, invert = unary_operator("neg", "negative"), unary_operator("bnot", "invert")
 function M.negative(x, opts)
   if opts == nil then return negative(x) end
-  return apply("neg", "negative", {x}, check_options(opts, 2, "negative", OUT_STREAM))
+  return unary_with_options(negative, "negative", 2, x, opts)
 end
 function M.invert(x, opts)
   if opts == nil then return invert(x) end
-  return apply("bnot", "invert", {x}, check_options(opts, 2, "invert", OUT_STREAM))
+  return unary_with_options(invert, "invert", 2, x, opts)
 end
 
 -- Functions of two operands without options take the operators' C path, like `a + b`.
@@ -738,11 +764,11 @@ for _, op in ipairs{"eq", "ne", "lt", "le", "gt", "ge"} do
   local operator = binary_operator(op)
   methods[op] = function(x, y, opts)
     if opts == nil then return operator(x, y) end
-    return apply(op, op, {x, y}, check_options(opts, 2, op, OUT_STREAM))
+    return binary_with_options(operator, op, 2, x, y, opts)
   end
   M[op] = function(x, y, opts)
     if opts == nil then return operator(x, y) end
-    return apply(op, op, {x, y}, check_options(opts, 3, op, OUT_STREAM))
+    return binary_with_options(operator, op, 3, x, y, opts)
   end
 end
 
@@ -771,7 +797,7 @@ for _, op in ipairs{"logical_and", "logical_or", "fmax", "fmin", "maximum", "min
   M[op] = function(x, y, opts)
     if traced(x, y) then return fuse.apply(op, x, y) end
     if opts == nil then return operator(x, y) end
-    return apply(op, op, {x, y}, check_options(opts, 3, op, OUT_STREAM))
+    return binary_with_options(operator, op, 3, x, y, opts)
   end
 end
 
@@ -782,7 +808,7 @@ for _, op in ipairs{"logical_not", "isnan", "isinf", "isfinite", "sign", "abs"} 
   M[op] = function(x, opts)
     if traced(x) then return fuse.apply(op, x) end
     if opts == nil then return operator(x) end
-    return apply(op, op, {x}, check_options(opts, 2, op, OUT_STREAM))
+    return unary_with_options(operator, op, 2, x, opts)
   end
 end
 

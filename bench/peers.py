@@ -70,6 +70,13 @@ def figures(lib, xp, n, want, event, sync, extra):
         return wall(200, 256, body, sync)
     run("small_add", small_add)
 
+    def small_iadd():
+        def body():
+            for _ in range(256):
+                small_a.__iadd__(small_b)
+        return wall(200, 256, body, sync)
+    run("small_iadd", small_iadd)
+
     def alloc_free():
         def body():
             for _ in range(100):
@@ -168,6 +175,16 @@ def bench_cupy(n, want, log2n):
                 result("cupy", fid, fn())
             except Exception as e:
                 print(f"cupy {fid}: {type(e).__name__}: {e}", file=sys.stderr)
+
+    small_x = cupy.asarray(rand(1000))
+    small_y = cupy.asarray(rand(1000))
+    small_z = cupy.empty_like(small_x)
+    add = cupy.ElementwiseKernel("float32 x, float32 y", "float32 z", "z = x + y", "bench_add")
+
+    def small_kernel():
+        for _ in range(256):
+            add(small_x, small_y, small_z)
+    one_run("small_kernel", lambda: wall(200, 256, small_kernel, sync))
 
     empty = cupy.RawKernel(r'extern "C" __global__ void empty_kernel() {}', "empty_kernel")
     empty((1,), (1,), ())
@@ -333,11 +350,12 @@ def main():
             print(f"{lib}: {type(e).__name__}: {e}", file=sys.stderr)
 
 
-ALL_IDS = {"launch_async_f", "launch_sync_f", "small_add", "alloc_free", "copy_dtod", "large_add",
-           "sum", "max", "dot", "cumsum", "axpby_unfused", "axpby_fused", "htod_pageable",
-           "htod_pinned", "dtoh_pageable", "dtoh_pinned", "compile_cold", "graph_loop",
-           "graph_replay", "graph_speedup", "matmul_f32", "matmul_f64", "matvec_f32",
-           "matvec_t_f32", "matmul_cols_f32", "matmul_stack_f32", "sort_f32"}
+ALL_IDS = {"launch_async_f", "launch_sync_f", "small_add", "small_iadd", "small_kernel",
+           "alloc_free", "copy_dtod", "large_add", "sum", "max", "dot", "cumsum",
+           "axpby_unfused", "axpby_fused", "htod_pageable", "htod_pinned",
+           "dtoh_pageable", "dtoh_pinned", "compile_cold", "graph_loop", "graph_replay",
+           "graph_speedup", "matmul_f32", "matmul_f64", "matvec_f32", "matvec_t_f32",
+           "matmul_cols_f32", "matmul_stack_f32", "sort_f32"}
 
 if __name__ == "__main__":
     main()

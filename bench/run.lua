@@ -80,6 +80,10 @@ local FIGURES = {
   {id = "small_add", what = "c = a + b, 1000 float32, c allocated each op", unit = "us",
    raw = "small_add", target = {vs = "launch_async", vs_local = "small_add_launch", ratio_max = 1.5,
                                 text = "<= 1.5x raw empty launch"}},
+  {id = "small_iadd", what = "a:iadd(b), 1000 float32 (in place: no allocation)", unit = "us",
+   raw = "small_launch"},
+  {id = "small_kernel", what = "ElementwiseKernel z[i] = x[i] + y[i], 1000 float32, into z",
+   unit = "us", raw = "small_launch"},
   {id = "alloc_free", what = "allocate + free 4 MiB", unit = "us", raw = "alloc_free",
    target = {abs_max = 2}},
   {id = "copy_dtod", what = "device-to-device copy (read + write)", unit = "GB/s", raw = "copy_dtod"},
@@ -393,6 +397,51 @@ function lua_bench.small_add()
     r.note = ("small_add: raw C (its own pool allocation, add_f32 launch and free) and the " ..
               "target's base (raw C's empty launch) timed in this process, in %d rounds " ..
               "alternating with the small a + b"):format(ROUNDS)
+  end
+  return r
+end
+
+-- Small operations that allocate nothing, against raw C's launch of the same 1000-element add
+-- (bench/kernels.cu's add_f32, its four arguments packed as lua-gpu packs them), in rounds
+-- alternating with it.
+function lua_bench.small_launches()
+  local to_gpu = need("gpu.to_gpu", gpu.to_gpu or (gpuarray and gpuarray.to_gpu))
+  local n = 1000
+  local ha, hb = gpu.host.empty(n, "float32"), gpu.host.empty(n, "float32")
+  for i = 1, n do ha[i] = math.random() * 2 - 1; hb[i] = math.random() * 2 - 1 end
+  local a, b, z = to_gpu(ha), to_gpu(hb), to_gpu(ha)
+  local kernel = need("gpu.ElementwiseKernel", gpu.ElementwiseKernel)(
+    "float *z, const float *x, const float *y", "z[i] = x[i] + y[i]", "bench_add")
+  a:iadd(b)
+  kernel(z, z, b)
+  local ga, gz = a:get(), z:get()
+  for i = 1, n do
+    local want = string.unpack("f", string.pack("f", ha[i] + hb[i]))
+    check(ga[i] == want and gz[i] == want,
+          ("a:iadd(b) and the ElementwiseKernel: [%d] = %s and %s, expected %s"):format(i, ga[i], gz[i], want))
+  end
+  local PER = 2048
+  local entries = {}
+  if have_clock then
+    entries[1] = {id = "raw.small_launch", run = function()
+      return clock.raw_launches_args(K.add_f32.handle, 1, PER, true, (n + 255) // 256, 256,
+                                     a.ptr, b.ptr, z.ptr, n)
+    end}
+  end
+  local bases = have_clock and {"raw.small_launch"} or nil
+  entries[#entries + 1] = {id = "small_iadd", bases = bases, run = function()
+    return walls(1, PER, function() for _ = 1, PER do a:iadd(b) end end, gpu.synchronize)
+  end}
+  entries[#entries + 1] = {id = "small_kernel", bases = bases, run = function()
+    return walls(1, PER, function() for _ = 1, PER do kernel(z, a, b) end end, gpu.synchronize)
+  end}
+  local times, paired = paired_rounds(ROUNDS, entries)
+  local r = {small_iadd = times.small_iadd, small_kernel = times.small_kernel}
+  if have_clock then
+    r.raw = {small_launch = times["raw.small_launch"]}
+    r.paired = paired
+    r.note = ("small_iadd, small_kernel: raw C's launch of add_f32 (arguments packed) timed in " ..
+              "this process, in %d rounds alternating with lua-gpu"):format(ROUNDS)
   end
   return r
 end
@@ -804,6 +853,7 @@ local function run_lua()
             "launch_async_f_newopts", "launch_sync_f",
             "launch_sync_prepared"}, run = lua_bench.launch},
     {ids = {"small_add"}, run = lua_bench.small_add},
+    {ids = {"small_iadd", "small_kernel"}, run = lua_bench.small_launches},
     {ids = {"alloc_free"}, run = lua_bench.alloc_free},
     {ids = {"copy_dtod"}, run = function() return lua_bench.copy_dtod(n) end},
     {ids = LARGE_ORDER, run = function() return lua_bench.large(n) end},

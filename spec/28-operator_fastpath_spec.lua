@@ -253,17 +253,20 @@ describe("the operators' fast path", function()
       local a, b = random_array({7, 13}, pair[1]), random_array({7, 13}, pair[2])
       for _, op in ipairs(OPS) do
         local what = op .. " " .. pair[1] .. " " .. pair[2]
-        local dtype = a[op](a, b).dtype
-        local o1, o2 = ga.empty({7, 13}, dtype), ga.empty({7, 13}, dtype)
-        assert.are.equal(o1, ga[op](a, b, o1))
-        general(function(o) o.out = o2; return ga[op](a, b, o) end)
-        assert.are.equal(bytes_of(o2), bytes_of(o1), what)
-        o1:fill(0)
-        assert.are.equal(o1, a[op](a, b, {out = o1}))
-        assert.are.equal(bytes_of(o2), bytes_of(o1), what)
-        local wrong = ga.empty({7, 13}, dtype == "float64" and "int8" or "float64")
-        assert_same(what .. " into " .. wrong.dtype, function() return ga[op](a, b, wrong) end,
-                    function() return general(function(o) o.out = wrong; return ga[op](a, b, o) end) end)
+        local defined, result = pcall(a[op], a, b)          -- float32 band is an error
+        if defined then
+          local dtype = result.dtype
+          local o1, o2 = ga.empty({7, 13}, dtype), ga.empty({7, 13}, dtype)
+          assert.are.equal(o1, ga[op](a, b, o1))
+          general(function(o) o.out = o2; return ga[op](a, b, o) end)
+          assert.are.equal(bytes_of(o2), bytes_of(o1), what)
+          o1:fill(0)
+          assert.are.equal(o1, a[op](a, b, {out = o1}))
+          assert.are.equal(bytes_of(o2), bytes_of(o1), what)
+          local wrong = ga.empty({7, 13}, dtype == "float64" and "int8" or "float64")
+          assert_same(what .. " into " .. wrong.dtype, function() return ga[op](a, b, wrong) end,
+                      function() return general(function(o) o.out = wrong; return ga[op](a, b, o) end) end)
+        end
         local a1, a2 = a:copy(), a:copy()
         assert_same("i" .. what, function() return a1["i" .. op](a1, b) end,
                     function() return general(function(o) return a2["i" .. op](a2, b, o) end) end)

@@ -27,7 +27,7 @@ for name in pairs(operators.cumath_unary) do
   M[name] = function(a, opts)
     if fuse.is_traced(a) then return fuse.apply(name, a) end
     if opts == nil then return operator(a) end
-    return gpuarray._unary_with_options(operator, name, 2, a, opts)
+    return gpuarray._unary_with_options(operator, name, name, 2, a, opts)
   end
 end
 

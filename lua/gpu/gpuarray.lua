@@ -221,8 +221,8 @@ end
 M._unary_operator = unary_operator
 
 -- The function forms' options: operator(x, y) of op with opts ({out =, stream =}, argument n
--- of the caller): an out array stays on the C path, a stream takes the general one.  Call
--- them as tail calls (`return binary_with_options(...)`), so errors blame the caller's caller.
+-- of the caller): an out array stays on the C path, a stream takes the general one.  (The
+-- binary functions are named by their op; a unary's name may differ: negative is op neg.)
 local function binary_with_options(operator, op, n, x, y, opts)
   opts = check_options(opts, n, op, OUT_STREAM)
   if opts.stream == nil then return operator(x, y, opts.out) end
@@ -230,10 +230,10 @@ local function binary_with_options(operator, op, n, x, y, opts)
 end
 M._binary_with_options = binary_with_options
 
-local function unary_with_options(operator, op, n, x, opts)
-  opts = check_options(opts, n, op, OUT_STREAM)
+local function unary_with_options(operator, op, fname, n, x, opts)
+  opts = check_options(opts, n, fname, OUT_STREAM)
   if opts.stream == nil then return operator(x, opts.out) end
-  return apply(op, op, {x}, opts)
+  return apply(op, fname, {x}, opts)
 end
 M._unary_with_options = unary_with_options
 
@@ -752,11 +752,11 @@ GPUArray.__bnot = unary_operator("bnot", "bnot")
 local negative, invert = unary_operator("neg", "negative"), unary_operator("bnot", "invert")
 function M.negative(x, opts)
   if opts == nil then return negative(x) end
-  return unary_with_options(negative, "negative", 2, x, opts)
+  return unary_with_options(negative, "neg", "negative", 2, x, opts)
 end
 function M.invert(x, opts)
   if opts == nil then return invert(x) end
-  return unary_with_options(invert, "invert", 2, x, opts)
+  return unary_with_options(invert, "bnot", "invert", 2, x, opts)
 end
 
 -- Functions of two operands without options take the operators' C path, like `a + b`.
@@ -808,7 +808,7 @@ for _, op in ipairs{"logical_not", "isnan", "isinf", "isfinite", "sign", "abs"} 
   M[op] = function(x, opts)
     if traced(x) then return fuse.apply(op, x) end
     if opts == nil then return operator(x) end
-    return unary_with_options(operator, op, 2, x, opts)
+    return unary_with_options(operator, op, op, 2, x, opts)
   end
 end
 

@@ -31,6 +31,28 @@ describe("ElementwiseKernel (CPU)", function()
     helpers.assert_error("bad argument #3 to 'ElementwiseKernel' (name must be a C identifier, got 1k)",
                          gpu.ElementwiseKernel, "int *x", "x[i] = 0", "1k")
   end)
+
+  -- A call's C path (core.elementwise_caller) takes only plain arrays of the declared dtypes and
+  -- numbers; it hands everything else, untouched, to the general path, and never compiles then.
+  it("hands a call that is not all plain arrays and numbers to the general path", function()
+    local core = require "gpu.core"
+    local seen = {}
+    local function compile() error("compile must not be reached") end
+    local function general(...) seen[#seen + 1] = {n = select("#", ...), ...}; return "general", 2 end
+    local call = core.elementwise_caller({{dtype = "float32", pointer = true}, {dtype = "int32"}},
+                                         compile, general, 256, 1024)
+    local t = {}
+    assert.are.same({"general", 2}, {call(t, 1, 2)})
+    assert.are.same({"general", 2}, {call(t, "x", 2, {stream = 1})})
+    assert.are.same({"general", 2}, {call(t)})
+    assert.are.same({{n = 3, t, 1, 2}, {n = 4, t, "x", 2, {stream = 1}}, {n = 1, t}}, seen)
+    helpers.assert_error("bad argument #1 to 'elementwise_caller' (unknown dtype in the arguments)",
+                         function() core.elementwise_caller({{dtype = "float31"}}, compile, general, 1, 1) end)
+    helpers.assert_error("bad argument #1 to 'elementwise_caller' (a list of {dtype =, pointer =} expected)",
+                         function() core.elementwise_caller({1}, compile, general, 1, 1) end)
+    helpers.assert_error("bad argument #4 to 'elementwise_caller' (threads per block must be positive)",
+                         function() core.elementwise_caller({}, compile, general, 0, 1) end)
+  end)
 end)
 
 describe("ElementwiseKernel", function()
@@ -133,7 +155,58 @@ describe("ElementwiseKernel", function()
     helpers.assert_error("bad argument #3 to 'fillv' (range {-2, -1} counts from the end, but no "
                          .. "array argument has a size)", fill, raw, 1, {range = {-2, -1}})
     helpers.assert_error("kernel 'setn' takes 2 arguments, got 1", k, f)
+    helpers.assert_error("bad argument #2 to 'setn' (3000000000 is out of range for int32)", k, f, 3000000000)
+    helpers.assert_error("bad argument #2 to 'setn' (expected a number, got string)", k, f, "1")
+    local unsigned = gpu.ElementwiseKernel("float *x, unsigned long long n", "x[i] = n", "setu")
+    helpers.assert_error("bad argument #2 to 'setu' (-1 is out of range for uint64)", unsigned, f, -1)
     f:free()
     helpers.assert_error("bad argument #1 to 'setn' (array has been freed)", k, f, 1)
+  end)
+
+  -- Plain arrays and numbers take the C path; the same call with an options table takes the
+  -- general one.  Both must write the same bytes, for every kind of scalar parameter.
+  helpers.gpu_it("gives the general path's bytes for plain arrays and numbers, and compiles once", function()
+    local kernel_cache = require "gpu.kernel_cache"
+    local k = gpu.ElementwiseKernel(
+      "double *out, const float *x, const int *m, float a, int b, unsigned long long c, bool d, " ..
+      "signed char e, double f, __half *h",
+      "out[i] = a * x[i] + b * m[i] + (double)c + (d ? 0.5 : 0.25) + e + f; h[i] = __float2half(x[i] * a)",
+      "mix")
+    local n = 3001
+    local x = gpu.to_gpu(helpers.random_floats(n, 4), "float32")
+    local m = gpu.to_gpu(helpers.random_integers(n, -100, 100), "int32")
+    local s = gpu.Stream()
+    local bytes = {}
+    for _, scalars in ipairs{{1.5, -3, 7, true, -128, 2.25}, {-0.75, 2147483647, 2^53, false, 127, -1e300},
+                             {3, 0, 0, 1, 0, 0}} do
+      local out1, out2 = gpu.empty(n, "float64"), gpu.empty(n, "float64")
+      local h1, h2 = gpu.empty(n, "float16"), gpu.empty(n, "float16")
+      local a, b, c, d, e, f = table.unpack(scalars)
+      k(out1, x, m, a, b, c, d, e, f, h1)
+      k(out2, x, m, a, b, c, d, e, f, h2, {stream = s})
+      s:synchronize()
+      assert.are.equal(out2:get():bytes(), out1:get():bytes())
+      assert.are.equal(h2:get():bytes(), h1:get():bytes())
+      bytes[#bytes + 1] = out1:get():bytes()
+      local hx, hm, ho = x:get(), m:get(), out1:get()
+      for i = 1, n, 97 do
+        local want = helpers.f32(a) * hx[i] + b * hm[i] + math.tointeger(c) + ((d == true or d == 1) and 0.5 or 0.25) + e + f
+        helpers.assert_close(want, ho[i], 1e-12, "element " .. i)
+      end
+    end
+    assert.are_not.equal(bytes[1], bytes[2])
+    local compiles = kernel_cache.compiles
+    local out, h = gpu.empty(n, "float64"), gpu.empty(n, "float16")
+    for _ = 1, 5 do k(out, x, m, 1, 2, 3, true, 4, 5, h) end
+    assert.are.equal(compiles, kernel_cache.compiles)
+    -- a view (written back), an array of another dtype and a whole float for an integer
+    local every_other = gpu.zeros(2 * n, "float64"):slice(1, 2 * n, 2)
+    k(every_other, x, m, 1, 2, 3, true, 4, 5, h)
+    assert.are.equal(out:get():bytes(), every_other:get():bytes())
+    helpers.assert_error("bad argument #2 to 'mix' (expected a float32 array, got float64)",
+                         k, out, out, m, 1, 2, 3, true, 4, 5, h)
+    local whole = gpu.empty(n, "float64")
+    k(whole, x, m, 1, 2.0, 3.0, 1, 4.0, 5, h)
+    assert.are.equal(out:get():bytes(), whole:get():bytes())
   end)
 end)

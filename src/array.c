@@ -431,6 +431,7 @@ static int launch_operator (lua_State *L, const gpu_Array *out, const gpu_Array 
   lua_Integer max_grid = lua_tointeger(L, lua_upvalueindex(OP_MAX_GRID));
   lua_Integer per_block = lua_tointeger(L, lua_upvalueindex(OP_PER_BLOCK));
   lua_Integer blocks = (a->size + per_block - 1) / per_block;
+  const lua_Integer count = (lua_Integer)a->size;
   gpu_Context *c = a->buffer->ctx;
   CUdeviceptr ptrs[3];
   if (out != NULL) {
@@ -440,14 +441,14 @@ static int launch_operator (lua_State *L, const gpu_Array *out, const gpu_Array 
     lua_rawgeti(L, LUA_REGISTRYINDEX, c->ref);                   /* a's Context */
     out = array_new_in(L, c, -1, lua_upvalueindex(OP_ARRAY_MT), result, a->ndim, a->shape);
   }
-  ptrs[0] = out->ptr;
-  ptrs[1] = a->ptr;
+  ptrs[0] = out->ptr;                  /* parameter i is stack index i: the number's own */
+  ptrs[number_at == 1 ? 2 : 1] = a->ptr;
   if (b != NULL) ptrs[2] = b->ptr;
+  if (number_at != 0) ptrs[number_at] = 0;
   /* compile() and the allocation run Lua code and finalizers, which may free an operand */
   if (gpu_array_alive(a) && (b == NULL || gpu_array_alive(b)) && gpu_array_alive(out) &&
-      gpu_launch_1d(L, OP_AT_KERNEL, c, (unsigned)(blocks < max_grid ? blocks : max_grid),
-                    (unsigned)block, ptrs, b != NULL ? 3 : 2, number_at,
-                    b != NULL ? 0 : number_at, (lua_Integer)a->size))
+      gpu_launch_values(L, OP_AT_KERNEL, c, (unsigned)(blocks < max_grid ? blocks : max_grid),
+                        (unsigned)block, ptrs, 0, b != NULL || number_at != 0 ? 3 : 2, &count, 1))
     return 1;
   lua_settop(L, OP_AT_OUT);
   return 0;
@@ -534,6 +535,123 @@ static int gpu_array_binary_operator (lua_State *L) { return new_operator(L, arr
 /* array_unary_operator(compile, general, block, max_grid[, per_thread]) -> f(x[, out]) */
 static int gpu_array_unary_operator (lua_State *L) { return new_operator(L, array_unary); }
 
+/* ---------------------------------------------------------------- ElementwiseKernel calls */
+
+/*
+** An ElementwiseKernel's __call (elementwise_caller) keeps in its upvalues: 1 its Functions
+** by device ordinal (or false where compile gave none), 2 compile() -> the Function for the
+** current device, 3 the general path general(k, args...), 4 the GPUArray metatable, 5 its
+** arguments' kinds (a string: byte i is argument i's dtype id, plus EK_ARRAY for an array),
+** 6 threads per block, 7 the most blocks.
+*/
+enum { EK_FUNCTIONS = 1, EK_COMPILE, EK_GENERAL, EK_ARRAY_MT, EK_KINDS, EK_BLOCK, EK_MAX_GRID };
+#define EK_ARRAY 0x80
+#define EK_MAX_ARGS 64
+
+/* Pushes the kernel's Function for ordinal (compiled on first use); 0, nothing pushed, where
+** compile gave none. */
+static int push_elementwise_function (lua_State *L, int ordinal) {
+  if (lua_rawgeti(L, lua_upvalueindex(EK_FUNCTIONS), ordinal) == LUA_TNIL) {
+    lua_pop(L, 1);
+    lua_pushvalue(L, lua_upvalueindex(EK_COMPILE));
+    lua_call(L, 0, 1);
+    if (!gpu_isfunction(L, -1)) {
+      lua_pop(L, 1);
+      lua_pushboolean(L, 0);
+    }
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, lua_upvalueindex(EK_FUNCTIONS), ordinal);
+  }
+  if (lua_type(L, -1) == LUA_TUSERDATA) return 1;
+  lua_pop(L, 1);
+  return 0;
+}
+
+/* k(args...): one launch over the first array's elements where every array argument is plain
+** (see plain) and of its declared dtype, all on one device, and every other a number its
+** parameter takes; everything else (options, views, Buffers, and every error) is the
+** general path's. */
+static int elementwise_call (lua_State *L) {
+  size_t nkinds;
+  const unsigned char *kinds =
+      (const unsigned char *)lua_tolstring(L, lua_upvalueindex(EK_KINDS), &nkinds);
+  const int nargs = lua_gettop(L) - 1;
+  CUdeviceptr ptrs[EK_MAX_ARGS];
+  const gpu_Array *first = NULL;
+  int i;
+  if (nargs == (int)nkinds && nargs <= EK_MAX_ARGS) {
+    for (i = 0; i < nargs; i++) {
+      ptrs[i] = 0;                     /* a number's: gpu_launch_values converts it or refuses */
+      if (kinds[i] & EK_ARRAY) {
+        const gpu_Array *a = gpu_hasmetatable(L, i + 2, lua_upvalueindex(EK_ARRAY_MT))
+                             ? (const gpu_Array *)lua_touserdata(L, i + 2) : NULL;
+        if (!plain(a) || a->dtype != (gpu_DtypeId)(kinds[i] & ~EK_ARRAY) ||
+            (first != NULL && a->buffer->ctx != first->buffer->ctx))
+          break;
+        if (first == NULL) first = a;
+        ptrs[i] = a->ptr;
+      }
+    }
+    if (i == nargs && first != NULL && push_elementwise_function(L, first->buffer->ctx->ordinal)) {
+      lua_Integer block = lua_tointeger(L, lua_upvalueindex(EK_BLOCK));
+      lua_Integer max_grid = lua_tointeger(L, lua_upvalueindex(EK_MAX_GRID));
+      lua_Integer blocks = (first->size + block - 1) / block;
+      const lua_Integer range[3] = {0, 1, (lua_Integer)first->size};   /* start, step, count */
+      /* compile() ran Lua code, which may have freed an argument */
+      for (i = 0; i < nargs && (!(kinds[i] & EK_ARRAY) ||
+                                gpu_array_alive((const gpu_Array *)lua_touserdata(L, i + 2))); i++)
+        ;
+      if (i == nargs &&
+          gpu_launch_values(L, lua_gettop(L), first->buffer->ctx,
+                            (unsigned)(blocks < max_grid ? blocks : max_grid), (unsigned)block,
+                            ptrs, 2, nargs, range, 3))
+        return 0;
+    }
+  }
+  lua_settop(L, nargs + 1);
+  lua_pushvalue(L, lua_upvalueindex(EK_GENERAL));
+  lua_insert(L, 1);
+  lua_call(L, nargs + 1, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+/* elementwise_caller(arguments, compile, general, block, max_grid) -> an ElementwiseKernel's
+** __call; arguments lists {dtype = name, pointer = bool} */
+static int gpu_elementwise_caller (lua_State *L) {
+  luaL_Buffer kinds;
+  lua_Integer i, n;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  luaL_checktype(L, 3, LUA_TFUNCTION);
+  luaL_argcheck(L, luaL_checkinteger(L, 4) >= 1, 4, "threads per block must be positive");
+  luaL_argcheck(L, luaL_checkinteger(L, 5) >= 1, 5, "the block count must be positive");
+  lua_settop(L, 5);
+  n = luaL_len(L, 1);
+  luaL_buffinit(L, &kinds);
+  for (i = 1; i <= n; i++) {
+    int dtype, pointer;
+    lua_geti(L, 1, i);
+    luaL_argcheck(L, lua_istable(L, -1), 1, "a list of {dtype =, pointer =} expected");
+    lua_getfield(L, -1, "dtype");
+    dtype = lua_type(L, -1) == LUA_TSTRING ? gpu_finddtype(lua_tostring(L, -1)) : -1;
+    lua_getfield(L, -2, "pointer");
+    pointer = lua_toboolean(L, -1);
+    lua_pop(L, 3);
+    luaL_argcheck(L, dtype >= 0, 1, "unknown dtype in the arguments");
+    luaL_addchar(&kinds, (char)(dtype | (pointer ? EK_ARRAY : 0)));
+  }
+  luaL_pushresult(&kinds);                                     /* 6 */
+  lua_newtable(L);
+  lua_pushvalue(L, 2);
+  lua_pushvalue(L, 3);
+  luaL_getmetatable(L, GPU_ARRAY);
+  lua_pushvalue(L, 6);
+  lua_pushvalue(L, 4);
+  lua_pushvalue(L, 5);
+  lua_pushcclosure(L, elementwise_call, 7);
+  return 1;
+}
+
 /* array_like(a, dtype) -> a new contiguous GPUArray of a's shape (like array_empty) */
 static int gpu_array_like (lua_State *L) {
   const gpu_Array *a = gpu_checkarray(L, 1);
@@ -546,6 +664,7 @@ void gpu_array_open (lua_State *L) {
     {"array_empty", gpu_array_empty}, {"array_view", gpu_array_view},
     {"array_binary_operator", gpu_array_binary_operator},
     {"array_unary_operator", gpu_array_unary_operator}, {"array_like", gpu_array_like},
+    {"elementwise_caller", gpu_elementwise_caller},
     {NULL, NULL},
   };
   static const luaL_Reg meta[] = {

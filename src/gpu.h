@@ -438,17 +438,18 @@ GPU_INTERNAL void gpu_launch_open(lua_State *L);
 /* Whether the value at idx is a gpu.Function (launch.c). */
 GPU_INTERNAL int gpu_isfunction(lua_State *L, int idx);
 /*
-** Launches the gpu.Function at fidx (checked by gpu_isfunction beforehand) on the default
-** stream, with a 1-D grid and block (within the device's limits), on arguments (ptrs...,
-** n): the elementwise kernels' layout, for the C fast paths of other subsystems, whose
-** pointers are checked already (live, on ctx).  Where scalar_idx is not 0, the Lua number
-** at that stack index is parameter scalar_param (0-based) and the pointers fill the others.
-** Returns 0, having done nothing, when the Function is not of that layout or not on ctx, or
-** the number does not convert as a launch would (an integer out of its dtype's range).
+** Launches the gpu.Function at fidx (checked by gpu_isfunction beforehand) on ctx's stream,
+** with a 1-D grid and block (within the device's limits), for the C fast paths of other
+** subsystems: its parameter i < nvalues takes ptrs[i] where it is a pointer (an address the
+** caller checked: live, on ctx) and otherwise the value at stack index first + i, a Lua number
+** (or a boolean, for a bool) converted as a launch would; the parameters after those take
+** the integers tail[0 .. ntail).  Returns 0, having launched nothing, where the Function is
+** not on ctx or not of that layout, or a value does not convert: the caller's general path
+** reports it.
 */
-GPU_INTERNAL int gpu_launch_1d(lua_State *L, int fidx, const gpu_Context *ctx, unsigned grid,
-                               unsigned block, const CUdeviceptr *ptrs, int nptrs,
-                               int scalar_param, int scalar_idx, lua_Integer n);
+GPU_INTERNAL int gpu_launch_values(lua_State *L, int fidx, const gpu_Context *ctx, unsigned grid,
+                                   unsigned block, const CUdeviceptr *ptrs, int first,
+                                   int nvalues, const lua_Integer *tail, int ntail);
 /* Pushes a new Function for handle fn of the Module at module_idx (launch.c). */
 GPU_INTERNAL void gpu_function_new(lua_State *L, int module_idx, CUfunction fn,
                                    const char *name, const char *signature);

@@ -788,40 +788,51 @@ int gpu_isfunction (lua_State *L, int idx) {
   return is;
 }
 
-int gpu_launch_1d (lua_State *L, int fidx, const gpu_Context *ctx, unsigned grid, unsigned block,
-                   const CUdeviceptr *ptrs, int nptrs, int scalar_param, int scalar_idx,
-                   lua_Integer n) {
+/* Converts the value at idx for by-value parameter param as a launch would, into dst; 0 where
+** it is not a number (or a boolean, for a bool) or does not fit.  gpu_tovalue checks ranges,
+** but lets uint64 take a negative integer's bits (and floats past the largest integer), which
+** the Lua layer refuses: those are left to it too. */
+static int fast_scalar (lua_State *L, int idx, const gpu_Param *param, unsigned char *dst) {
+  int type = lua_type(L, idx), isint;
+  if (param->type >= GPU_NDTYPES ||
+      !(type == LUA_TNUMBER || (type == LUA_TBOOLEAN && param->type == GPU_BOOL)))
+    return 0;
+  if (param->type == GPU_UINT64 && (lua_tointegerx(L, idx, &isint) < 0 || !isint)) return 0;
+  return gpu_tovalue(L, idx, (gpu_DtypeId)param->type, dst) == NULL;
+}
+
+int gpu_launch_values (lua_State *L, int fidx, const gpu_Context *ctx, unsigned grid,
+                       unsigned block, const CUdeviceptr *ptrs, int first, int nvalues,
+                       const lua_Integer *tail, int ntail) {
   gpu_Function *f = (gpu_Function *)lua_touserdata(L, fidx);
   gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, NULL, 0};
-  const int nvalues = nptrs + (scalar_idx != 0);
-  const gpu_Param *last = &f->params[nvalues];
   const char *call;
-  int i, p;
-  if (f->ctx != ctx || f->nparams != nvalues + 1 || last->type >= GPU_NDTYPES ||
-      (gpu_dtypes[last->type].kind != 'i' && gpu_dtypes[last->type].kind != 'u'))
-    return 0;
-  for (i = p = 0; i < nvalues; i++) {
+  int i;
+  if (f->ctx != ctx || f->nparams != nvalues + ntail) return 0;
+  for (i = 0; i < nvalues; i++) {
     const gpu_Param *param = &f->params[i];
-    if (scalar_idx != 0 && i == scalar_param) {
-      /* a Lua number, converted as a launch would; an integer out of its dtype's range is
-      ** the caller's general path to report.  gpu_tovalue checks the ranges, but lets
-      ** uint64 take a negative integer's bits, which NumPy refuses. */
-      if (param->type >= GPU_NDTYPES || lua_type(L, scalar_idx) != LUA_TNUMBER ||
-          (param->type == GPU_UINT64 && lua_tonumber(L, scalar_idx) < 0) ||
-          gpu_tovalue(L, scalar_idx, (gpu_DtypeId)param->type, f->argbuf + param->offset) != NULL)
-        return 0;
-      continue;
-    }
-    if (param->type != GPU_PARAM_POINTER) return 0;
-    memcpy(f->argbuf + param->offset, &ptrs[p++], sizeof ptrs[0]);
+    if (param->type == GPU_PARAM_POINTER) {
+      if (ptrs[i] == 0) return 0;
+      memcpy(f->argbuf + param->offset, &ptrs[i], sizeof ptrs[0]);
+    } else if (!fast_scalar(L, first + i, param, f->argbuf + param->offset))
+      return 0;
+  }
+  for (i = nvalues; i < nvalues + ntail; i++) {
+    const gpu_Param *param = &f->params[i];
+    if (param->type >= GPU_NDTYPES ||
+        (gpu_dtypes[param->type].kind != 'i' && gpu_dtypes[param->type].kind != 'u'))
+      return 0;
   }
   check_module_alive(L, f);
-  if (last->size == sizeof(int64_t) && n >= 0)      /* a count fits any 64-bit integer */
-    memcpy(f->argbuf + last->offset, &(int64_t){n}, sizeof(int64_t));
-  else {                                            /* a narrower one is range-checked */
-    lua_pushinteger(L, n);
-    pack_value(L, f, lua_gettop(L), nvalues + 1, last, NULL, f->argbuf + last->offset);
-    lua_pop(L, 1);
+  for (i = 0; i < ntail; i++) {
+    const gpu_Param *param = &f->params[nvalues + i];
+    if (param->size == sizeof(int64_t) && tail[i] >= 0)   /* fits any 64-bit integer */
+      memcpy(f->argbuf + param->offset, &(int64_t){tail[i]}, sizeof(int64_t));
+    else {                                                /* a narrower one is range-checked */
+      lua_pushinteger(L, tail[i]);
+      pack_value(L, f, lua_gettop(L), nvalues + i + 1, param, NULL, f->argbuf + param->offset);
+      lua_pop(L, 1);
+    }
   }
   cfg.grid[0] = grid;
   cfg.block[0] = block;

@@ -28,6 +28,11 @@ function M.argerror(n, fname, msg, level)
   error(("bad argument #%d to '%s' (%s)"):format(n, fname, msg), blamed_level((level or 1) + 2))
 end
 
+-- raise(msg[, level]): error(msg), blaming a line as argerror does.
+function M.raise(msg, level)
+  error(msg, blamed_level((level or 1) + 2))
+end
+
 -- A value's type for messages: its metatable's __name (gpu.GPUArray, ...) or its Lua type.
 function M.typename(v)
   local mt = getmetatable(v)

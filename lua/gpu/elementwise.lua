@@ -44,7 +44,7 @@ local letters = {
 }
 M.letters = letters
 
-local argerror = require("gpu.args").argerror
+local argerror, raise = require("gpu.args").argerror, require("gpu.args").raise
 
 function M.is_array(v) return getmetatable(v) == GPUArray end
 
@@ -646,8 +646,18 @@ function M.kernel_source(arguments, operation, name, preamble)
   }
 end
 
-local Kernel = {__name = "gpu.ElementwiseKernel"}
-Kernel.__index = Kernel
+-- The methods of ElementwiseKernel objects.  Each has a metatable of its own, whose __call is
+-- its C caller (core.elementwise_caller): plain arrays of the declared dtypes and numbers go
+-- straight to one launch; everything else to call_general below.
+local Kernel = {}
+local call_general
+
+-- The Function of kernel k on the current device, compiled on first use.
+local function kernel_function(k)
+  return kernel_cache.get(k.key, function()
+    return k.source, k.name, k.letters, {no_extern_c = true, name = k.name .. ".cu"}
+  end)
+end
 
 -- ElementwiseKernel(arguments, operation[, name[, {preamble = ...}]])
 function M.ElementwiseKernel(arguments, operation, name, opts)
@@ -670,8 +680,11 @@ function M.ElementwiseKernel(arguments, operation, name, opts)
   for i, a in ipairs(args) do letters_of[i] = a.pointer and "P" or letters[a.dtype] end
   local source = M.kernel_source(args, operation, name, preamble)
   -- the cache key made once: a long string built per call is hashed whole each time
-  return setmetatable({arguments = args, name = name, source = source, key = "ek\0" .. source,
-                       letters = table.concat(letters_of) .. "qqq"}, Kernel)
+  local k = {arguments = args, name = name, source = source, key = "ek\0" .. source,
+             letters = table.concat(letters_of) .. "qqq"}
+  local call = core.elementwise_caller(args, function() return kernel_function(k) end,
+                                       call_general, BLOCK, MAX_GRID)
+  return setmetatable(k, {__index = Kernel, __call = call, __name = "gpu.ElementwiseKernel"})
 end
 
 local RANGE_STREAM = {range = true, stream = true}
@@ -706,7 +719,9 @@ local function read_range(r, size, argn, fname)
   return first + (count - 1) * step - 1, -step, count   -- the same elements, upward
 end
 
-function Kernel.__call(k, ...)
+-- call_general(k, args...): an ElementwiseKernel's call with options ({range =, stream =}),
+-- views (copied in, and back unless const) and Buffers, and every check.
+function call_general(k, ...)
   local n = select("#", ...)
   local values = {...}
   local opts = {}
@@ -719,7 +734,7 @@ function Kernel.__call(k, ...)
     end
   end
   if n ~= #k.arguments then
-    error(("kernel '%s' takes %d arguments, got %d"):format(k.name, #k.arguments, n), 2)
+    raise(("kernel '%s' takes %d arguments, got %d"):format(k.name, #k.arguments, n))
   end
   local size, device, first_array
   local views = {}        -- [i] = argument i, a view the kernel cannot index as a flat array
@@ -749,9 +764,7 @@ function Kernel.__call(k, ...)
     argerror(n + 1, k.name, "no array argument to take the size from: pass {range = {first, last}}")
   end
   if count == 0 then return end
-  local f = kernel_cache.get(k.key, function()
-    return k.source, k.name, k.letters, {no_extern_c = true, name = k.name .. ".cu"}
-  end)
+  local f = kernel_function(k)
   -- a view goes in as a contiguous copy in its row-major order, and unless it is declared
   -- const (pointing to const) it is copied back afterwards: the operation may write it
   for i, v in pairs(views) do

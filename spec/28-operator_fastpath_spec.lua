@@ -190,6 +190,13 @@ describe("the operators' fast path", function()
              function() return general(function(o) return module[name](a, o) end) end)
       end
       assert_same(dtype .. " -a", function() return -a end, function() return ga._apply("neg", "neg", {a}, {}) end)
+      -- Lua passes __unm and __bnot their operand twice: it must not be taken for out
+      local before = bytes_of(a)
+      for _, op in ipairs{function(v) return -v end, function(v) return ~v end} do
+        local ok, r = pcall(op, a)
+        assert.is_false(rawequal(a, r), dtype)
+        assert.are.equal(before, bytes_of(a), dtype)
+      end
       for name, module in pairs(binary) do
         for _, pair in ipairs{{a, b}, {a, 3}, {2.5, a}, {a, 300}} do
           assert_same(("%s %s %s %s"):format(dtype, name, tostring(pair[1]):sub(1, 12), tostring(pair[2]):sub(1, 12)),

@@ -508,6 +508,12 @@ static int array_unary (lua_State *L) {
   return call_general(L, 1);
 }
 
+/* A unary metamethod's: Lua passes __unm and __bnot their operand twice, never an out. */
+static int array_unary_metamethod (lua_State *L) {
+  lua_settop(L, 1);
+  return array_unary(L);
+}
+
 /* The operator closure fn over (compile, general, block, max_grid[, per_thread]). */
 static int new_operator (lua_State *L, lua_CFunction fn) {
   lua_Integer per_thread = luaL_optinteger(L, 5, 1);
@@ -532,8 +538,11 @@ static int new_operator (lua_State *L, lua_CFunction fn) {
 /* array_binary_operator(compile, general, block, max_grid[, per_thread]) -> f(x, y[, out]) */
 static int gpu_array_binary_operator (lua_State *L) { return new_operator(L, array_binary); }
 
-/* array_unary_operator(compile, general, block, max_grid[, per_thread]) -> f(x[, out]) */
-static int gpu_array_unary_operator (lua_State *L) { return new_operator(L, array_unary); }
+/* array_unary_operator(compile, general, block, max_grid[, per_thread[, metamethod]]) ->
+** f(x[, out]), or f(x) for a metamethod */
+static int gpu_array_unary_operator (lua_State *L) {
+  return new_operator(L, lua_toboolean(L, 6) ? array_unary_metamethod : array_unary);
+}
 
 /* ---------------------------------------------------------------- ElementwiseKernel calls */
 

@@ -209,14 +209,15 @@ local function binary_operator(op, fname, general)
 end
 M._binary_operator = binary_operator
 
--- The same for operations of one operand (-a, gpu.cumath.exp(a), ...): f(x[, out]).
-local function unary_operator(op, fname)
+-- The same for operations of one operand (-a, gpu.cumath.exp(a), ...): f(x[, out]), or f(x)
+-- for a metamethod (Lua passes __unm and __bnot their operand twice).
+local function unary_operator(op, fname, metamethod)
   local function compile(x)
     local p = program_of(op, {x.dtype}, {x})
     if p then return ew.kernel(p, "c"), p.out end
   end
   local function general(x, out) return apply(op, fname, {x}, {out = out}) end
-  return core.array_unary_operator(compile, general, BLOCK, MAX_GRID, UNROLL)
+  return core.array_unary_operator(compile, general, BLOCK, MAX_GRID, UNROLL, metamethod)
 end
 M._unary_operator = unary_operator
 
@@ -747,8 +748,8 @@ for op, event in pairs(binary) do
   end
 end
 M.truediv = M.div
-GPUArray.__unm = unary_operator("neg", "neg")
-GPUArray.__bnot = unary_operator("bnot", "bnot")
+GPUArray.__unm = unary_operator("neg", "neg", true)
+GPUArray.__bnot = unary_operator("bnot", "bnot", true)
 local negative, invert = unary_operator("neg", "negative"), unary_operator("bnot", "invert")
 function M.negative(x, opts)
   if opts == nil then return negative(x) end

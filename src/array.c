@@ -259,11 +259,52 @@ static void push_dims (lua_State *L, int n, const int64_t *dims) {
   }
 }
 
-/* methods first (added by the Lua layer), then the layout, then __properties (functions of
-** the array, also the Lua layer's) */
+/* The layout's fields, found through a table of their numbers (array_index's upvalue 3):
+** one lookup instead of a string comparison per field. */
+enum { F_DTYPE = 1, F_SHAPE, F_STRIDES, F_SIZE, F_NBYTES, F_NDIM, F_ITEMSIZE, F_OFFSET,
+       F_IS_CONTIGUOUS, F_OWNER, F_GPUDATA, F_PTR, F_DEVICE, F_FREED };
+static const char *const field_names[] = {
+  "dtype", "shape", "strides", "size", "nbytes", "ndim", "itemsize", "offset", "is_contiguous",
+  "owner", "gpudata", "ptr", "device", "freed", NULL,
+};
+
+/* Pushes the layout field number field of the array at index 1. */
+static void push_field (lua_State *L, gpu_Array *a, int field) {
+  switch (field) {
+    case F_DTYPE: lua_pushstring(L, gpu_dtypes[a->dtype].name); break;
+    case F_SHAPE: push_dims(L, a->ndim, a->shape); break;
+    case F_STRIDES: push_dims(L, a->ndim, a->strides); break;
+    case F_SIZE: lua_pushinteger(L, (lua_Integer)a->size); break;
+    case F_NBYTES:
+      lua_pushinteger(L, (lua_Integer)(a->size * gpu_dtypes[a->dtype].itemsize));
+      break;
+    case F_NDIM: lua_pushinteger(L, a->ndim); break;
+    case F_ITEMSIZE: lua_pushinteger(L, gpu_dtypes[a->dtype].itemsize); break;
+    case F_OFFSET: lua_pushinteger(L, (lua_Integer)a->offset); break;
+    case F_IS_CONTIGUOUS: lua_pushboolean(L, a->contiguous); break;
+    case F_OWNER: lua_pushboolean(L, a->owner); break;
+    case F_GPUDATA:
+      gpu_checkarray(L, 1);
+      push_gpudata(L, 1);
+      break;
+    case F_PTR: lua_pushinteger(L, (lua_Integer)gpu_checkarray(L, 1)->ptr); break;
+    case F_DEVICE:    /* the device ordinal */
+      lua_pushinteger(L, gpu_checkarray(L, 1)->buffer->ctx->ordinal);
+      break;
+    default: lua_pushboolean(L, !gpu_array_alive(a)); break;     /* F_FREED */
+  }
+}
+
+/* the layout's fields, then methods (added by the Lua layer), then __properties (functions
+** of the array, also the Lua layer's) */
 static int array_index (lua_State *L) {
   gpu_Array *a = (gpu_Array *)gpu_checkself(L, 1, GPU_ARRAY);
-  const char *key;
+  lua_settop(L, 2);
+  lua_pushvalue(L, 2);
+  if (lua_rawget(L, lua_upvalueindex(3)) == LUA_TNUMBER) {
+    push_field(L, a, (int)lua_tointeger(L, -1));
+    return 1;
+  }
   lua_pushvalue(L, 2);
   if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
   if (lua_type(L, 2) != LUA_TSTRING) {  /* test first: lua_tostring would turn 5 into "5" */
@@ -275,33 +316,12 @@ static int array_index (lua_State *L) {
     lua_call(L, 2, 1);
     return 1;
   }
-  key = lua_tostring(L, 2);
-  if (strcmp(key, "dtype") == 0) lua_pushstring(L, gpu_dtypes[a->dtype].name);
-  else if (strcmp(key, "shape") == 0) push_dims(L, a->ndim, a->shape);
-  else if (strcmp(key, "strides") == 0) push_dims(L, a->ndim, a->strides);
-  else if (strcmp(key, "size") == 0) lua_pushinteger(L, (lua_Integer)a->size);
-  else if (strcmp(key, "nbytes") == 0)
-    lua_pushinteger(L, (lua_Integer)(a->size * gpu_dtypes[a->dtype].itemsize));
-  else if (strcmp(key, "ndim") == 0) lua_pushinteger(L, a->ndim);
-  else if (strcmp(key, "itemsize") == 0) lua_pushinteger(L, gpu_dtypes[a->dtype].itemsize);
-  else if (strcmp(key, "offset") == 0) lua_pushinteger(L, (lua_Integer)a->offset);
-  else if (strcmp(key, "is_contiguous") == 0) lua_pushboolean(L, a->contiguous);
-  else if (strcmp(key, "owner") == 0) lua_pushboolean(L, a->owner);
-  else if (strcmp(key, "gpudata") == 0) {
-    gpu_checkarray(L, 1);
-    push_gpudata(L, 1);
-  } else if (strcmp(key, "ptr") == 0) {
-    lua_pushinteger(L, (lua_Integer)gpu_checkarray(L, 1)->ptr);
-  } else if (strcmp(key, "device") == 0) {
-    lua_pushinteger(L, gpu_checkarray(L, 1)->buffer->ctx->ordinal);  /* the device ordinal */
-  } else if (strcmp(key, "freed") == 0) {
-    lua_pushboolean(L, !gpu_array_alive(a));
-  } else {                              /* the Lua layer's computed fields: a.real, a.T */
-    lua_getfield(L, lua_upvalueindex(1), "__properties");
-    if (lua_type(L, -1) != LUA_TTABLE || lua_getfield(L, -1, key) == LUA_TNIL) return 0;
-    lua_pushvalue(L, 1);
-    lua_call(L, 1, 1);
-  }
+  /* the Lua layer's computed fields: a.real, a.T */
+  lua_getfield(L, lua_upvalueindex(1), "__properties");
+  if (lua_type(L, -1) != LUA_TTABLE || lua_getfield(L, -1, lua_tostring(L, 2)) == LUA_TNIL)
+    return 0;
+  lua_pushvalue(L, 1);
+  lua_call(L, 1, 1);
   return 1;
 }
 
@@ -681,6 +701,19 @@ void gpu_array_open (lua_State *L) {
     {"__close", array_free}, {"__gc", array_free}, {NULL, NULL},
   };
   static const luaL_Reg methods[] = {{"free", array_free}, {NULL, NULL}};
+  int i;
   luaL_setfuncs(L, functions, 0);
   gpu_newtype(L, GPU_ARRAY, meta, methods);
+  /* __index again, with the field numbers as a third upvalue */
+  luaL_getmetatable(L, GPU_ARRAY);
+  lua_getfield(L, -1, "__methods");
+  lua_pushvalue(L, -2);
+  lua_createtable(L, 0, (int)(sizeof field_names / sizeof field_names[0]));
+  for (i = 0; field_names[i] != NULL; i++) {
+    lua_pushinteger(L, i + 1);
+    lua_setfield(L, -2, field_names[i]);
+  }
+  lua_pushcclosure(L, array_index, 3);
+  lua_setfield(L, -2, "__index");
+  lua_pop(L, 1);
 }

@@ -349,3 +349,90 @@ describe("the operators' fast path", function()
     helpers.assert_error("bad argument #2 to 'add' (array has been freed)", function() return a:add(c) end)
   end)
 end)
+
+-- The Lua layer's launch of a generated program (elementwise.lua launch: where, clip, astype,
+-- fill, arange, copies, the operators with a stream-less options table) has a C path too
+-- (core.program_launcher): plain arrays of one shape and numbers, into a new or plain out.
+describe("the elementwise launch's C path", function()
+  it("returns false for what it does not take, and checks its arguments", function()
+    local function compile() error("compile must not be reached") end
+    local launch = core.program_launcher({{dtype = "float32", pointer = true}, {dtype = "float64"}},
+                                         compile, "float32", 256, 1024, 4)
+    assert.is_false(launch(nil, {}, 1))               -- not an array
+    assert.is_false(launch(nil, 1, 1))                -- a number for an array
+    assert.is_false(launch(nil))                      -- too few values
+    assert.is_false(launch({}, 1, 1))                 -- out not an array
+    helpers.assert_error("bad argument #3 to 'program_launcher' (unknown dtype 'float31')",
+                         function() core.program_launcher({}, compile, "float31", 1, 1) end)
+    helpers.assert_error("bad argument #6 to 'program_launcher' (elements per thread must be positive)",
+                         function() core.program_launcher({}, compile, "float32", 1, 1, 0) end)
+  end)
+
+  local function random_array(n, dtype)
+    local kind = gpu.dtype(dtype).kind
+    local values = kind == "f" and helpers.random_floats(n, 4) or helpers.random_integers(n, -9, 9)
+    if kind == "b" then for i, v in ipairs(values) do values[i] = v > 0 end end
+    return gpu.to_gpu(values, dtype)
+  end
+
+  helpers.gpu_it("gives the general path's bytes for where, clip, astype, fill and arange", function()
+    local ga = gpu.gpuarray
+    local n = 2049
+    for _, dtype in ipairs{"float32", "float64", "int32", "uint8", "float16"} do
+      local a, b = random_array(n, dtype), random_array(n, dtype)
+      local c = a:gt(b)
+      local cases = {
+        {"where", function(o) return ga.where(c, a, b, o) end},
+        {"where a number", function(o) return ga.where(c, a, 2, o) end},
+        {"clip", function(o) return a:clip(-1, 3, o) end},
+        {"astype float64", function(o) return a:astype("float64", o) end},
+        {"astype int16", function(o) return a:astype("int16", o) end},
+        {"mul_add", function(o) return a:mul_add(2, b, 3, o) end},
+        {"copy", function(o) return a:copy(o) end, "no out"},
+      }
+      for _, case in ipairs(cases) do
+        local what = dtype .. " " .. case[1]
+        local fast = case[2]()
+        local slow = general(case[2])
+        assert.are.equal(slow.dtype, fast.dtype, what)
+        assert.are.equal(bytes_of(slow), bytes_of(fast), what)
+        if case[3] == nil then
+          local out = ga.empty({n}, fast.dtype)                    -- a given out
+          assert.are.equal(out, case[2]({out = out}), what)
+          assert.are.equal(bytes_of(slow), bytes_of(out), what)
+        end
+      end
+      local f1, f2 = ga.empty({n}, dtype), ga.empty({n}, dtype)
+      f1:fill(7)
+      general(function(o) return f2:fill(7, o) end)
+      assert.are.equal(bytes_of(f2), bytes_of(f1), dtype .. " fill")
+    end
+    local r = ga.arange(3, 3000, 7, "int32"):get()
+    for i = 1, #r do assert.are.equal(3 + 7 * (i - 1), r[i]) end
+    local compiles = kernel_cache.compiles
+    local a, b = random_array(n, "float32"), random_array(n, "float32")
+    for _ = 1, 5 do local _ = ga.where(a:gt(b), a, b), a:clip(0, 1), a:astype("float64") end
+    assert.are.equal(compiles, kernel_cache.compiles)
+  end)
+
+  helpers.gpu_it("writes where in place, and leaves a partly overlapping out to the general path", function()
+    local ga = gpu.gpuarray
+    local n = 3000
+    local ha, hb = helpers.random_floats(n + 1, 4), helpers.random_floats(n, 4)
+    local whole, b = gpu.to_gpu(ha, "float32"), gpu.to_gpu(hb, "float32")
+    local a = whole:slice(1, n)
+    local c = a:gt(b)
+    assert.are.equal(a, ga.where(c, a, b, {out = a}))            -- out is an operand
+    local got = a:get()
+    for i = 1, n do
+      local x, y = helpers.f32(ha[i]), helpers.f32(hb[i])
+      assert.are.equal(x > y and x or y, got[i])
+    end
+    whole = gpu.to_gpu(ha, "float32")
+    local shifted = whole:slice(2, n + 1)
+    ga.where(c, shifted, 0, {out = whole:slice(1, n)})          -- out one element before
+    got = whole:get()
+    local hc = c:get()
+    for i = 1, n do assert.are.equal(hc[i] and helpers.f32(ha[i + 1]) or 0, got[i]) end
+  end)
+end)

@@ -363,10 +363,13 @@ enum { OP_KERNELS = 1, OP_DTYPES, OP_COMPILE, OP_GENERAL, OP_ARRAY_MT, OP_BLOCK,
 /* The closure's stack: 1 and 2 the operands (a unary's second is nil), then out and the kernel. */
 enum { OP_AT_OUT = 3, OP_AT_KERNEL };
 
-/* The GPUArray at idx, by its metatable (an upvalue: no registry lookup), or NULL. */
+/* The GPUArray at idx, by its metatable at mt_idx (an upvalue: no registry lookup), or NULL. */
+static const gpu_Array *operand_of (lua_State *L, int idx, int mt_idx) {
+  return gpu_hasmetatable(L, idx, mt_idx) ? (const gpu_Array *)lua_touserdata(L, idx) : NULL;
+}
+
 static const gpu_Array *operand (lua_State *L, int idx) {
-  return gpu_hasmetatable(L, idx, lua_upvalueindex(OP_ARRAY_MT))
-         ? (const gpu_Array *)lua_touserdata(L, idx) : NULL;
+  return operand_of(L, idx, lua_upvalueindex(OP_ARRAY_MT));
 }
 
 /* x takes one plain kernel: live, C-contiguous, non-empty, on the current device. */
@@ -564,98 +567,170 @@ static int gpu_array_unary_operator (lua_State *L) {
   return new_operator(L, lua_toboolean(L, 6) ? array_unary_metamethod : array_unary);
 }
 
-/* ---------------------------------------------------------------- ElementwiseKernel calls */
+/* ---------------------------------------------------------------- kernel calls */
 
 /*
-** An ElementwiseKernel's __call (elementwise_caller) keeps in its upvalues: 1 its Functions
-** by device ordinal (or false where compile gave none), 2 compile() -> the Function for the
-** current device, 3 the general path general(k, args...), 4 the GPUArray metatable, 5 its
-** arguments' kinds (a string: byte i is argument i's dtype id, plus EK_ARRAY for an array),
-** 6 threads per block, 7 the most blocks.
+** The C paths of an ElementwiseKernel's call (elementwise_caller) and of the Lua layer's
+** launch of a generated elementwise program (program_launcher) share their upvalues:
+** 1 the Functions by device ordinal (or false where compile gave none), 2 compile() -> the
+** Function for the current device, 3 the general path general(k, args...) (a launcher has
+** none: it returns false instead), 4 the GPUArray metatable, 5 the arguments' kinds (a
+** string: byte i is argument i's dtype id, plus KIND_ARRAY for an array), 6 threads per
+** block, 7 the most blocks; a launcher's also 8 the result's dtype id and 9 the elements a
+** block takes.
 */
-enum { EK_FUNCTIONS = 1, EK_COMPILE, EK_GENERAL, EK_ARRAY_MT, EK_KINDS, EK_BLOCK, EK_MAX_GRID };
-#define EK_ARRAY 0x80
-#define EK_MAX_ARGS 64
+enum { K_FUNCTIONS = 1, K_COMPILE, K_GENERAL, K_ARRAY_MT, K_KINDS, K_BLOCK, K_MAX_GRID,
+       K_RESULT, K_PER_BLOCK };
+#define KIND_ARRAY 0x80
+#define MAX_KERNEL_ARGS 64
 
-/* Pushes the kernel's Function for ordinal (compiled on first use); 0, nothing pushed, where
-** compile gave none. */
-static int push_elementwise_function (lua_State *L, int ordinal) {
-  if (lua_rawgeti(L, lua_upvalueindex(EK_FUNCTIONS), ordinal) == LUA_TNIL) {
+/* Pushes the Function for ordinal (compiled on first use); 0, nothing pushed, where compile
+** gave none. */
+static int push_function (lua_State *L, int ordinal) {
+  if (lua_rawgeti(L, lua_upvalueindex(K_FUNCTIONS), ordinal) == LUA_TNIL) {
     lua_pop(L, 1);
-    lua_pushvalue(L, lua_upvalueindex(EK_COMPILE));
+    lua_pushvalue(L, lua_upvalueindex(K_COMPILE));
     lua_call(L, 0, 1);
     if (!gpu_isfunction(L, -1)) {
       lua_pop(L, 1);
       lua_pushboolean(L, 0);
     }
     lua_pushvalue(L, -1);
-    lua_rawseti(L, lua_upvalueindex(EK_FUNCTIONS), ordinal);
+    lua_rawseti(L, lua_upvalueindex(K_FUNCTIONS), ordinal);
   }
   if (lua_type(L, -1) == LUA_TUSERDATA) return 1;
   lua_pop(L, 1);
   return 0;
 }
 
+/* Reads the n arguments from stack index base against the kinds: each array plain, of its
+** dtype and on the first array's device (and of its shape, where same_shape), its address
+** into ptrs[i]; 0 there for the others, which gpu_launch_values converts or refuses.
+** Returns 0 where an array does not fit; *first is the first array, or NULL for none. */
+static int plain_arguments (lua_State *L, int base, int n, const unsigned char *kinds,
+                            int same_shape, CUdeviceptr *ptrs, const gpu_Array **first) {
+  int i;
+  *first = NULL;
+  for (i = 0; i < n; i++) {
+    ptrs[i] = 0;
+    if (kinds[i] & KIND_ARRAY) {
+      const gpu_Array *a = operand_of(L, base + i, lua_upvalueindex(K_ARRAY_MT));
+      if (!plain(a) || a->dtype != (gpu_DtypeId)(kinds[i] & ~KIND_ARRAY)) return 0;
+      if (*first == NULL) *first = a;
+      else if (a->buffer->ctx != (*first)->buffer->ctx ||
+               (same_shape && (a->ndim != (*first)->ndim ||
+                               memcmp(a->shape, (*first)->shape,
+                                      sizeof(int64_t) * (size_t)a->ndim) != 0)))
+        return 0;
+      ptrs[i] = a->ptr;
+    }
+  }
+  return 1;
+}
+
+/* Whether the arrays among the n arguments from stack index base are all still alive (a
+** compile or an allocation runs Lua code, which may free one). */
+static int arguments_alive (lua_State *L, int base, int n, const unsigned char *kinds) {
+  int i;
+  for (i = 0; i < n; i++)
+    if ((kinds[i] & KIND_ARRAY) && !gpu_array_alive((const gpu_Array *)lua_touserdata(L, base + i)))
+      return 0;
+  return 1;
+}
+
+static unsigned grid_of (lua_State *L, int64_t count, lua_Integer per_block) {
+  lua_Integer max_grid = lua_tointeger(L, lua_upvalueindex(K_MAX_GRID));
+  lua_Integer blocks = (count + per_block - 1) / per_block;
+  return (unsigned)(blocks < max_grid ? blocks : max_grid);
+}
+
 /* k(args...): one launch over the first array's elements where every array argument is plain
-** (see plain) and of its declared dtype, all on one device, and every other a number its
-** parameter takes; everything else (options, views, Buffers, and every error) is the
-** general path's. */
+** and of its declared dtype, all on one device, and every other a number its parameter
+** takes; everything else (options, views, Buffers, and every error) is the general path's. */
 static int elementwise_call (lua_State *L) {
   size_t nkinds;
   const unsigned char *kinds =
-      (const unsigned char *)lua_tolstring(L, lua_upvalueindex(EK_KINDS), &nkinds);
+      (const unsigned char *)lua_tolstring(L, lua_upvalueindex(K_KINDS), &nkinds);
   const int nargs = lua_gettop(L) - 1;
-  CUdeviceptr ptrs[EK_MAX_ARGS];
-  const gpu_Array *first = NULL;
-  int i;
-  if (nargs == (int)nkinds && nargs <= EK_MAX_ARGS) {
-    for (i = 0; i < nargs; i++) {
-      ptrs[i] = 0;                     /* a number's: gpu_launch_values converts it or refuses */
-      if (kinds[i] & EK_ARRAY) {
-        const gpu_Array *a = gpu_hasmetatable(L, i + 2, lua_upvalueindex(EK_ARRAY_MT))
-                             ? (const gpu_Array *)lua_touserdata(L, i + 2) : NULL;
-        if (!plain(a) || a->dtype != (gpu_DtypeId)(kinds[i] & ~EK_ARRAY) ||
-            (first != NULL && a->buffer->ctx != first->buffer->ctx))
-          break;
-        if (first == NULL) first = a;
-        ptrs[i] = a->ptr;
-      }
-    }
-    if (i == nargs && first != NULL && push_elementwise_function(L, first->buffer->ctx->ordinal)) {
-      lua_Integer block = lua_tointeger(L, lua_upvalueindex(EK_BLOCK));
-      lua_Integer max_grid = lua_tointeger(L, lua_upvalueindex(EK_MAX_GRID));
-      lua_Integer blocks = (first->size + block - 1) / block;
-      const lua_Integer range[3] = {0, 1, (lua_Integer)first->size};   /* start, step, count */
-      /* compile() ran Lua code, which may have freed an argument */
-      for (i = 0; i < nargs && (!(kinds[i] & EK_ARRAY) ||
-                                gpu_array_alive((const gpu_Array *)lua_touserdata(L, i + 2))); i++)
-        ;
-      if (i == nargs &&
-          gpu_launch_values(L, lua_gettop(L), first->buffer->ctx,
-                            (unsigned)(blocks < max_grid ? blocks : max_grid), (unsigned)block,
-                            ptrs, 2, nargs, range, 3))
-        return 0;
-    }
+  CUdeviceptr ptrs[MAX_KERNEL_ARGS];
+  const gpu_Array *first;
+  if (nargs == (int)nkinds && nargs <= MAX_KERNEL_ARGS &&
+      plain_arguments(L, 2, nargs, kinds, 0, ptrs, &first) && first != NULL &&
+      push_function(L, first->buffer->ctx->ordinal)) {
+    lua_Integer block = lua_tointeger(L, lua_upvalueindex(K_BLOCK));
+    const lua_Integer range[3] = {0, 1, (lua_Integer)first->size};   /* start, step, count */
+    if (arguments_alive(L, 2, nargs, kinds) &&
+        gpu_launch_values(L, lua_gettop(L), first->buffer->ctx, grid_of(L, first->size, block),
+                          (unsigned)block, ptrs, 2, nargs, range, 3))
+      return 0;
   }
   lua_settop(L, nargs + 1);
-  lua_pushvalue(L, lua_upvalueindex(EK_GENERAL));
+  lua_pushvalue(L, lua_upvalueindex(K_GENERAL));
   lua_insert(L, 1);
   lua_call(L, nargs + 1, LUA_MULTRET);
   return lua_gettop(L);
 }
 
-/* elementwise_caller(arguments, compile, general, block, max_grid) -> an ElementwiseKernel's
-** __call; arguments lists {dtype = name, pointer = bool} */
-static int gpu_elementwise_caller (lua_State *L) {
+static int not_taken (lua_State *L) {
+  lua_pushboolean(L, 0);
+  return 1;
+}
+
+/* launch(out, values...) -> out, or a new array where out is nil; false, having done nothing,
+** unless every array value is plain, of its operand's dtype and of one shape on one device,
+** every other a number its parameter takes, and out (when given) plain, of that shape and
+** the result's dtype and sharing no byte with an operand it is not (see takes_result).
+** Without array values, out gives the shape (fill, arange). */
+static int program_launch (lua_State *L) {
+  size_t nkinds;
+  const unsigned char *kinds =
+      (const unsigned char *)lua_tolstring(L, lua_upvalueindex(K_KINDS), &nkinds);
+  const int nvalues = lua_gettop(L) - 1;
+  const gpu_DtypeId result = (gpu_DtypeId)lua_tointeger(L, lua_upvalueindex(K_RESULT));
+  CUdeviceptr ptrs[MAX_KERNEL_ARGS + 1];
+  const gpu_Array *first, *out = NULL;
+  lua_Integer count;
+  int i, fidx;
+  if (nvalues != (int)nkinds || nvalues > MAX_KERNEL_ARGS ||
+      !plain_arguments(L, 2, nvalues, kinds, 1, ptrs + 1, &first))
+    return not_taken(L);
+  if (!lua_isnil(L, 1)) {
+    if ((out = operand_of(L, 1, lua_upvalueindex(K_ARRAY_MT))) == NULL)
+      return not_taken(L);
+    if (first == NULL) {
+      if (!takes_result(out, out, NULL, result)) return not_taken(L);
+      first = out;
+    }
+    for (i = 0; i < nvalues; i++)
+      if ((kinds[i] & KIND_ARRAY) &&
+          !takes_result(out, (const gpu_Array *)lua_touserdata(L, i + 2), NULL, result))
+        return not_taken(L);
+  }
+  if (first == NULL || !push_function(L, first->buffer->ctx->ordinal)) return not_taken(L);
+  fidx = lua_gettop(L);
+  count = (lua_Integer)first->size;
+  if (out != NULL)
+    lua_pushvalue(L, 1);
+  else {
+    gpu_Context *c = first->buffer->ctx;
+    lua_rawgeti(L, LUA_REGISTRYINDEX, c->ref);
+    out = array_new_in(L, c, -1, lua_upvalueindex(K_ARRAY_MT), result, first->ndim, first->shape);
+  }
+  ptrs[0] = out->ptr;
+  if (gpu_array_alive(out) && arguments_alive(L, 2, nvalues, kinds) &&
+      gpu_launch_values(L, fidx, first->buffer->ctx,
+                        grid_of(L, first->size, lua_tointeger(L, lua_upvalueindex(K_PER_BLOCK))),
+                        (unsigned)lua_tointeger(L, lua_upvalueindex(K_BLOCK)), ptrs, 1,
+                        nvalues + 1, &count, 1))
+    return 1;
+  return not_taken(L);
+}
+
+/* The kinds string of a list of {dtype = name, pointer = bool} (argument 1), pushed. */
+static void push_kinds (lua_State *L) {
   luaL_Buffer kinds;
-  lua_Integer i, n;
-  luaL_checktype(L, 1, LUA_TTABLE);
-  luaL_checktype(L, 2, LUA_TFUNCTION);
-  luaL_checktype(L, 3, LUA_TFUNCTION);
-  luaL_argcheck(L, luaL_checkinteger(L, 4) >= 1, 4, "threads per block must be positive");
-  luaL_argcheck(L, luaL_checkinteger(L, 5) >= 1, 5, "the block count must be positive");
-  lua_settop(L, 5);
-  n = luaL_len(L, 1);
+  lua_Integer i, n = luaL_len(L, 1);
+  luaL_argcheck(L, n <= MAX_KERNEL_ARGS, 1, "too many arguments for the C path");
   luaL_buffinit(L, &kinds);
   for (i = 1; i <= n; i++) {
     int dtype, pointer;
@@ -667,17 +742,52 @@ static int gpu_elementwise_caller (lua_State *L) {
     pointer = lua_toboolean(L, -1);
     lua_pop(L, 3);
     luaL_argcheck(L, dtype >= 0, 1, "unknown dtype in the arguments");
-    luaL_addchar(&kinds, (char)(dtype | (pointer ? EK_ARRAY : 0)));
+    luaL_addchar(&kinds, (char)(dtype | (pointer ? KIND_ARRAY : 0)));
   }
-  luaL_pushresult(&kinds);                                     /* 6 */
+  luaL_pushresult(&kinds);
+}
+
+/* Pushes the closure fn over the shared upvalues, from (arguments, compile, general, block,
+** max_grid) at 1..5 (general false for none), and n more values on the stack top. */
+static void push_kernel_closure (lua_State *L, lua_CFunction fn, int n) {
+  int extra = lua_gettop(L) - n + 1, i;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  luaL_argcheck(L, luaL_checkinteger(L, 4) >= 1, 4, "threads per block must be positive");
+  luaL_argcheck(L, luaL_checkinteger(L, 5) >= 1, 5, "the block count must be positive");
+  push_kinds(L);
   lua_newtable(L);
   lua_pushvalue(L, 2);
   lua_pushvalue(L, 3);
   luaL_getmetatable(L, GPU_ARRAY);
-  lua_pushvalue(L, 6);
+  lua_pushvalue(L, -5);                     /* the kinds */
   lua_pushvalue(L, 4);
   lua_pushvalue(L, 5);
-  lua_pushcclosure(L, elementwise_call, 7);
+  for (i = 0; i < n; i++) lua_pushvalue(L, extra + i);
+  lua_pushcclosure(L, fn, 7 + n);
+}
+
+/* elementwise_caller(arguments, compile, general, block, max_grid) -> an ElementwiseKernel's
+** __call; arguments lists {dtype = name, pointer = bool} */
+static int gpu_elementwise_caller (lua_State *L) {
+  luaL_checktype(L, 3, LUA_TFUNCTION);
+  lua_settop(L, 5);
+  push_kernel_closure(L, elementwise_call, 0);
+  return 1;
+}
+
+/* program_launcher(operands, compile, result_dtype, block, max_grid[, per_thread]) ->
+** launch(out, values...); operands lists {dtype = name, pointer = bool} (pointer: an array) */
+static int gpu_program_launcher (lua_State *L) {
+  lua_Integer per_thread = luaL_optinteger(L, 6, 1);
+  int result = gpu_checkdtype(L, 3);
+  luaL_argcheck(L, per_thread >= 1, 6, "elements per thread must be positive");
+  lua_settop(L, 5);
+  lua_pushboolean(L, 0);
+  lua_replace(L, 3);                        /* no general path */
+  lua_pushinteger(L, result);
+  lua_pushinteger(L, per_thread * lua_tointeger(L, 4));
+  push_kernel_closure(L, program_launch, 2);
   return 1;
 }
 
@@ -693,7 +803,7 @@ void gpu_array_open (lua_State *L) {
     {"array_empty", gpu_array_empty}, {"array_view", gpu_array_view},
     {"array_binary_operator", gpu_array_binary_operator},
     {"array_unary_operator", gpu_array_unary_operator}, {"array_like", gpu_array_like},
-    {"elementwise_caller", gpu_elementwise_caller},
+    {"elementwise_caller", gpu_elementwise_caller}, {"program_launcher", gpu_program_launcher},
     {NULL, NULL},
   };
   static const luaL_Reg meta[] = {

@@ -456,8 +456,23 @@ function M.kernel(p, layout)
   end)
 end
 
+-- The C path of launch (core.program_launcher): plain arrays of one shape and numbers, into a
+-- new array or a plain out, on the default stream, in the contiguous layout; it returns false
+-- for anything else, which the Lua code below takes, with every check.
+local function plain_launcher(p)
+  local operands = {}
+  for k, op in ipairs(p.operands) do operands[k] = {dtype = op.dtype, pointer = not op.scalar} end
+  p.launcher = core.program_launcher(operands, function() return M.kernel(p, "c") end, p.out,
+                                     BLOCK, MAX_GRID, UNROLL)
+  return p.launcher
+end
+
 -- launch(p, out, stream, fname, values...) -> out (allocated when nil)
 function M.launch(p, out, stream, fname, ...)
+  if stream == nil then
+    local result = (p.launcher or plain_launcher(p))(out, ...)
+    if result then return result end
+  end
   local nvalues = select("#", ...)
   local values = {...}
   fname = fname or p.name

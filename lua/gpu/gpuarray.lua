@@ -278,6 +278,8 @@ function M.zeros_like(a) check_array(a, 1, "zeros_like"); return M.zeros(a.shape
 function M.ones_like(a) check_array(a, 1, "ones_like"); return M.ones(a.shape, a.dtype) end
 
 -- arange([start,] stop[, step][, dtype]): start + i * step for i = 0 .. n - 1, NumPy's count.
+local arange_programs = {}     -- dtype -> its program
+
 function M.arange(...)
   local args = table.pack(...)
   local dtype
@@ -304,11 +306,15 @@ function M.arange(...)
   if n < 0 then n = 0 end
   local a = core.array_empty({math.tointeger(n)}, dtype)
   local wide = promote.kind(dtype) == "f" and "float64" or "int64"
-  local c = operators.ctype(dtype)
-  local p = ew.program{expr = ("(%s)(start + (%s)lg_i * step)"):format(c, operators.ctype(wide)),
-                       out = dtype, name = "arange_" .. dtype,
-                       operands = {{name = "start", dtype = wide, scalar = true},
-                                   {name = "step", dtype = wide, scalar = true}}}
+  local p = arange_programs[dtype]
+  if p == nil then
+    p = ew.program{expr = ("(%s)(start + (%s)lg_i * step)"):format(operators.ctype(dtype),
+                                                                  operators.ctype(wide)),
+                   out = dtype, name = "arange_" .. dtype,
+                   operands = {{name = "start", dtype = wide, scalar = true},
+                               {name = "step", dtype = wide, scalar = true}}}
+    arange_programs[dtype] = p
+  end
   if wide == "int64" then start, step = math.tointeger(start), math.tointeger(step) end
   if start == nil or step == nil then argerror(1, "arange", "integer start and step expected for " .. dtype) end
   return ew.launch(p, a, nil, "arange", start, step)

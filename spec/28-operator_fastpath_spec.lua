@@ -357,16 +357,20 @@ describe("the elementwise launch's C path", function()
   it("returns false for what it does not take, and checks its arguments", function()
     local function compile() error("compile must not be reached") end
     local launch = core.program_launcher({{dtype = "float32", pointer = true}, {dtype = "float64"}},
-                                         compile, "float32", 256, 1024, 4)
+                                         compile, "float32", 256, 1024, 4, 32)
     assert.is_false(launch(nil, {}, 1))               -- not an array
     assert.is_false(launch(nil, 1, 1))                -- a number for an array
     assert.is_false(launch(nil))                      -- too few values
     assert.is_false(launch({}, 1, 1))                 -- out not an array
     helpers.assert_error("bad argument #3 to 'program_launcher' (unknown dtype 'float31')",
-                         function() core.program_launcher({}, compile, "float31", 1, 1) end)
+                         function() core.program_launcher({}, compile, "float31", 1, 1, 1, 1) end)
     helpers.assert_error("bad argument #6 to 'program_launcher' (elements per thread must be positive)",
-                         function() core.program_launcher({}, compile, "float32", 1, 1, 0) end)
+                         function() core.program_launcher({}, compile, "float32", 1, 1, 0, 1) end)
+    helpers.assert_error("bad argument #7 to 'program_launcher' (the tile side must be positive)",
+                         function() core.program_launcher({}, compile, "float32", 1, 1, 1, 0) end)
   end)
+
+  local function promote_text(shape) return "(" .. table.concat(shape, ",") .. ")" end
 
   local function random_array(n, dtype)
     local kind = gpu.dtype(dtype).kind
@@ -413,6 +417,48 @@ describe("the elementwise launch's C path", function()
     local a, b = random_array(n, "float32"), random_array(n, "float32")
     for _ = 1, 5 do local _ = ga.where(a:gt(b), a, b), a:clip(0, 1), a:astype("float64") end
     assert.are.equal(compiles, kernel_cache.compiles)
+  end)
+
+  -- Broadcast operands take the strided kernel from C, with the dimensions merged as the Lua
+  -- code merges them, unless a tiled kernel would pay (a column of 32 or more rows), which
+  -- stays the Lua code's.
+  helpers.gpu_it("gives the general path's bytes for broadcast operands", function()
+    local ga = gpu.gpuarray
+    local function random_shaped(shape, dtype)
+      local n = 1
+      for _, d in ipairs(shape) do n = n * d end
+      return random_array(n, dtype):reshape(shape)
+    end
+    local cases = {
+      {{10, 100}, {100}}, {{10, 100}, {10, 1}}, {{64, 64}, {64, 1}}, {{3, 1, 5}, {1, 4, 1}},
+      {{2, 3, 4}, {4}}, {{1}, {7}}, {{5}, {}}, {{6, 1}, {1, 6}}, {{2, 1, 3, 1}, {1, 5, 1, 2}},
+    }
+    for _, case in ipairs(cases) do
+      for _, dtypes in ipairs{{"float32", "float32"}, {"int8", "float64"}} do
+        local x, y = random_shaped(case[1], dtypes[1]), random_shaped(case[2], dtypes[2])
+        local what = ("%s %s + %s %s"):format(dtypes[1], promote_text(case[1]), dtypes[2], promote_text(case[2]))
+        for _, f in ipairs{function(o) return ga.add(x, y, o) end, function(o) return ga.sub(y, x, o) end,
+                           function(o) return ga.where(x:gt(0), x, y, o) end,
+                           function(o) return ga.maximum(x, 2, o) end} do
+          local fast = f()
+          local slow = general(f)
+          assert.are.same(slow.shape, fast.shape, what)
+          assert.are.equal(bytes_of(slow), bytes_of(fast), what)
+          local out = ga.empty(fast.shape, fast.dtype)
+          assert.are.equal(out, f({out = out}), what)
+          assert.are.equal(bytes_of(slow), bytes_of(out), what)
+        end
+      end
+    end
+    -- an out larger than the operands, and a row added in place
+    local v, m = random_shaped({100}, "float32"), random_shaped({10, 100}, "float32")
+    local out = ga.empty({10, 100}, "float32")
+    ga.add(v, v, out)
+    assert.are.equal(bytes_of(general(function(o) return ga.add(v, v, o) end)):rep(10), bytes_of(out))
+    local hm, hv = m:get(), v:get()
+    m:iadd(v)
+    local got = m:get()
+    for i = 1, 1000 do assert.are.equal(helpers.f32(hm[i] + hv[(i - 1) % 100 + 1]), got[i]) end
   end)
 
   helpers.gpu_it("writes where in place, and leaves a partly overlapping out to the general path", function()

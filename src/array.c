@@ -351,8 +351,8 @@ static int array_len (lua_State *L) {
 ** (array_unary_operator), keeps its kernels in its upvalues:
 ** 1 kernels (key -> Function, or false where the pair has no plain kernel), 2 result dtypes
 ** (key -> dtype id), 3 compile(x, y) -> Function, result dtype (or nothing), 4 the general
-** path general(x, y, out) (a unary's general(x, out)), 5 the GPUArray metatable, 6 threads per block, 7 the most blocks, 8 the
-** elements a block takes before the grid is capped.
+** path general(x, y, out) (a unary's general(x, out)), 5 the GPUArray metatable, 6 threads
+** per block, 7 the most blocks, 8 the elements a block takes before the grid is capped.
 ** A key is device ordinal * GPU_NDTYPES^2 + x's dtype * GPU_NDTYPES + y's dtype for two
 ** arrays; for an array and a Lua number, -1 - ((ordinal * GPU_NDTYPES + the array's dtype) *
 ** 4 + 2 * (the number is x) + (the number is a float)): what NumPy's weak scalars make of it;
@@ -576,27 +576,30 @@ static int gpu_array_unary_operator (lua_State *L) {
 ** Function for the current device, 3 the general path general(k, args...) (a launcher has
 ** none: it returns false instead), 4 the GPUArray metatable, 5 the arguments' kinds (a
 ** string: byte i is argument i's dtype id, plus KIND_ARRAY for an array), 6 threads per
-** block, 7 the most blocks; a launcher's also 8 the result's dtype id and 9 the elements a
-** block takes.
+** block, 7 the most blocks; a launcher's also 8 the result's dtype id, 9 the elements a
+** thread of the contiguous kernel takes and 10 the tiled kernels' tile side.  A launcher's
+** Functions are keyed by ordinal * (GPU_MAXDIM + 1) + the layout's strided dimensions (0
+** for the contiguous one), and compile gets the layout's name.
 */
 enum { K_FUNCTIONS = 1, K_COMPILE, K_GENERAL, K_ARRAY_MT, K_KINDS, K_BLOCK, K_MAX_GRID,
-       K_RESULT, K_PER_BLOCK };
+       K_RESULT, K_UNROLL, K_TILE };
 #define KIND_ARRAY 0x80
 #define MAX_KERNEL_ARGS 64
 
-/* Pushes the Function for ordinal (compiled on first use); 0, nothing pushed, where compile
-** gave none. */
-static int push_function (lua_State *L, int ordinal) {
-  if (lua_rawgeti(L, lua_upvalueindex(K_FUNCTIONS), ordinal) == LUA_TNIL) {
+/* Pushes the Function cached under key (compile(layout) on first use: layout NULL for an
+** ElementwiseKernel's one); 0, nothing pushed, where compile gave none. */
+static int push_function_for (lua_State *L, lua_Integer key, const char *layout) {
+  if (lua_rawgeti(L, lua_upvalueindex(K_FUNCTIONS), key) == LUA_TNIL) {
     lua_pop(L, 1);
     lua_pushvalue(L, lua_upvalueindex(K_COMPILE));
-    lua_call(L, 0, 1);
+    if (layout != NULL) lua_pushstring(L, layout);
+    lua_call(L, layout != NULL, 1);
     if (!gpu_isfunction(L, -1)) {
       lua_pop(L, 1);
       lua_pushboolean(L, 0);
     }
     lua_pushvalue(L, -1);
-    lua_rawseti(L, lua_upvalueindex(K_FUNCTIONS), ordinal);
+    lua_rawseti(L, lua_upvalueindex(K_FUNCTIONS), key);
   }
   if (lua_type(L, -1) == LUA_TUSERDATA) return 1;
   lua_pop(L, 1);
@@ -656,7 +659,7 @@ static int elementwise_call (lua_State *L) {
   const gpu_Array *first;
   if (nargs == (int)nkinds && nargs <= MAX_KERNEL_ARGS &&
       plain_arguments(L, 2, nargs, kinds, 0, ptrs, &first) && first != NULL &&
-      push_function(L, first->buffer->ctx->ordinal)) {
+      push_function_for(L, first->buffer->ctx->ordinal, NULL)) {
     lua_Integer block = lua_tointeger(L, lua_upvalueindex(K_BLOCK));
     const lua_Integer range[3] = {0, 1, (lua_Integer)first->size};   /* start, step, count */
     if (arguments_alive(L, 2, nargs, kinds) &&
@@ -676,11 +679,127 @@ static int not_taken (lua_State *L) {
   return 1;
 }
 
+static int same_shape (const gpu_Array *a, int ndim, const int64_t *shape) {
+  return a->ndim == ndim && memcmp(a->shape, shape, sizeof(int64_t) * (size_t)ndim) == 0;
+}
+
+/* Whether a and out share no byte, or are the same elements (address, size and shape). */
+static int apart_or_same (const gpu_Array *a, const gpu_Array *out) {
+  const size_t a_bytes = (size_t)a->size * gpu_dtypes[a->dtype].itemsize;
+  const size_t out_bytes = (size_t)out->size * gpu_dtypes[out->dtype].itemsize;
+  return a->ptr + a_bytes <= out->ptr || out->ptr + out_bytes <= a->ptr ||
+         (a->ptr == out->ptr && gpu_dtypes[a->dtype].itemsize == gpu_dtypes[out->dtype].itemsize &&
+          same_shape(a, out->ndim, out->shape));
+}
+
+/*
+** A launch's layout: the output's shape (ndim dimensions), and for the strided kernel, as
+** elementwise.lua's collapse makes them, nd dims (merged where every operand walks them
+** contiguously, none of length 1) with the byte strides of the output and of each array
+** operand along them (strides[k][d], k = 0 the output's, 0 where broadcast).  Broadcasts of
+** more arrays or dimensions than it holds are left to the Lua code.
+*/
+#define LAYOUT_ARRAYS 8
+#define LAYOUT_DIMS 8
+typedef struct Layout {
+  int ndim, nd, narrays;
+  int64_t shape[GPU_MAXDIM], dims[LAYOUT_DIMS];
+  int64_t strides[LAYOUT_ARRAYS + 1][LAYOUT_DIMS];
+  size_t itemsize[LAYOUT_ARRAYS + 1];
+} Layout;
+
+/* The shape the n arrays broadcast to, with out's when given; 0 where they do not, or out's
+** shape is not it (the Lua code words the error). */
+static int broadcast_shape (Layout *l, const gpu_Array **arrays, int n, const gpu_Array *out) {
+  int i, d;
+  l->ndim = out != NULL ? out->ndim : 0;
+  for (i = 0; i < n; i++) if (arrays[i]->ndim > l->ndim) l->ndim = arrays[i]->ndim;
+  if (l->ndim > LAYOUT_DIMS) return 0;
+  for (d = 0; d < l->ndim; d++) {
+    int64_t size = 1;
+    for (i = 0; i <= n; i++) {
+      const gpu_Array *a = i < n ? arrays[i] : out;
+      int at = a != NULL ? d - (l->ndim - a->ndim) : -1;
+      if (at >= 0 && a->shape[at] != 1) {
+        if (size != 1 && size != a->shape[at]) return 0;
+        size = a->shape[at];
+      }
+    }
+    l->shape[d] = size;
+  }
+  return out == NULL || same_shape(out, l->ndim, l->shape);
+}
+
+/* The strided kernel's dims and strides for the n arrays (C-contiguous) broadcast to the
+** shape, the output row-major of itemsize out_size. */
+static void strided_layout (Layout *l, const gpu_Array **arrays, int n, size_t out_size) {
+  int64_t full[LAYOUT_ARRAYS + 1][LAYOUT_DIMS], step = (int64_t)out_size;
+  int k, d;
+  l->narrays = n;
+  l->itemsize[0] = out_size;
+  for (d = l->ndim - 1; d >= 0; d--) {
+    full[0][d] = step;
+    step *= l->shape[d];
+  }
+  for (k = 1; k <= n; k++) {
+    const gpu_Array *a = arrays[k - 1];
+    l->itemsize[k] = gpu_dtypes[a->dtype].itemsize;
+    for (d = 0; d < l->ndim; d++) {
+      int at = d - (l->ndim - a->ndim);
+      full[k][d] = at < 0 || a->shape[at] == 1 ? 0 : a->strides[at];
+    }
+  }
+  l->nd = 0;
+  for (d = 0; d < l->ndim; d++) {
+    int merge = l->nd > 0;
+    if (l->shape[d] == 1) continue;
+    for (k = 0; k <= n && merge; k++)
+      merge = l->strides[k][l->nd - 1] == full[k][d] * l->shape[d];
+    if (merge) l->dims[l->nd - 1] *= l->shape[d];
+    else l->dims[l->nd++] = l->shape[d];
+    for (k = 0; k <= n; k++) l->strides[k][l->nd - 1] = full[k][d];
+  }
+  if (l->nd == 0) {
+    l->nd = 1;
+    l->dims[0] = 1;
+    for (k = 0; k <= n; k++) l->strides[k][0] = 0;
+  }
+}
+
+static int64_t abs64 (int64_t v) { return v < 0 ? -v : v; }
+
+/* Whether elementwise.lua's tiled_layout would take the layout (tiles of side tile): the
+** output adjacent along its last dimension, an array along another, both a tile long. */
+static int wants_tiles (const Layout *l, int64_t tile) {
+  const int last = l->nd - 1;
+  int k, d, along = -1;
+  if (l->nd < 2 || l->dims[last] < tile || abs64(l->strides[0][last]) != (int64_t)l->itemsize[0])
+    return 0;
+  for (k = 1; k <= l->narrays; k++) {
+    const int64_t *st = l->strides[k];
+    if (abs64(st[last]) == (int64_t)l->itemsize[k]) continue;
+    for (d = 0; d < last; d++)
+      if (abs64(st[d]) == (int64_t)l->itemsize[k] && (along < 0 || along == d) && l->dims[d] >= tile)
+        along = d;
+  }
+  return along >= 0;
+}
+
+/* Pushes the Function of the layout (the contiguous "c" for nd 0, else "s<nd>") on c's
+** device, compiled on first use; 0, nothing pushed, where compile gave none. */
+static int push_layout_function (lua_State *L, const gpu_Context *c, int nd) {
+  char layout[16];
+  snprintf(layout, sizeof layout, nd == 0 ? "c" : "s%d", nd);
+  return push_function_for(L, (lua_Integer)c->ordinal * (GPU_MAXDIM + 1) + nd, layout);
+}
+
 /* launch(out, values...) -> out, or a new array where out is nil; false, having done nothing,
-** unless every array value is plain, of its operand's dtype and of one shape on one device,
-** every other a number its parameter takes, and out (when given) plain, of that shape and
-** the result's dtype and sharing no byte with an operand it is not (see takes_result).
-** Without array values, out gives the shape (fill, arange). */
+** unless every array value is plain (see plain), of its operand's dtype and on one device,
+** their shapes broadcast together, every other value a number its parameter takes, and out
+** (when given) plain, of the result's dtype and the broadcast shape, and sharing no byte with
+** an operand unless it is that operand's elements.  Without array values out gives the
+** shape (fill, arange).  Operands of one shape take the contiguous kernel, broadcast ones the
+** strided kernel (or false, where the Lua code would take a tiled one). */
 static int program_launch (lua_State *L) {
   size_t nkinds;
   const unsigned char *kinds =
@@ -688,40 +807,57 @@ static int program_launch (lua_State *L) {
   const int nvalues = lua_gettop(L) - 1;
   const gpu_DtypeId result = (gpu_DtypeId)lua_tointeger(L, lua_upvalueindex(K_RESULT));
   CUdeviceptr ptrs[MAX_KERNEL_ARGS + 1];
-  const gpu_Array *first, *out = NULL;
-  lua_Integer count;
-  int i, fidx;
+  const gpu_Array *arrays[MAX_KERNEL_ARGS], *first, *out = NULL;
+  Layout l;
+  lua_Integer tail[1 + LAYOUT_DIMS * (LAYOUT_ARRAYS + 2)], per_block;
+  int i, k, d, narrays = 0, broadcast = 0, fidx, ntail = 0;
+  gpu_Context *ctx;
   if (nvalues != (int)nkinds || nvalues > MAX_KERNEL_ARGS ||
-      !plain_arguments(L, 2, nvalues, kinds, 1, ptrs + 1, &first))
+      !plain_arguments(L, 2, nvalues, kinds, 0, ptrs + 1, &first))
     return not_taken(L);
+  for (i = 0; i < nvalues; i++)
+    if (kinds[i] & KIND_ARRAY) arrays[narrays++] = (const gpu_Array *)lua_touserdata(L, i + 2);
   if (!lua_isnil(L, 1)) {
-    if ((out = operand_of(L, 1, lua_upvalueindex(K_ARRAY_MT))) == NULL)
+    out = operand_of(L, 1, lua_upvalueindex(K_ARRAY_MT));
+    if (!plain(out) || out->dtype != result ||
+        (first != NULL && out->buffer->ctx != first->buffer->ctx))
       return not_taken(L);
-    if (first == NULL) {
-      if (!takes_result(out, out, NULL, result)) return not_taken(L);
-      first = out;
-    }
-    for (i = 0; i < nvalues; i++)
-      if ((kinds[i] & KIND_ARRAY) &&
-          !takes_result(out, (const gpu_Array *)lua_touserdata(L, i + 2), NULL, result))
-        return not_taken(L);
+    for (i = 0; i < narrays; i++)
+      if (!apart_or_same(arrays[i], out)) return not_taken(L);
   }
-  if (first == NULL || !push_function(L, first->buffer->ctx->ordinal)) return not_taken(L);
+  if (first == NULL && (first = out) == NULL) return not_taken(L);
+  ctx = first->buffer->ctx;
+  for (i = 0; i < narrays; i++) broadcast |= !same_shape(arrays[i], first->ndim, first->shape);
+  broadcast |= out != NULL && !same_shape(out, first->ndim, first->shape);
+  l.nd = 0;
+  if (broadcast) {
+    if (narrays > LAYOUT_ARRAYS || !broadcast_shape(&l, arrays, narrays, out))
+      return not_taken(L);
+    strided_layout(&l, arrays, narrays, gpu_dtypes[result].itemsize);
+    if (wants_tiles(&l, lua_tointeger(L, lua_upvalueindex(K_TILE)))) return not_taken(L);
+  } else {
+    l.ndim = first->ndim;
+    memcpy(l.shape, first->shape, sizeof(int64_t) * (size_t)first->ndim);
+  }
+  if (!push_layout_function(L, ctx, l.nd)) return not_taken(L);
   fidx = lua_gettop(L);
-  count = (lua_Integer)first->size;
   if (out != NULL)
     lua_pushvalue(L, 1);
   else {
-    gpu_Context *c = first->buffer->ctx;
-    lua_rawgeti(L, LUA_REGISTRYINDEX, c->ref);
-    out = array_new_in(L, c, -1, lua_upvalueindex(K_ARRAY_MT), result, first->ndim, first->shape);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->ref);
+    out = array_new_in(L, ctx, -1, lua_upvalueindex(K_ARRAY_MT), result, l.ndim, l.shape);
   }
   ptrs[0] = out->ptr;
+  tail[ntail++] = (lua_Integer)out->size;    /* then the strided kernel's dims and strides */
+  for (d = 0; d < l.nd; d++) tail[ntail++] = l.dims[d];
+  for (k = 0; l.nd > 0 && k <= narrays; k++)
+    for (d = 0; d < l.nd; d++) tail[ntail++] = l.strides[k][d];
+  per_block = lua_tointeger(L, lua_upvalueindex(K_BLOCK)) *
+              (l.nd == 0 ? lua_tointeger(L, lua_upvalueindex(K_UNROLL)) : 1);
   if (gpu_array_alive(out) && arguments_alive(L, 2, nvalues, kinds) &&
-      gpu_launch_values(L, fidx, first->buffer->ctx,
-                        grid_of(L, first->size, lua_tointeger(L, lua_upvalueindex(K_PER_BLOCK))),
+      gpu_launch_values(L, fidx, ctx, grid_of(L, out->size, per_block),
                         (unsigned)lua_tointeger(L, lua_upvalueindex(K_BLOCK)), ptrs, 1,
-                        nvalues + 1, &count, 1))
+                        nvalues + 1, tail, ntail))
     return 1;
   return not_taken(L);
 }
@@ -776,18 +912,20 @@ static int gpu_elementwise_caller (lua_State *L) {
   return 1;
 }
 
-/* program_launcher(operands, compile, result_dtype, block, max_grid[, per_thread]) ->
-** launch(out, values...); operands lists {dtype = name, pointer = bool} (pointer: an array) */
+/* program_launcher(operands, compile, result_dtype, block, max_grid, per_thread, tile) ->
+** launch(out, values...); operands lists {dtype = name, pointer = bool} (pointer: an array),
+** compile(layout) gives the program's Function for a layout on the current device */
 static int gpu_program_launcher (lua_State *L) {
-  lua_Integer per_thread = luaL_optinteger(L, 6, 1);
   int result = gpu_checkdtype(L, 3);
-  luaL_argcheck(L, per_thread >= 1, 6, "elements per thread must be positive");
-  lua_settop(L, 5);
+  luaL_argcheck(L, luaL_checkinteger(L, 6) >= 1, 6, "elements per thread must be positive");
+  luaL_argcheck(L, luaL_checkinteger(L, 7) >= 1, 7, "the tile side must be positive");
+  lua_settop(L, 7);
+  lua_pushinteger(L, result);               /* 8 */
   lua_pushboolean(L, 0);
   lua_replace(L, 3);                        /* no general path */
-  lua_pushinteger(L, result);
-  lua_pushinteger(L, per_thread * lua_tointeger(L, 4));
-  push_kernel_closure(L, program_launch, 2);
+  lua_pushvalue(L, 6);                      /* 9 */
+  lua_pushvalue(L, 7);                      /* 10 */
+  push_kernel_closure(L, program_launch, 3);
   return 1;
 }
 

@@ -456,14 +456,15 @@ function M.kernel(p, layout)
   end)
 end
 
--- The C path of launch (core.program_launcher): plain arrays of one shape and numbers, into a
--- new array or a plain out, on the default stream, in the contiguous layout; it returns false
--- for anything else, which the Lua code below takes, with every check.
+-- The C path of launch (core.program_launcher): C-contiguous arrays and numbers, into a new
+-- array or a contiguous out, on the default stream, in the contiguous layout for operands of
+-- one shape and the strided one for broadcasts (where no tiled layout would pay); it returns
+-- false for anything else, which the Lua code below takes, with every check.
 local function plain_launcher(p)
   local operands = {}
   for k, op in ipairs(p.operands) do operands[k] = {dtype = op.dtype, pointer = not op.scalar} end
-  p.launcher = core.program_launcher(operands, function() return M.kernel(p, "c") end, p.out,
-                                     BLOCK, MAX_GRID, UNROLL)
+  p.launcher = core.program_launcher(operands, function(layout) return M.kernel(p, layout) end,
+                                     p.out, BLOCK, MAX_GRID, UNROLL, TILE)
   return p.launcher
 end
 

@@ -388,7 +388,7 @@ describe("the elementwise launch's C path", function()
       local cases = {
         {"where", function(o) return ga.where(c, a, b, o) end},
         {"where a number", function(o) return ga.where(c, a, 2, o) end},
-        {"clip", function(o) return a:clip(-1, 3, o) end},
+        {"clip", function(o) return a:clip(0, 3, o) end},
         {"astype float64", function(o) return a:astype("float64", o) end},
         {"astype int16", function(o) return a:astype("int16", o) end},
         {"mul_add", function(o) return a:mul_add(2, b, 3, o) end},

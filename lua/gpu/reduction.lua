@@ -750,6 +750,8 @@ function ReductionKernel:_function(name)
   return kernel_cache.get(key, function() return source, name, nil, options end)
 end
 
+local ONE_BLOCK = BLOCK * 8   -- elements a ReductionKernel call reduces in one block at most
+
 -- k(args...[, {stream = s}]) -> 0-d GPUArray (or the struct's bytes as a uint8 array)
 function ReductionKernel:__call(...)
   local args = table.pack(...)
@@ -776,13 +778,16 @@ function ReductionKernel:__call(...)
     end
   end
   local n = args[self.first_vector].size
-  local grid = math.max(1, math.min(max_grid(), ceil_div(n, BLOCK)))
+  -- a small reduction is one block's: a few elements a thread cost less than a second launch
+  local grid = n <= ONE_BLOCK and 1 or math.max(1, math.min(max_grid(), ceil_div(n, BLOCK)))
   local buf = core.mem_alloc(256 + grid * self.out_size)
   local out = self.out_dtype and core.array_view(buf, 0, self.out_dtype, {})
                              or core.array_view(buf, 0, "uint8", {self.out_size})
   local partials = buf:offset(256)
-  args[args.n + 1], args[args.n + 2], args[args.n + 3], args[args.n + 4] = n, partials, out, n
-  run(self:_function("gpu_reduce_index"), grid, opts.stream, table.unpack(args, 1, args.n + 4))
+  local launch = {block = BLOCK, grid = grid, stream = opts.stream}
+  local m = args.n
+  args[m + 1], args[m + 2], args[m + 3], args[m + 4], args[m + 5] = n, partials, out, n, launch
+  self:_function("gpu_reduce_index")(table.unpack(args, 1, m + 5))
   if grid > 1 then run(self:_function("gpu_reduce_finish"), 1, opts.stream, partials, grid, out, n) end
   for _, c in ipairs(copies) do core.free_after(c, opts.stream) end
   return out

@@ -249,9 +249,8 @@ end
 
 function M.zeros(shape, dtype)
   shape = check_shape(shape, 1, "zeros")
-  local a = core.array_empty(shape, dtype == nil and "float64" or check_dtype(dtype, 2, "zeros"))
-  if a.nbytes > 0 then core.memset_d8(a.gpudata, 0, a.nbytes) end
-  return a
+  -- fill's kernel, not a memset: a fill of a new array stays on the C path, no Buffer face
+  return core.array_empty(shape, dtype == nil and "float64" or check_dtype(dtype, 2, "zeros")):fill(0)
 end
 
 function M.full(shape, value, dtype)

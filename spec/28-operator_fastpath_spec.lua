@@ -1,8 +1,8 @@
 -- The operators' fast path (gpuarray.lua binary_operator and unary_operator): two live
 -- C-contiguous arrays of one shape, or one such array and a Lua number, or one such array
 -- alone, into a new array or a given out of their shape and the result's dtype, skip
--- promotion and broadcasting.  It must give what the general path gives (reached with a
--- stream option: a:add(b, {stream = s})), and hand everything else to it.
+-- promotion and broadcasting.  It must give what the general path gives (reached with the fast
+-- paths off: gpu.fast_paths(false)), and hand everything else to it.
 local helpers = require "helpers"
 local gpu = helpers.gpu
 local core = require "gpu.core"
@@ -10,13 +10,13 @@ local kernel_cache = require "gpu.kernel_cache"
 
 local function bytes_of(a) return a:get():bytes() end
 
--- The general path's options: a stream (made on first use: it needs a device) keeps a call off
--- the C path.  general(fn) calls fn(options) and waits for the stream.
-local stream
+-- general(fn) -> fn({}) with the C fast paths off (gpu.fast_paths(false)): the general path's
+-- result, fn's options table to add to.
 local function general(fn)
-  stream = stream or gpu.Stream()
-  local result = fn({stream = stream})
-  stream:synchronize()
+  local was = gpu.fast_paths(false)
+  local ok, result = pcall(fn, {})
+  gpu.fast_paths(was)
+  if not ok then error(result, 0) end
   return result
 end
 
@@ -46,11 +46,11 @@ describe("the operators' fast path", function()
     assert.are.equal("general", op(1, 2))
     assert.are.equal("general", op(t, "x"))
     assert.are.equal("general", op(nil, nil))
-    assert.are.equal("general", op(1, 2, t))              -- out, whatever it is, goes along
+    assert.are.equal("general", op(1, 2, t, "s"))         -- out and stream, whatever they are, go along
     assert.are.equal("general", negate("x"))
-    assert.are.equal("general", negate(1, t))
-    assert.are.same({{n = 3, 1, 2}, {n = 3, t, "x"}, {n = 3}, {n = 3, 1, 2, t}, {n = 2, "x"},
-                     {n = 2, 1, t}}, seen)
+    assert.are.equal("general", negate(1, t, "s"))
+    assert.are.same({{n = 4, 1, 2}, {n = 4, t, "x"}, {n = 4}, {n = 4, 1, 2, t, "s"}, {n = 3, "x"},
+                     {n = 3, 1, t, "s"}}, seen)
   end)
 
   it("checks its arguments", function()
@@ -351,8 +351,8 @@ describe("the operators' fast path", function()
 end)
 
 -- The Lua layer's launch of a generated program (elementwise.lua launch: where, clip, astype,
--- fill, arange, copies, the operators with a stream-less options table) has a C path too
--- (core.program_launcher): plain arrays of one shape and numbers, into a new or plain out.
+-- fill, arange, copies, broadcasts) has a C path too (core.program_launcher): plain arrays
+-- and numbers, into a new or plain out, on the default stream or a given one.
 describe("the elementwise launch's C path", function()
   it("returns false for what it does not take, and checks its arguments", function()
     local function compile() error("compile must not be reached") end
@@ -459,6 +459,36 @@ describe("the elementwise launch's C path", function()
     m:iadd(v)
     local got = m:get()
     for i = 1, 1000 do assert.are.equal(helpers.f32(hm[i] + hv[(i - 1) % 100 + 1]), got[i]) end
+  end)
+
+  -- A stream goes along on the C paths, unless it is capturing a graph: the general path notes
+  -- the arrays a capture holds, so that a graph launched after one was freed is refused.
+  helpers.gpu_it("launches on a given stream, and leaves a capturing one to the general path", function()
+    local ga = gpu.gpuarray
+    local n = 5000
+    local a, b = random_array(n, "float32"), random_array(n, "float32")
+    local s <close> = gpu.Stream()
+    local want = {bytes_of(general(function(o) return a + b end)),
+                  bytes_of(general(function(o) return ga.where(a:gt(b), a, 1.5, o) end)),
+                  bytes_of(general(function(o) return gpu.cumath.exp(a, o) end))}
+    local c = a:copy()
+    local got = {ga.add(a, b, {stream = s}), ga.where(a:gt(b), a, 1.5, {stream = s}),
+                 gpu.cumath.exp(a, {stream = s})}
+    c:iadd(b, {stream = s})
+    s:synchronize()
+    for i = 1, 3 do assert.are.equal(want[i], bytes_of(got[i]), "result " .. i) end
+    assert.are.equal(want[1], bytes_of(c))
+    local out = ga.zeros({n}, "float32")
+    s:begin_capture()
+    ga.add(a, b, {out = out, stream = s})
+    out:iadd(b, {stream = s})
+    local graph <close> = s:end_capture()
+    assert.are.equal(bytes_of(ga.zeros({n}, "float32")), bytes_of(out))     -- nothing ran yet
+    graph:launch(s)
+    s:synchronize()
+    assert.are.equal(bytes_of(general(function() return a + b + b end)), bytes_of(out))
+    b:free()
+    helpers.assert_error("graph uses a buffer that has been freed", graph.launch, graph, s)
   end)
 
   helpers.gpu_it("writes where in place, and leaves a partly overlapping out to the general path", function()

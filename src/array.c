@@ -351,8 +351,9 @@ static int array_len (lua_State *L) {
 ** (array_unary_operator), keeps its kernels in its upvalues:
 ** 1 kernels (key -> Function, or false where the pair has no plain kernel), 2 result dtypes
 ** (key -> dtype id), 3 compile(x, y) -> Function, result dtype (or nothing), 4 the general
-** path general(x, y, out) (a unary's general(x, out)), 5 the GPUArray metatable, 6 threads
-** per block, 7 the most blocks, 8 the elements a block takes before the grid is capped.
+** path general(x, y, out, stream) (a unary's general(x, out, stream)), 5 the GPUArray
+** metatable, 6 threads per block, 7 the most blocks, 8 the elements a block takes before the
+** grid is capped.
 ** A key is device ordinal * GPU_NDTYPES^2 + x's dtype * GPU_NDTYPES + y's dtype for two
 ** arrays; for an array and a Lua number, -1 - ((ordinal * GPU_NDTYPES + the array's dtype) *
 ** 4 + 2 * (the number is x) + (the number is a float)): what NumPy's weak scalars make of it;
@@ -360,8 +361,9 @@ static int array_len (lua_State *L) {
 */
 enum { OP_KERNELS = 1, OP_DTYPES, OP_COMPILE, OP_GENERAL, OP_ARRAY_MT, OP_BLOCK, OP_MAX_GRID,
        OP_PER_BLOCK };
-/* The closure's stack: 1 and 2 the operands (a unary's second is nil), then out and the kernel. */
-enum { OP_AT_OUT = 3, OP_AT_KERNEL };
+/* The closure's stack: 1 and 2 the operands (a unary's second is nil), then out, the stream
+** and the kernel. */
+enum { OP_AT_OUT = 3, OP_AT_STREAM, OP_AT_KERNEL };
 
 /* The GPUArray at idx, by its metatable at mt_idx (an upvalue: no registry lookup), or NULL. */
 static const gpu_Array *operand_of (lua_State *L, int idx, int mt_idx) {
@@ -372,12 +374,13 @@ static const gpu_Array *operand (lua_State *L, int idx) {
   return operand_of(L, idx, lua_upvalueindex(OP_ARRAY_MT));
 }
 
-/* x takes one plain kernel: live, C-contiguous, non-empty, on the current device. */
+/* x takes one plain kernel: live, C-contiguous, non-empty, on the current device (and the
+** fast paths are on). */
 static int plain (const gpu_Array *x) {
   const gpu_Context *c;
   if (x == NULL || !gpu_array_alive(x) || !x->contiguous || x->size == 0) return 0;
   c = x->buffer->ctx;
-  return c->ctx != NULL && c->state->device == c->ordinal;
+  return c->ctx != NULL && c->state->device == c->ordinal && !c->state->general_only;
 }
 
 /* x and y need no broadcasting and one plain kernel: both plain, of one shape and device. */
@@ -443,11 +446,11 @@ static int takes_result (const gpu_Array *out, const gpu_Array *a, const gpu_Arr
   return 1;
 }
 
-/* Launches the kernel at stack index OP_AT_KERNEL over the array given as out (stack index
-** OP_AT_OUT) or a new one of a's shape and the dtype result, and pushes that array: element i
-** of out, then of the operands: a and b for two arrays, or a and the Lua number at stack
-** index number_at, in their order.  Returns 0 with the stack at OP_AT_OUT where the launch
-** or out does not take them. */
+/* Launches the kernel at stack index OP_AT_KERNEL, on the stream at OP_AT_STREAM, over the
+** array given as out (stack index OP_AT_OUT) or a new one of a's shape and the dtype result,
+** and pushes that array: element i of out, then of the operands: a and b for two arrays, or
+** a and the Lua number at stack index number_at, in their order.  Returns 0 with the stack at
+** OP_AT_STREAM where the launch, the stream or out does not take them. */
 static int launch_operator (lua_State *L, const gpu_Array *out, const gpu_Array *a,
                             const gpu_Array *b, int number_at, gpu_DtypeId result) {
   lua_Integer block = lua_tointeger(L, lua_upvalueindex(OP_BLOCK));
@@ -457,6 +460,9 @@ static int launch_operator (lua_State *L, const gpu_Array *out, const gpu_Array 
   const lua_Integer count = (lua_Integer)a->size;
   gpu_Context *c = a->buffer->ctx;
   CUdeviceptr ptrs[3];
+  int usable;
+  const gpu_Stream *stream = gpu_fast_stream(L, OP_AT_STREAM, c, &usable);
+  if (!usable) return 0;
   if (out != NULL) {
     if (!takes_result(out, a, b, result)) return 0;
     lua_pushvalue(L, OP_AT_OUT);
@@ -470,30 +476,32 @@ static int launch_operator (lua_State *L, const gpu_Array *out, const gpu_Array 
   if (number_at != 0) ptrs[number_at] = 0;
   /* compile() and the allocation run Lua code and finalizers, which may free an operand */
   if (gpu_array_alive(a) && (b == NULL || gpu_array_alive(b)) && gpu_array_alive(out) &&
-      gpu_launch_values(L, OP_AT_KERNEL, c, (unsigned)(blocks < max_grid ? blocks : max_grid),
-                        (unsigned)block, ptrs, 0, b != NULL || number_at != 0 ? 3 : 2, &count, 1))
+      gpu_launch_values(L, OP_AT_KERNEL, c, stream,
+                        (unsigned)(blocks < max_grid ? blocks : max_grid), (unsigned)block, ptrs,
+                        0, b != NULL || number_at != 0 ? 3 : 2, &count, 1))
     return 1;
-  lua_settop(L, OP_AT_OUT);
+  lua_settop(L, OP_AT_STREAM);
   return 0;
 }
 
-/* Calls the general path with the operands and out (nil for a new array). */
+/* Calls the general path with the operands, out (nil for a new array) and the stream. */
 static int call_general (lua_State *L, int noperands) {
-  lua_settop(L, OP_AT_OUT);
+  lua_settop(L, OP_AT_STREAM);
   if (noperands == 1) lua_remove(L, 2);                /* the unary's empty second operand */
   lua_pushvalue(L, lua_upvalueindex(OP_GENERAL));
   lua_insert(L, 1);
-  lua_call(L, noperands + 1, 1);
+  lua_call(L, noperands + 2, 1);
   return 1;
 }
 
-/* x op y [into out]: one launch, for two plain arrays of one shape or a plain array and a Lua
-** number, into a new array or a plain out that fits (see takes_result); every other case
-** (and every error) is the general path's. */
+/* x op y [into out [on stream]]: one launch, for two plain arrays of one shape or a plain
+** array and a Lua number, into a new array or a plain out that fits (see takes_result), on
+** the default stream or a gpu.Stream not capturing; every other case (and every error) is
+** the general path's. */
 static int array_binary (lua_State *L) {
   const gpu_Array *x = operand(L, 1), *y = operand(L, 2), *out = NULL;
   gpu_DtypeId result;
-  lua_settop(L, OP_AT_OUT);
+  lua_settop(L, OP_AT_STREAM);
   if (!lua_isnil(L, OP_AT_OUT) && (out = operand(L, OP_AT_OUT)) == NULL)
     return call_general(L, 2);
   if (plain_pair(x, y)) {
@@ -514,14 +522,14 @@ static int array_binary (lua_State *L) {
   return call_general(L, 2);
 }
 
-/* op x [into out]: one launch, for a plain array, into a new array or a plain out that fits;
-** every other case is the general path's. */
+/* op x [into out [on stream]]: one launch, for a plain array, into a new array or a plain out
+** that fits; every other case is the general path's. */
 static int array_unary (lua_State *L) {
   const gpu_Array *x = operand(L, 1), *out = NULL;
   gpu_DtypeId result;
-  lua_settop(L, 2);
+  lua_settop(L, 3);
   lua_pushnil(L);
-  lua_insert(L, 2);                                 /* 2: compile's second operand, 3: out */
+  lua_insert(L, 2);                 /* 2: compile's second operand, 3: out, 4: the stream */
   if (!lua_isnil(L, OP_AT_OUT) && (out = operand(L, OP_AT_OUT)) == NULL)
     return call_general(L, 1);
   if (plain(x)) {
@@ -558,11 +566,12 @@ static int new_operator (lua_State *L, lua_CFunction fn) {
   return 1;
 }
 
-/* array_binary_operator(compile, general, block, max_grid[, per_thread]) -> f(x, y[, out]) */
+/* array_binary_operator(compile, general, block, max_grid[, per_thread]) ->
+** f(x, y[, out[, stream]]) */
 static int gpu_array_binary_operator (lua_State *L) { return new_operator(L, array_binary); }
 
 /* array_unary_operator(compile, general, block, max_grid[, per_thread[, metamethod]]) ->
-** f(x[, out]), or f(x) for a metamethod */
+** f(x[, out[, stream]]), or f(x) for a metamethod */
 static int gpu_array_unary_operator (lua_State *L) {
   return new_operator(L, lua_toboolean(L, 6) ? array_unary_metamethod : array_unary);
 }
@@ -663,8 +672,8 @@ static int elementwise_call (lua_State *L) {
     lua_Integer block = lua_tointeger(L, lua_upvalueindex(K_BLOCK));
     const lua_Integer range[3] = {0, 1, (lua_Integer)first->size};   /* start, step, count */
     if (arguments_alive(L, 2, nargs, kinds) &&
-        gpu_launch_values(L, lua_gettop(L), first->buffer->ctx, grid_of(L, first->size, block),
-                          (unsigned)block, ptrs, 2, nargs, range, 3))
+        gpu_launch_values(L, lua_gettop(L), first->buffer->ctx, NULL,
+                          grid_of(L, first->size, block), (unsigned)block, ptrs, 2, nargs, range, 3))
       return 0;
   }
   lua_settop(L, nargs + 1);
@@ -793,8 +802,9 @@ static int push_layout_function (lua_State *L, const gpu_Context *c, int nd) {
   return push_function_for(L, (lua_Integer)c->ordinal * (GPU_MAXDIM + 1) + nd, layout);
 }
 
-/* launch(out, values...) -> out, or a new array where out is nil; false, having done nothing,
-** unless every array value is plain (see plain), of its operand's dtype and on one device,
+/* launch(out, stream, values...) -> out, or a new array where out is nil; false, having done
+** nothing, unless stream is nil or a gpu.Stream that takes a fast launch (gpu_fast_stream),
+** every array value is plain (see plain), of its operand's dtype and on one device,
 ** their shapes broadcast together, every other value a number its parameter takes, and out
 ** (when given) plain, of the result's dtype and the broadcast shape, and sharing no byte with
 ** an operand unless it is that operand's elements.  Without array values out gives the
@@ -804,19 +814,20 @@ static int program_launch (lua_State *L) {
   size_t nkinds;
   const unsigned char *kinds =
       (const unsigned char *)lua_tolstring(L, lua_upvalueindex(K_KINDS), &nkinds);
-  const int nvalues = lua_gettop(L) - 1;
+  const int nvalues = lua_gettop(L) - 2;
   const gpu_DtypeId result = (gpu_DtypeId)lua_tointeger(L, lua_upvalueindex(K_RESULT));
   CUdeviceptr ptrs[MAX_KERNEL_ARGS + 1];
   const gpu_Array *arrays[MAX_KERNEL_ARGS], *first, *out = NULL;
   Layout l;
   lua_Integer tail[1 + LAYOUT_DIMS * (LAYOUT_ARRAYS + 2)], per_block;
-  int i, k, d, narrays = 0, broadcast = 0, fidx, ntail = 0;
+  int i, k, d, narrays = 0, broadcast = 0, fidx, ntail = 0, usable;
+  const gpu_Stream *stream;
   gpu_Context *ctx;
   if (nvalues != (int)nkinds || nvalues > MAX_KERNEL_ARGS ||
-      !plain_arguments(L, 2, nvalues, kinds, 0, ptrs + 1, &first))
+      !plain_arguments(L, 3, nvalues, kinds, 0, ptrs + 1, &first))
     return not_taken(L);
   for (i = 0; i < nvalues; i++)
-    if (kinds[i] & KIND_ARRAY) arrays[narrays++] = (const gpu_Array *)lua_touserdata(L, i + 2);
+    if (kinds[i] & KIND_ARRAY) arrays[narrays++] = (const gpu_Array *)lua_touserdata(L, i + 3);
   if (!lua_isnil(L, 1)) {
     out = operand_of(L, 1, lua_upvalueindex(K_ARRAY_MT));
     if (!plain(out) || out->dtype != result ||
@@ -827,6 +838,8 @@ static int program_launch (lua_State *L) {
   }
   if (first == NULL && (first = out) == NULL) return not_taken(L);
   ctx = first->buffer->ctx;
+  stream = gpu_fast_stream(L, 2, ctx, &usable);
+  if (!usable) return not_taken(L);
   for (i = 0; i < narrays; i++) broadcast |= !same_shape(arrays[i], first->ndim, first->shape);
   broadcast |= out != NULL && !same_shape(out, first->ndim, first->shape);
   l.nd = 0;
@@ -854,9 +867,9 @@ static int program_launch (lua_State *L) {
     for (d = 0; d < l.nd; d++) tail[ntail++] = l.strides[k][d];
   per_block = lua_tointeger(L, lua_upvalueindex(K_BLOCK)) *
               (l.nd == 0 ? lua_tointeger(L, lua_upvalueindex(K_UNROLL)) : 1);
-  if (gpu_array_alive(out) && arguments_alive(L, 2, nvalues, kinds) &&
-      gpu_launch_values(L, fidx, ctx, grid_of(L, out->size, per_block),
-                        (unsigned)lua_tointeger(L, lua_upvalueindex(K_BLOCK)), ptrs, 1,
+  if (gpu_array_alive(out) && arguments_alive(L, 3, nvalues, kinds) &&
+      gpu_launch_values(L, fidx, ctx, stream, grid_of(L, out->size, per_block),
+                        (unsigned)lua_tointeger(L, lua_upvalueindex(K_BLOCK)), ptrs, 2,
                         nvalues + 1, tail, ntail))
     return 1;
   return not_taken(L);
@@ -913,7 +926,7 @@ static int gpu_elementwise_caller (lua_State *L) {
 }
 
 /* program_launcher(operands, compile, result_dtype, block, max_grid, per_thread, tile) ->
-** launch(out, values...); operands lists {dtype = name, pointer = bool} (pointer: an array),
+** launch(out, stream, values...); operands lists {dtype = name, pointer = bool} (pointer: an array),
 ** compile(layout) gives the program's Function for a layout on the current device */
 static int gpu_program_launcher (lua_State *L) {
   int result = gpu_checkdtype(L, 3);
@@ -926,6 +939,18 @@ static int gpu_program_launcher (lua_State *L) {
   lua_pushvalue(L, 6);                      /* 9 */
   lua_pushvalue(L, 7);                      /* 10 */
   push_kernel_closure(L, program_launch, 3);
+  return 1;
+}
+
+/* fast_paths([on]) -> whether the arrays' C fast paths were on; off, every operation takes
+** its general Lua path (to compare the two, or to debug one) */
+static int gpu_fast_paths (lua_State *L) {
+  gpu_State *s = gpu_state(L);
+  lua_pushboolean(L, !s->general_only);
+  if (!lua_isnoneornil(L, 1)) {
+    luaL_checktype(L, 1, LUA_TBOOLEAN);
+    s->general_only = !lua_toboolean(L, 1);
+  }
   return 1;
 }
 
@@ -942,6 +967,7 @@ void gpu_array_open (lua_State *L) {
     {"array_binary_operator", gpu_array_binary_operator},
     {"array_unary_operator", gpu_array_unary_operator}, {"array_like", gpu_array_like},
     {"elementwise_caller", gpu_elementwise_caller}, {"program_launcher", gpu_program_launcher},
+    {"fast_paths", gpu_fast_paths},
     {NULL, NULL},
   };
   static const luaL_Reg meta[] = {

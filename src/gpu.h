@@ -191,6 +191,7 @@ typedef struct gpu_State {
   const void *stream_metatable;           /* and of gpu.Stream's, for launch options */
   struct gpu_Context *current;  /* the Context of `device` once looked up (gpu_context_push) */
   int captures;           /* this state's streams between begin_capture and end_capture */
+  int general_only;       /* the arrays' C fast paths are off (gpu.fast_paths(false)) */
   struct gpu_Release *held;     /* releases waiting for those captures to end (release.c) */
   size_t nheld, held_capacity;
 } gpu_State;
@@ -438,18 +439,24 @@ GPU_INTERNAL void gpu_launch_open(lua_State *L);
 /* Whether the value at idx is a gpu.Function (launch.c). */
 GPU_INTERNAL int gpu_isfunction(lua_State *L, int idx);
 /*
-** Launches the gpu.Function at fidx (checked by gpu_isfunction beforehand) on ctx's stream,
-** with a 1-D grid and block (within the device's limits), for the C fast paths of other
-** subsystems: its parameter i < nvalues takes ptrs[i] where it is a pointer (an address the
-** caller checked: live, on ctx) and otherwise the value at stack index first + i, a Lua number
-** (or a boolean, for a bool) converted as a launch would; the parameters after those take
-** the integers tail[0 .. ntail).  Returns 0, having launched nothing, where the Function is
-** not on ctx or not of that layout, or a value does not convert: the caller's general path
-** reports it.
+** Launches the gpu.Function at fidx (checked by gpu_isfunction beforehand) on stream (NULL:
+** ctx's own), with a 1-D grid and block (within the device's limits), for the C fast paths
+** of other subsystems: its parameter i < nvalues takes ptrs[i] where it is a pointer (an
+** address the caller checked: live, on ctx) and otherwise the value at stack index first +
+** i, a Lua number (or a boolean, for a bool) converted as a launch would; the parameters
+** after those take the integers tail[0 .. ntail).  Returns 0, having launched nothing, where
+** the Function is not on ctx or not of that layout, or a value does not convert: the
+** caller's general path reports it.
 */
-GPU_INTERNAL int gpu_launch_values(lua_State *L, int fidx, const gpu_Context *ctx, unsigned grid,
-                                   unsigned block, const CUdeviceptr *ptrs, int first,
-                                   int nvalues, const lua_Integer *tail, int ntail);
+GPU_INTERNAL int gpu_launch_values(lua_State *L, int fidx, const gpu_Context *ctx,
+                                   const gpu_Stream *stream, unsigned grid, unsigned block,
+                                   const CUdeviceptr *ptrs, int first, int nvalues,
+                                   const lua_Integer *tail, int ntail);
+/* The stream at idx for a C fast path on ctx: NULL for nil (ctx's own).  *usable is 0 where
+** it is anything but a live gpu.Stream of ctx that is not capturing a graph (a capture notes
+** the arguments it holds, which the general path does). */
+GPU_INTERNAL gpu_Stream *gpu_fast_stream(lua_State *L, int idx, const gpu_Context *ctx,
+                                         int *usable);
 /* Pushes a new Function for handle fn of the Module at module_idx (launch.c). */
 GPU_INTERNAL void gpu_function_new(lua_State *L, int module_idx, CUfunction fn,
                                    const char *name, const char *signature);

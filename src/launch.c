@@ -801,9 +801,18 @@ static int fast_scalar (lua_State *L, int idx, const gpu_Param *param, unsigned 
   return gpu_tovalue(L, idx, (gpu_DtypeId)param->type, dst) == NULL;
 }
 
-int gpu_launch_values (lua_State *L, int fidx, const gpu_Context *ctx, unsigned grid,
-                       unsigned block, const CUdeviceptr *ptrs, int first, int nvalues,
-                       const lua_Integer *tail, int ntail) {
+gpu_Stream *gpu_fast_stream (lua_State *L, int idx, const gpu_Context *ctx, int *usable) {
+  gpu_Stream *s;
+  *usable = 1;
+  if (lua_isnoneornil(L, idx)) return NULL;
+  s = to_stream(L, idx, ctx->state);
+  *usable = s != NULL && s->live && s->ctx == ctx && !s->capturing;
+  return s;
+}
+
+int gpu_launch_values (lua_State *L, int fidx, const gpu_Context *ctx, const gpu_Stream *stream,
+                       unsigned grid, unsigned block, const CUdeviceptr *ptrs, int first,
+                       int nvalues, const lua_Integer *tail, int ntail) {
   gpu_Function *f = (gpu_Function *)lua_touserdata(L, fidx);
   gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, NULL, 0};
   const char *call;
@@ -836,7 +845,8 @@ int gpu_launch_values (lua_State *L, int fidx, const gpu_Context *ctx, unsigned 
   }
   cfg.grid[0] = grid;
   cfg.block[0] = block;
-  cfg.stream = f->ctx->stream;          /* the host's (lua_gpu_use_stream), or the default */
+  /* else the host's stream (lua_gpu_use_stream), or the default */
+  cfg.stream = stream != NULL ? stream->stream : f->ctx->stream;
   gpu_context_enter(L, f->ctx);
   gpu_check(L, launch_packed(ctx->driver, f, &cfg, f->argbuf_size, &call), call);
   return 1;

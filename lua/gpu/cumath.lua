@@ -21,13 +21,13 @@ local STREAM = {stream = true}
 
 local check_options = require("gpu.args").check_options
 
--- Without a stream, a plain array takes the operators' C path (gpuarray._unary_operator).
+-- A plain array takes the operators' C path (gpuarray._unary_operator).
 for name in pairs(operators.cumath_unary) do
   local operator = gpuarray._unary_operator(name, name)
   M[name] = function(a, opts)
     if fuse.is_traced(a) then return fuse.apply(name, a) end
     if opts == nil then return operator(a) end
-    return gpuarray._unary_with_options(operator, name, name, 2, a, opts)
+    return gpuarray._unary_with_options(operator, name, 2, a, opts)
   end
 end
 

@@ -457,9 +457,10 @@ function M.kernel(p, layout)
 end
 
 -- The C path of launch (core.program_launcher): C-contiguous arrays and numbers, into a new
--- array or a contiguous out, on the default stream, in the contiguous layout for operands of
--- one shape and the strided one for broadcasts (where no tiled layout would pay); it returns
--- false for anything else, which the Lua code below takes, with every check.
+-- array or a contiguous out, on the default stream or a stream not capturing a graph, in the
+-- contiguous layout for operands of one shape and the strided one for broadcasts (where no
+-- tiled layout would pay); it returns false for anything else, which the Lua code below
+-- takes, with every check.
 local function plain_launcher(p)
   local operands = {}
   for k, op in ipairs(p.operands) do operands[k] = {dtype = op.dtype, pointer = not op.scalar} end
@@ -470,10 +471,8 @@ end
 
 -- launch(p, out, stream, fname, values...) -> out (allocated when nil)
 function M.launch(p, out, stream, fname, ...)
-  if stream == nil then
-    local result = (p.launcher or plain_launcher(p))(out, ...)
-    if result then return result end
-  end
+  local result = (p.launcher or plain_launcher(p))(out, stream, ...)
+  if result then return result end
   local nvalues = select("#", ...)
   local values = {...}
   fname = fname or p.name

@@ -189,13 +189,14 @@ local function apply(op, fname, values, opts, target)
 end
 M._apply = apply
 
--- x op y for arrays, into a new result or a given out, default stream.  The common cases (two
--- live C-contiguous arrays of one shape on the current device, or one such array and a Lua
--- number; out, when given, of their shape and the result's dtype, and no partial overlap)
--- stay in C (core.array_binary_operator): no promotion, broadcasting or key building per
--- call, just one launch of the kernel compile() gave for the dtype pair (an array's dtype,
--- or a number's weak type), the one the general path uses.  Everything else (and every
--- error) is the general path's: general(x, y, out), apply by default.
+-- x op y for arrays, into a new result or a given out, on the default stream or a given one.
+-- The common cases (two live C-contiguous arrays of one shape on the current device, or one
+-- such array and a Lua number; out, when given, of their shape and the result's dtype, and no
+-- partial overlap; a stream not capturing a graph) stay in C (core.array_binary_operator): no
+-- promotion, broadcasting or key building per call, just one launch of the kernel compile()
+-- gave for the dtype pair (an array's dtype, or a number's weak type), the one the general
+-- path uses.  Everything else (and every error) is the general path's: general(x, y, out,
+-- stream), apply by default.
 local BLOCK, MAX_GRID, UNROLL = ew.BLOCK, ew.MAX_GRID, ew.UNROLL
 
 local function binary_operator(op, fname, general)
@@ -204,37 +205,37 @@ local function binary_operator(op, fname, general)
     local p = program_of(op, {operand_type(x, 1, fname), operand_type(y, 2, fname)}, {x, y})
     if p then return ew.kernel(p, "c"), p.out end
   end
-  general = general or function(x, y, out) return apply(op, fname, {x, y}, {out = out}) end
+  general = general or function(x, y, out, stream)
+    return apply(op, fname, {x, y}, {out = out, stream = stream})
+  end
   return core.array_binary_operator(compile, general, BLOCK, MAX_GRID, UNROLL)
 end
 M._binary_operator = binary_operator
 
--- The same for operations of one operand (-a, gpu.cumath.exp(a), ...): f(x[, out]), or f(x)
--- for a metamethod (Lua passes __unm and __bnot their operand twice).
+-- The same for operations of one operand (-a, gpu.cumath.exp(a), ...): f(x[, out[, stream]]),
+-- or f(x) for a metamethod (Lua passes __unm and __bnot their operand twice).
 local function unary_operator(op, fname, metamethod)
   local function compile(x)
     local p = program_of(op, {x.dtype}, {x})
     if p then return ew.kernel(p, "c"), p.out end
   end
-  local function general(x, out) return apply(op, fname, {x}, {out = out}) end
+  local function general(x, out, stream) return apply(op, fname, {x}, {out = out, stream = stream}) end
   return core.array_unary_operator(compile, general, BLOCK, MAX_GRID, UNROLL, metamethod)
 end
 M._unary_operator = unary_operator
 
 -- The function forms' options: operator(x, y) of op with opts ({out =, stream =}, argument n
--- of the caller): an out array stays on the C path, a stream takes the general one.  (The
--- binary functions are named by their op; a unary's name may differ: negative is op neg.)
+-- of the caller), both of which the C path takes.  (The binary functions are named by their
+-- op; a unary's name may differ: negative is op neg.)
 local function binary_with_options(operator, op, n, x, y, opts)
   opts = check_options(opts, n, op, OUT_STREAM)
-  if opts.stream == nil then return operator(x, y, opts.out) end
-  return apply(op, op, {x, y}, opts)
+  return operator(x, y, opts.out, opts.stream)
 end
 M._binary_with_options = binary_with_options
 
-local function unary_with_options(operator, op, fname, n, x, opts)
+local function unary_with_options(operator, fname, n, x, opts)
   opts = check_options(opts, n, fname, OUT_STREAM)
-  if opts.stream == nil then return operator(x, opts.out) end
-  return apply(op, fname, {x}, opts)
+  return operator(x, opts.out, opts.stream)
 end
 M._unary_with_options = unary_with_options
 
@@ -729,8 +730,8 @@ for op, event in pairs(binary) do
     if is_array(opts) then return operator(x, y, opts) end
     return binary_with_options(operator, op, 2, x, y, opts)
   end
-  -- in place: a:iadd(y[, {stream =}]) -> a; without a stream a plain a and y take the C path
-  -- with a as out, which it takes only where the result's dtype is a's
+  -- in place: a:iadd(y[, {stream =}]) -> a; a plain a and y take the C path with a as out,
+  -- which it takes only where the result's dtype is a's
   local fname = "i" .. op
   local function in_place(a, y, opts)
     check_array(a, 0, fname)
@@ -744,10 +745,14 @@ for op, event in pairs(binary) do
     apply(op, fname, {a, y}, {out = a, stream = opts.stream})
     return a
   end
-  local in_place_operator = binary_operator(op, fname, function(a, y) return in_place(a, y) end)
+  local in_place_operator = binary_operator(op, fname, function(a, y, _, stream)
+    return in_place(a, y, stream and {stream = stream})
+  end)
   methods[fname] = function(a, y, opts)
-    if opts == nil or type(opts) == "table" and next(opts) == nil then
-      return in_place_operator(a, y, a)
+    if opts == nil then return in_place_operator(a, y, a) end
+    local key = type(opts) == "table" and next(opts)
+    if key == nil or key == "stream" and next(opts, key) == nil then   -- {} or {stream = s}
+      return in_place_operator(a, y, a, opts.stream)
     end
     return in_place(a, y, opts)
   end
@@ -758,11 +763,11 @@ GPUArray.__bnot = unary_operator("bnot", "bnot", true)
 local negative, invert = unary_operator("neg", "negative"), unary_operator("bnot", "invert")
 function M.negative(x, opts)
   if opts == nil then return negative(x) end
-  return unary_with_options(negative, "neg", "negative", 2, x, opts)
+  return unary_with_options(negative, "negative", 2, x, opts)
 end
 function M.invert(x, opts)
   if opts == nil then return invert(x) end
-  return unary_with_options(invert, "bnot", "invert", 2, x, opts)
+  return unary_with_options(invert, "invert", 2, x, opts)
 end
 
 -- Functions of two operands without options take the operators' C path, like `a + b`.
@@ -814,7 +819,7 @@ for _, op in ipairs{"logical_not", "isnan", "isinf", "isfinite", "sign", "abs"} 
   M[op] = function(x, opts)
     if traced(x) then return fuse.apply(op, x) end
     if opts == nil then return operator(x) end
-    return unary_with_options(operator, op, op, 2, x, opts)
+    return unary_with_options(operator, op, 2, x, opts)
   end
 end
 

@@ -488,7 +488,7 @@ describe("the elementwise launch's C path", function()
     s:synchronize()
     assert.are.equal(bytes_of(general(function() return a + b + b end)), bytes_of(out))
     b:free()
-    helpers.assert_error("graph uses a buffer that has been freed", graph.launch, graph, s)
+    helpers.assert_error("graph uses a GPU array that has been freed", graph.launch, graph, s)
   end)
 
   helpers.gpu_it("writes where in place, and leaves a partly overlapping out to the general path", function()

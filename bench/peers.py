@@ -77,6 +77,18 @@ def figures(lib, xp, n, want, event, sync, extra):
         return wall(200, 256, body, sync)
     run("small_iadd", small_iadd)
 
+    small_c = small_a > small_b
+    small_m = xp.asarray(rand(1000)).reshape(10, 100)
+    small_v = xp.asarray(rand(100))
+
+    def per_call(op):
+        def body():
+            for _ in range(256):
+                op()
+        return wall(200, 256, body, sync)
+    run("small_where", lambda: per_call(lambda: xp.where(small_c, small_a, small_b)))
+    run("small_broadcast", lambda: per_call(lambda: small_m + small_v))
+
     def alloc_free():
         def body():
             for _ in range(100):
@@ -186,6 +198,14 @@ def bench_cupy(n, want, log2n):
             add(small_x, small_y, small_z)
     one_run("small_kernel", lambda: wall(200, 256, small_kernel, sync))
 
+    dot = cupy.ReductionKernel("float32 x, float32 y", "float32 z", "x * y", "a + b", "z = a", "0",
+                               "bench_dot")
+
+    def small_reduction_kernel():
+        for _ in range(256):
+            dot(small_x, small_y)
+    one_run("small_reduction_kernel", lambda: wall(200, 256, small_reduction_kernel, sync))
+
     empty = cupy.RawKernel(r'extern "C" __global__ void empty_kernel() {}', "empty_kernel")
     empty((1,), (1,), ())
     sync()
@@ -243,6 +263,7 @@ def bench_torch(n, want, log2n):
     class XP:       # the few NumPy-style names figures() uses
         float32 = torch.float32
         matmul = staticmethod(torch.matmul)
+        where = staticmethod(torch.where)
 
         @staticmethod
         def sort(x):
@@ -351,6 +372,7 @@ def main():
 
 
 ALL_IDS = {"launch_async_f", "launch_sync_f", "small_add", "small_iadd", "small_kernel",
+           "small_where", "small_broadcast", "small_reduction_kernel",
            "alloc_free", "copy_dtod", "large_add", "sum", "max", "dot", "cumsum",
            "axpby_unfused", "axpby_fused", "htod_pageable", "htod_pinned",
            "dtoh_pageable", "dtoh_pinned", "compile_cold", "graph_loop", "graph_replay",

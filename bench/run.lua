@@ -84,6 +84,10 @@ local FIGURES = {
    raw = "small_launch"},
   {id = "small_kernel", what = "ElementwiseKernel z[i] = x[i] + y[i], 1000 float32, into z",
    unit = "us", raw = "small_launch"},
+  {id = "small_where", what = "gpuarray.where(c, a, b), 1000 float32 (host time a call)", unit = "us"},
+  {id = "small_broadcast", what = "m + v, 10 x 100 float32 + 100 (host time a call)", unit = "us"},
+  {id = "small_reduction_kernel", what = "ReductionKernel dot of 1000 float32 (host time a call)",
+   unit = "us"},
   {id = "alloc_free", what = "allocate + free 4 MiB", unit = "us", raw = "alloc_free",
    target = {abs_max = 2}},
   {id = "copy_dtod", what = "device-to-device copy (read + write)", unit = "GB/s", raw = "copy_dtod"},
@@ -444,6 +448,38 @@ function lua_bench.small_launches()
               "this process, in %d rounds alternating with lua-gpu"):format(ROUNDS)
   end
   return r
+end
+
+-- Small operations the Lua layer adds to the launch (a where, a broadcast, a user's reduction):
+-- host time a call, asynchronous, as CuPy's and PyTorch's beside them.  No raw C row: the
+-- work is the layer's own.
+function lua_bench.small_ops()
+  local to_gpu = need("gpu.to_gpu", gpu.to_gpu or (gpuarray and gpuarray.to_gpu))
+  local n = 1000
+  local ha, hb = gpu.host.empty(n, "float32"), gpu.host.empty(n, "float32")
+  for i = 1, n do ha[i] = math.random() * 2 - 1; hb[i] = math.random() * 2 - 1 end
+  local a, b = to_gpu(ha), to_gpu(hb)
+  local c = a:gt(b)
+  local m, v = to_gpu(ha):reshape({10, 100}), to_gpu(hb):slice(1, 100)
+  local dot = need("gpu.ReductionKernel", gpu.ReductionKernel)("float32", 0, "a + b", "x[i] * y[i]",
+                                                             "const float *x, const float *y")
+  local w, s, d = gpuarray.where(c, a, b):get(), (m + v):get(), dot(a, b):get()[1]
+  local want_dot, scale = 0, 0
+  for i = 1, n do
+    local x, y = ha[i], hb[i]
+    check(w[i] == (x > y and x or y), ("where: [%d] = %s"):format(i, w[i]))
+    local sum = string.unpack("f", string.pack("f", x + hb[(i - 1) % 100 + 1]))
+    check(s[i] == sum, ("m + v: [%d] = %s, expected %s"):format(i, s[i], sum))
+    want_dot, scale = want_dot + x * y, scale + math.abs(x * y)
+  end
+  check(math.abs(d - want_dot) <= 1e-5 * scale, ("dot: %s, expected %s"):format(d, want_dot))
+  local PER = 2048
+  local function per_call(body)
+    return median(walls(20, PER, function() for _ = 1, PER do body() end end, gpu.synchronize))
+  end
+  return {small_where = per_call(function() return gpuarray.where(c, a, b) end),
+          small_broadcast = per_call(function() return m + v end),
+          small_reduction_kernel = per_call(function() return dot(a, b) end)}
 end
 
 function lua_bench.alloc_free()
@@ -854,6 +890,7 @@ local function run_lua()
             "launch_sync_prepared"}, run = lua_bench.launch},
     {ids = {"small_add"}, run = lua_bench.small_add},
     {ids = {"small_iadd", "small_kernel"}, run = lua_bench.small_launches},
+    {ids = {"small_where", "small_broadcast", "small_reduction_kernel"}, run = lua_bench.small_ops},
     {ids = {"alloc_free"}, run = lua_bench.alloc_free},
     {ids = {"copy_dtod"}, run = function() return lua_bench.copy_dtod(n) end},
     {ids = LARGE_ORDER, run = function() return lua_bench.large(n) end},

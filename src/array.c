@@ -383,11 +383,26 @@ static int plain (const gpu_Array *x) {
   return c->ctx != NULL && c->state->device == c->ordinal && !c->state->general_only;
 }
 
+static int same_shape (const gpu_Array *a, int ndim, const int64_t *shape) {
+  return a->ndim == ndim && memcmp(a->shape, shape, sizeof(int64_t) * (size_t)ndim) == 0;
+}
+
 /* x and y need no broadcasting and one plain kernel: both plain, of one shape and device. */
 static int plain_pair (const gpu_Array *x, const gpu_Array *y) {
-  return plain(x) && plain(y) && x->ndim == y->ndim && x->size == y->size &&
-         x->buffer->ctx == y->buffer->ctx &&
-         memcmp(x->shape, y->shape, sizeof(int64_t) * (size_t)x->ndim) == 0;
+  return plain(x) && plain(y) && x->size == y->size && x->buffer->ctx == y->buffer->ctx &&
+         same_shape(x, y->ndim, y->shape);
+}
+
+/* Whether a and out share no byte, or are the same elements (address, element size and
+** shape): each thread of an elementwise kernel reads element i of the operands before it
+** writes element i of out.  Any other overlap is the general path's, which copies the
+** operand first. */
+static int apart_or_same (const gpu_Array *a, const gpu_Array *out) {
+  const size_t a_bytes = (size_t)a->size * gpu_dtypes[a->dtype].itemsize;
+  const size_t out_bytes = (size_t)out->size * gpu_dtypes[out->dtype].itemsize;
+  return a->ptr + a_bytes <= out->ptr || out->ptr + out_bytes <= a->ptr ||
+         (a->ptr == out->ptr && gpu_dtypes[a->dtype].itemsize == gpu_dtypes[out->dtype].itemsize &&
+          same_shape(a, out->ndim, out->shape));
 }
 
 /* Pushes the pair's kernel (compiled on first use), or returns 0 with nothing pushed. */
@@ -422,28 +437,12 @@ static int push_kernel (lua_State *L, lua_Integer key, gpu_DtypeId *result) {
 }
 
 /* Whether out can take the elementwise result of a (and b) in place of a new array: plain,
-** of their shape, device and the result's dtype, and sharing no byte with an operand unless
-** it is that operand (same address and element size: each thread reads element i of the
-** operands before it writes element i of out).  Any other overlap is the general path's,
-** which copies the operand first. */
+** of their shape, device and the result's dtype, and apart from each or the same elements. */
 static int takes_result (const gpu_Array *out, const gpu_Array *a, const gpu_Array *b,
                          gpu_DtypeId result) {
-  const gpu_Array *operands[2];
-  const size_t out_bytes = (size_t)out->size * gpu_dtypes[result].itemsize;
-  int i;
-  if (!plain(out) || out->dtype != result || out->buffer->ctx != a->buffer->ctx ||
-      out->ndim != a->ndim || memcmp(out->shape, a->shape, sizeof(int64_t) * (size_t)a->ndim) != 0)
-    return 0;
-  operands[0] = a;
-  operands[1] = b;
-  for (i = 0; i < 2 && operands[i] != NULL; i++) {
-    const gpu_Array *v = operands[i];
-    const size_t v_bytes = (size_t)v->size * gpu_dtypes[v->dtype].itemsize;
-    int disjoint = v->ptr + v_bytes <= out->ptr || out->ptr + out_bytes <= v->ptr;
-    if (!disjoint && (v->ptr != out->ptr || gpu_dtypes[v->dtype].itemsize != gpu_dtypes[result].itemsize))
-      return 0;
-  }
-  return 1;
+  return plain(out) && out->dtype == result && out->buffer->ctx == a->buffer->ctx &&
+         same_shape(out, a->ndim, a->shape) && apart_or_same(a, out) &&
+         (b == NULL || apart_or_same(b, out));
 }
 
 /* Launches the kernel at stack index OP_AT_KERNEL, on the stream at OP_AT_STREAM, over the
@@ -616,24 +615,21 @@ static int push_function_for (lua_State *L, lua_Integer key, const char *layout)
 }
 
 /* Reads the n arguments from stack index base against the kinds: each array plain, of its
-** dtype and on the first array's device (and of its shape, where same_shape), its address
-** into ptrs[i]; 0 there for the others, which gpu_launch_values converts or refuses.
-** Returns 0 where an array does not fit; *first is the first array, or NULL for none. */
+** dtype and on the first array's device, its address into ptrs[i]; 0 there for the others,
+** which gpu_launch_values converts or refuses.  Returns 0 where an array does not fit;
+** *first is the first array, or NULL for none. */
 static int plain_arguments (lua_State *L, int base, int n, const unsigned char *kinds,
-                            int same_shape, CUdeviceptr *ptrs, const gpu_Array **first) {
+                            CUdeviceptr *ptrs, const gpu_Array **first) {
   int i;
   *first = NULL;
   for (i = 0; i < n; i++) {
     ptrs[i] = 0;
     if (kinds[i] & KIND_ARRAY) {
       const gpu_Array *a = operand_of(L, base + i, lua_upvalueindex(K_ARRAY_MT));
-      if (!plain(a) || a->dtype != (gpu_DtypeId)(kinds[i] & ~KIND_ARRAY)) return 0;
-      if (*first == NULL) *first = a;
-      else if (a->buffer->ctx != (*first)->buffer->ctx ||
-               (same_shape && (a->ndim != (*first)->ndim ||
-                               memcmp(a->shape, (*first)->shape,
-                                      sizeof(int64_t) * (size_t)a->ndim) != 0)))
+      if (!plain(a) || a->dtype != (gpu_DtypeId)(kinds[i] & ~KIND_ARRAY) ||
+          (*first != NULL && a->buffer->ctx != (*first)->buffer->ctx))
         return 0;
+      if (*first == NULL) *first = a;
       ptrs[i] = a->ptr;
     }
   }
@@ -667,7 +663,7 @@ static int elementwise_call (lua_State *L) {
   CUdeviceptr ptrs[MAX_KERNEL_ARGS];
   const gpu_Array *first;
   if (nargs == (int)nkinds && nargs <= MAX_KERNEL_ARGS &&
-      plain_arguments(L, 2, nargs, kinds, 0, ptrs, &first) && first != NULL &&
+      plain_arguments(L, 2, nargs, kinds, ptrs, &first) && first != NULL &&
       push_function_for(L, first->buffer->ctx->ordinal, NULL)) {
     lua_Integer block = lua_tointeger(L, lua_upvalueindex(K_BLOCK));
     const lua_Integer range[3] = {0, 1, (lua_Integer)first->size};   /* start, step, count */
@@ -686,19 +682,6 @@ static int elementwise_call (lua_State *L) {
 static int not_taken (lua_State *L) {
   lua_pushboolean(L, 0);
   return 1;
-}
-
-static int same_shape (const gpu_Array *a, int ndim, const int64_t *shape) {
-  return a->ndim == ndim && memcmp(a->shape, shape, sizeof(int64_t) * (size_t)ndim) == 0;
-}
-
-/* Whether a and out share no byte, or are the same elements (address, size and shape). */
-static int apart_or_same (const gpu_Array *a, const gpu_Array *out) {
-  const size_t a_bytes = (size_t)a->size * gpu_dtypes[a->dtype].itemsize;
-  const size_t out_bytes = (size_t)out->size * gpu_dtypes[out->dtype].itemsize;
-  return a->ptr + a_bytes <= out->ptr || out->ptr + out_bytes <= a->ptr ||
-         (a->ptr == out->ptr && gpu_dtypes[a->dtype].itemsize == gpu_dtypes[out->dtype].itemsize &&
-          same_shape(a, out->ndim, out->shape));
 }
 
 /*
@@ -824,7 +807,7 @@ static int program_launch (lua_State *L) {
   const gpu_Stream *stream;
   gpu_Context *ctx;
   if (nvalues != (int)nkinds || nvalues > MAX_KERNEL_ARGS ||
-      !plain_arguments(L, 3, nvalues, kinds, 0, ptrs + 1, &first))
+      !plain_arguments(L, 3, nvalues, kinds, ptrs + 1, &first))
     return not_taken(L);
   for (i = 0; i < nvalues; i++)
     if (kinds[i] & KIND_ARRAY) arrays[narrays++] = (const gpu_Array *)lua_touserdata(L, i + 3);
@@ -878,8 +861,7 @@ static int program_launch (lua_State *L) {
 /* The kinds string of a list of {dtype = name, pointer = bool} (argument 1), pushed. */
 static void push_kinds (lua_State *L) {
   luaL_Buffer kinds;
-  lua_Integer i, n = luaL_len(L, 1);
-  luaL_argcheck(L, n <= MAX_KERNEL_ARGS, 1, "too many arguments for the C path");
+  lua_Integer i, n = luaL_len(L, 1);     /* calls of more than MAX_KERNEL_ARGS take the Lua path */
   luaL_buffinit(L, &kinds);
   for (i = 1; i <= n; i++) {
     int dtype, pointer;

@@ -52,6 +52,13 @@ describe("ElementwiseKernel (CPU)", function()
                          function() core.elementwise_caller({1}, compile, general, 1, 1) end)
     helpers.assert_error("bad argument #4 to 'elementwise_caller' (threads per block must be positive)",
                          function() core.elementwise_caller({}, compile, general, 0, 1) end)
+    -- more arguments than the C path holds (64): every call takes the general path
+    local many = {}
+    for i = 1, 70 do many[i] = {dtype = "float32", pointer = true} end
+    local wide = core.elementwise_caller(many, compile, general, 256, 1024)
+    local args = {}
+    for i = 1, 70 do args[i] = i end
+    assert.are.same({"general", 2}, {wide(t, table.unpack(args))})
   end)
 end)
 

@@ -53,6 +53,15 @@ describe("gpuarray", function()
     assert.are.equal("float32", z.dtype)
     assert.are.same({{0, 0, 0}}, z:get():totable())
     assert.are.same({1, 3}, gpu.empty_like(a).shape)
+    -- zeros over memory the pool hands out again, filled with ones first, for every width
+    for _, dtype in ipairs{"bool", "int8", "float16", "int32", "float64", "complex128"} do
+      local n = 4099
+      local ones = gpu.ones(n, dtype)
+      ones:free()
+      local zeros = gpu.zeros(n, dtype):get()
+      assert.are.equal(("\0"):rep(n * gpu.dtype(dtype).itemsize), zeros:bytes(), dtype)
+    end
+    assert.are.same({0}, gpu.zeros({0, 3}, "int8").shape and {gpu.zeros({0, 3}, "int8").size})
   end)
 
   helpers.gpu_it("makes linspace as NumPy does, stop exact, integers floored", function()

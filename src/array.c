@@ -146,6 +146,23 @@ static int gpu_array_empty (lua_State *L) {
   return 1;
 }
 
+/* array_zeros(shape, dtype) -> like array_empty, its bytes zeroed in the order of the
+** Context's stream (one memset: no kernel, no Buffer face) */
+static int gpu_array_zeros (lua_State *L) {
+  gpu_Array *a;
+  gpu_array_empty(L);
+  a = (gpu_Array *)lua_touserdata(L, -1);
+  if (a->size > 0) {
+    gpu_Context *c = a->buffer->ctx;
+    gpu_context_enter(L, c);
+    gpu_check(L, c->driver->cuMemsetD8Async(a->ptr, 0,
+                                            (size_t)a->size * gpu_dtypes[a->dtype].itemsize,
+                                            c->stream),
+              "cuMemsetD8Async");
+  }
+  return 1;
+}
+
 /*
 ** array_view(base, offset, dtype, shape[, strides]) -> GPUArray on base (a Buffer or GPUArray)
 ** offset in bytes from base's start; strides in bytes (default row-major).  Every element
@@ -945,7 +962,8 @@ static int gpu_array_like (lua_State *L) {
 
 void gpu_array_open (lua_State *L) {
   static const luaL_Reg functions[] = {
-    {"array_empty", gpu_array_empty}, {"array_view", gpu_array_view},
+    {"array_empty", gpu_array_empty}, {"array_zeros", gpu_array_zeros},
+    {"array_view", gpu_array_view},
     {"array_binary_operator", gpu_array_binary_operator},
     {"array_unary_operator", gpu_array_unary_operator}, {"array_like", gpu_array_like},
     {"elementwise_caller", gpu_elementwise_caller}, {"program_launcher", gpu_program_launcher},

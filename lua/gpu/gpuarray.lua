@@ -250,8 +250,7 @@ end
 
 function M.zeros(shape, dtype)
   shape = check_shape(shape, 1, "zeros")
-  -- fill's kernel, not a memset: a fill of a new array stays on the C path, no Buffer face
-  return core.array_empty(shape, dtype == nil and "float64" or check_dtype(dtype, 2, "zeros")):fill(0)
+  return core.array_zeros(shape, dtype == nil and "float64" or check_dtype(dtype, 2, "zeros"))
 end
 
 function M.full(shape, value, dtype)

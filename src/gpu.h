@@ -342,7 +342,13 @@ GPU_INTERNAL gpu_Array *gpu_checkarray(lua_State *L, int arg);
 /* Pushes a new contiguous array owning fresh device memory. */
 GPU_INTERNAL gpu_Array *gpu_array_new(lua_State *L, gpu_DtypeId dtype, int ndim,
                                       const int64_t *shape);
+/* Pushes a new contiguous array owning fresh memory in Context c (its userdata at ctx_idx);
+** the GPUArray metatable at array_mt, or 0 to look it up. */
+GPU_INTERNAL gpu_Array *gpu_array_new_in(lua_State *L, gpu_Context *c, int ctx_idx, int array_mt,
+                                         gpu_DtypeId dtype, int ndim, const int64_t *shape);
 GPU_INTERNAL void gpu_array_open(lua_State *L);
+/* The C paths of elementwise work (elementwise.c). */
+GPU_INTERNAL void gpu_elementwise_open(lua_State *L);
 
 /* ---------------------------------------------------------------- stream.c */
 

@@ -1,0 +1,617 @@
+/*
+** elementwise.c: the C paths of elementwise work, which skip the Lua layer's checks, type
+** promotion and shape tables for the common calls and launch at once: the GPUArray operators
+** and the functions of one or two operands (array_binary_operator, array_unary_operator), an
+** ElementwiseKernel's call (elementwise_caller), and the Lua layer's launch of a generated
+** elementwise program (program_launcher).  Each takes what it can (contiguous arrays on the
+** current device, numbers their kernels take, an out apart from its operands, a stream not
+** capturing a graph) and hands everything else, every error included, to the Lua code, which
+** gives the same results.  fast_paths(false) turns them off for a Lua state.
+*/
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gpu.h"
+
+/* ---------------------------------------------------------------- operators */
+
+/*
+** A binary operator's metamethod (array_binary_operator), and a unary operator's
+** (array_unary_operator), keeps its kernels in its upvalues:
+** 1 kernels (key -> Function, or false where the pair has no plain kernel), 2 result dtypes
+** (key -> dtype id), 3 compile(x, y) -> Function, result dtype (or nothing), 4 the general
+** path general(x, y, out, stream) (a unary's general(x, out, stream)), 5 the GPUArray
+** metatable, 6 threads per block, 7 the most blocks, 8 the elements a block takes before the
+** grid is capped.
+** A key is device ordinal * GPU_NDTYPES^2 + x's dtype * GPU_NDTYPES + y's dtype for two
+** arrays; for an array and a Lua number, -1 - ((ordinal * GPU_NDTYPES + the array's dtype) *
+** 4 + 2 * (the number is x) + (the number is a float)): what NumPy's weak scalars make of it;
+** for a unary operator's one array, ordinal * GPU_NDTYPES + its dtype (compile gets it and nil).
+*/
+enum { OP_KERNELS = 1, OP_DTYPES, OP_COMPILE, OP_GENERAL, OP_ARRAY_MT, OP_BLOCK, OP_MAX_GRID,
+       OP_PER_BLOCK };
+/* The closure's stack: 1 and 2 the operands (a unary's second is nil), then out, the stream
+** and the kernel. */
+enum { OP_AT_OUT = 3, OP_AT_STREAM, OP_AT_KERNEL };
+
+/* The GPUArray at idx, by its metatable at mt_idx (an upvalue: no registry lookup), or NULL. */
+static const gpu_Array *operand_of (lua_State *L, int idx, int mt_idx) {
+  return gpu_hasmetatable(L, idx, mt_idx) ? (const gpu_Array *)lua_touserdata(L, idx) : NULL;
+}
+
+static const gpu_Array *operand (lua_State *L, int idx) {
+  return operand_of(L, idx, lua_upvalueindex(OP_ARRAY_MT));
+}
+
+/* x takes one plain kernel: live, C-contiguous, non-empty, on the current device (and the
+** fast paths are on). */
+static int plain (const gpu_Array *x) {
+  const gpu_Context *c;
+  if (x == NULL || !gpu_array_alive(x) || !x->contiguous || x->size == 0) return 0;
+  c = x->buffer->ctx;
+  return c->ctx != NULL && c->state->device == c->ordinal && !c->state->general_only;
+}
+
+static int same_shape (const gpu_Array *a, int ndim, const int64_t *shape) {
+  return a->ndim == ndim && memcmp(a->shape, shape, sizeof(int64_t) * (size_t)ndim) == 0;
+}
+
+/* x and y need no broadcasting and one plain kernel: both plain, of one shape and device. */
+static int plain_pair (const gpu_Array *x, const gpu_Array *y) {
+  return plain(x) && plain(y) && x->size == y->size && x->buffer->ctx == y->buffer->ctx &&
+         same_shape(x, y->ndim, y->shape);
+}
+
+/* Whether a and out share no byte, or are the same elements (address, element size and
+** shape): each thread of an elementwise kernel reads element i of the operands before it
+** writes element i of out.  Any other overlap is the general path's, which copies the
+** operand first. */
+static int apart_or_same (const gpu_Array *a, const gpu_Array *out) {
+  const size_t a_bytes = (size_t)a->size * gpu_dtypes[a->dtype].itemsize;
+  const size_t out_bytes = (size_t)out->size * gpu_dtypes[out->dtype].itemsize;
+  return a->ptr + a_bytes <= out->ptr || out->ptr + out_bytes <= a->ptr ||
+         (a->ptr == out->ptr && gpu_dtypes[a->dtype].itemsize == gpu_dtypes[out->dtype].itemsize &&
+          same_shape(a, out->ndim, out->shape));
+}
+
+/* Pushes the pair's kernel (compiled on first use), or returns 0 with nothing pushed. */
+static int push_kernel (lua_State *L, lua_Integer key, gpu_DtypeId *result) {
+  if (lua_rawgeti(L, lua_upvalueindex(OP_KERNELS), key) == LUA_TNIL) {
+    int dtype;
+    lua_pop(L, 1);
+    lua_pushvalue(L, lua_upvalueindex(OP_COMPILE));
+    lua_pushvalue(L, 1);
+    lua_pushvalue(L, 2);
+    lua_call(L, 2, 2);
+    dtype = lua_type(L, -1) == LUA_TSTRING ? gpu_finddtype(lua_tostring(L, -1)) : -1;
+    if (gpu_isfunction(L, -2) && dtype >= 0) {
+      lua_pushinteger(L, dtype);
+      lua_rawseti(L, lua_upvalueindex(OP_DTYPES), key);
+      lua_pop(L, 1);
+    } else {
+      lua_pop(L, 2);
+      lua_pushboolean(L, 0);
+    }
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, lua_upvalueindex(OP_KERNELS), key);
+  }
+  if (lua_type(L, -1) != LUA_TUSERDATA) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  lua_rawgeti(L, lua_upvalueindex(OP_DTYPES), key);
+  *result = (gpu_DtypeId)lua_tointeger(L, -1);
+  lua_pop(L, 1);
+  return 1;
+}
+
+/* Whether out can take the elementwise result of a (and b) in place of a new array: plain,
+** of their shape, device and the result's dtype, and apart from each or the same elements. */
+static int takes_result (const gpu_Array *out, const gpu_Array *a, const gpu_Array *b,
+                         gpu_DtypeId result) {
+  return plain(out) && out->dtype == result && out->buffer->ctx == a->buffer->ctx &&
+         same_shape(out, a->ndim, a->shape) && apart_or_same(a, out) &&
+         (b == NULL || apart_or_same(b, out));
+}
+
+/* Launches the kernel at stack index OP_AT_KERNEL, on the stream at OP_AT_STREAM, over the
+** array given as out (stack index OP_AT_OUT) or a new one of a's shape and the dtype result,
+** and pushes that array: element i of out, then of the operands: a and b for two arrays, or
+** a and the Lua number at stack index number_at, in their order.  Returns 0 with the stack at
+** OP_AT_STREAM where the launch, the stream or out does not take them. */
+static int launch_operator (lua_State *L, const gpu_Array *out, const gpu_Array *a,
+                            const gpu_Array *b, int number_at, gpu_DtypeId result) {
+  lua_Integer block = lua_tointeger(L, lua_upvalueindex(OP_BLOCK));
+  lua_Integer max_grid = lua_tointeger(L, lua_upvalueindex(OP_MAX_GRID));
+  lua_Integer per_block = lua_tointeger(L, lua_upvalueindex(OP_PER_BLOCK));
+  lua_Integer blocks = (a->size + per_block - 1) / per_block;
+  const lua_Integer count = (lua_Integer)a->size;
+  gpu_Context *c = a->buffer->ctx;
+  CUdeviceptr ptrs[3];
+  int usable;
+  const gpu_Stream *stream = gpu_fast_stream(L, OP_AT_STREAM, c, &usable);
+  if (!usable) return 0;
+  if (out != NULL) {
+    if (!takes_result(out, a, b, result)) return 0;
+    lua_pushvalue(L, OP_AT_OUT);
+  } else {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, c->ref);                   /* a's Context */
+    out = gpu_array_new_in(L, c, -1, lua_upvalueindex(OP_ARRAY_MT), result, a->ndim, a->shape);
+  }
+  ptrs[0] = out->ptr;                  /* parameter i is stack index i: the number's own */
+  ptrs[number_at == 1 ? 2 : 1] = a->ptr;
+  if (b != NULL) ptrs[2] = b->ptr;
+  if (number_at != 0) ptrs[number_at] = 0;
+  /* compile() and the allocation run Lua code and finalizers, which may free an operand */
+  if (gpu_array_alive(a) && (b == NULL || gpu_array_alive(b)) && gpu_array_alive(out) &&
+      gpu_launch_values(L, OP_AT_KERNEL, c, stream,
+                        (unsigned)(blocks < max_grid ? blocks : max_grid), (unsigned)block, ptrs,
+                        0, b != NULL || number_at != 0 ? 3 : 2, &count, 1))
+    return 1;
+  lua_settop(L, OP_AT_STREAM);
+  return 0;
+}
+
+/* Calls the general path with the operands, out (nil for a new array) and the stream. */
+static int call_general (lua_State *L, int noperands) {
+  lua_settop(L, OP_AT_STREAM);
+  if (noperands == 1) lua_remove(L, 2);                /* the unary's empty second operand */
+  lua_pushvalue(L, lua_upvalueindex(OP_GENERAL));
+  lua_insert(L, 1);
+  lua_call(L, noperands + 2, 1);
+  return 1;
+}
+
+/* x op y [into out [on stream]]: one launch, for two plain arrays of one shape or a plain
+** array and a Lua number, into a new array or a plain out that fits (see takes_result), on
+** the default stream or a gpu.Stream not capturing; every other case (and every error) is
+** the general path's. */
+static int array_binary (lua_State *L) {
+  const gpu_Array *x = operand(L, 1), *y = operand(L, 2), *out = NULL;
+  gpu_DtypeId result;
+  lua_settop(L, OP_AT_STREAM);
+  if (!lua_isnil(L, OP_AT_OUT) && (out = operand(L, OP_AT_OUT)) == NULL)
+    return call_general(L, 2);
+  if (plain_pair(x, y)) {
+    lua_Integer key = ((lua_Integer)x->buffer->ctx->ordinal * GPU_NDTYPES + (lua_Integer)x->dtype) *
+                      GPU_NDTYPES + (lua_Integer)y->dtype;
+    if (push_kernel(L, key, &result) && launch_operator(L, out, x, y, 0, result))
+      return 1;
+  } else if ((x == NULL) != (y == NULL) && lua_type(L, x == NULL ? 1 : 2) == LUA_TNUMBER &&
+             plain(x != NULL ? x : y)) {
+    const gpu_Array *a = x != NULL ? x : y;
+    const int number_at = x != NULL ? 2 : 1;      /* also the number's parameter: out is 0 */
+    lua_Integer key = -1 - (((lua_Integer)a->buffer->ctx->ordinal * GPU_NDTYPES +
+                             (lua_Integer)a->dtype) * 4 + 2 * (x == NULL) +
+                            !lua_isinteger(L, number_at));
+    if (push_kernel(L, key, &result) && launch_operator(L, out, a, NULL, number_at, result))
+      return 1;
+  }
+  return call_general(L, 2);
+}
+
+/* op x [into out [on stream]]: one launch, for a plain array, into a new array or a plain out
+** that fits; every other case is the general path's. */
+static int array_unary (lua_State *L) {
+  const gpu_Array *x = operand(L, 1), *out = NULL;
+  gpu_DtypeId result;
+  lua_settop(L, 3);
+  lua_pushnil(L);
+  lua_insert(L, 2);                 /* 2: compile's second operand, 3: out, 4: the stream */
+  if (!lua_isnil(L, OP_AT_OUT) && (out = operand(L, OP_AT_OUT)) == NULL)
+    return call_general(L, 1);
+  if (plain(x)) {
+    lua_Integer key = (lua_Integer)x->buffer->ctx->ordinal * GPU_NDTYPES + (lua_Integer)x->dtype;
+    if (push_kernel(L, key, &result) && launch_operator(L, out, x, NULL, 0, result)) return 1;
+  }
+  return call_general(L, 1);
+}
+
+/* A unary metamethod's: Lua passes __unm and __bnot their operand twice, never an out. */
+static int array_unary_metamethod (lua_State *L) {
+  lua_settop(L, 1);
+  return array_unary(L);
+}
+
+/* The operator closure fn over (compile, general, block, max_grid[, per_thread]). */
+static int new_operator (lua_State *L, lua_CFunction fn) {
+  lua_Integer per_thread = luaL_optinteger(L, 5, 1);
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  luaL_argcheck(L, luaL_checkinteger(L, 3) >= 1, 3, "threads per block must be positive");
+  luaL_argcheck(L, luaL_checkinteger(L, 4) >= 1, 4, "the block count must be positive");
+  luaL_argcheck(L, per_thread >= 1, 5, "elements per thread must be positive");
+  lua_settop(L, 4);
+  lua_newtable(L);
+  lua_newtable(L);
+  lua_pushvalue(L, 1);
+  lua_pushvalue(L, 2);
+  luaL_getmetatable(L, GPU_ARRAY);
+  lua_pushvalue(L, 3);
+  lua_pushvalue(L, 4);
+  lua_pushinteger(L, per_thread * lua_tointeger(L, 3));   /* elements a block takes */
+  lua_pushcclosure(L, fn, 8);
+  return 1;
+}
+
+/* array_binary_operator(compile, general, block, max_grid[, per_thread]) ->
+** f(x, y[, out[, stream]]) */
+static int gpu_array_binary_operator (lua_State *L) { return new_operator(L, array_binary); }
+
+/* array_unary_operator(compile, general, block, max_grid[, per_thread[, metamethod]]) ->
+** f(x[, out[, stream]]), or f(x) for a metamethod */
+static int gpu_array_unary_operator (lua_State *L) {
+  return new_operator(L, lua_toboolean(L, 6) ? array_unary_metamethod : array_unary);
+}
+
+/* ---------------------------------------------------------------- kernel calls */
+
+/*
+** The C paths of an ElementwiseKernel's call (elementwise_caller) and of the Lua layer's
+** launch of a generated elementwise program (program_launcher) share their upvalues:
+** 1 the Functions by device ordinal (or false where compile gave none), 2 compile() -> the
+** Function for the current device, 3 the general path general(k, args...) (a launcher has
+** none: it returns false instead), 4 the GPUArray metatable, 5 the arguments' kinds (a
+** string: byte i is argument i's dtype id, plus KIND_ARRAY for an array), 6 threads per
+** block, 7 the most blocks; a launcher's also 8 the result's dtype id, 9 the elements a
+** thread of the contiguous kernel takes and 10 the tiled kernels' tile side.  A launcher's
+** Functions are keyed by ordinal * (GPU_MAXDIM + 1) + the layout's strided dimensions (0
+** for the contiguous one), and compile gets the layout's name.
+*/
+enum { K_FUNCTIONS = 1, K_COMPILE, K_GENERAL, K_ARRAY_MT, K_KINDS, K_BLOCK, K_MAX_GRID,
+       K_RESULT, K_UNROLL, K_TILE };
+#define KIND_ARRAY 0x80
+#define MAX_KERNEL_ARGS 64
+
+/* Pushes the Function cached under key (compile(layout) on first use: layout NULL for an
+** ElementwiseKernel's one); 0, nothing pushed, where compile gave none. */
+static int push_function_for (lua_State *L, lua_Integer key, const char *layout) {
+  if (lua_rawgeti(L, lua_upvalueindex(K_FUNCTIONS), key) == LUA_TNIL) {
+    lua_pop(L, 1);
+    lua_pushvalue(L, lua_upvalueindex(K_COMPILE));
+    if (layout != NULL) lua_pushstring(L, layout);
+    lua_call(L, layout != NULL, 1);
+    if (!gpu_isfunction(L, -1)) {
+      lua_pop(L, 1);
+      lua_pushboolean(L, 0);
+    }
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, lua_upvalueindex(K_FUNCTIONS), key);
+  }
+  if (lua_type(L, -1) == LUA_TUSERDATA) return 1;
+  lua_pop(L, 1);
+  return 0;
+}
+
+/* Reads the n arguments from stack index base against the kinds: each array plain, of its
+** dtype and on the first array's device, its address into ptrs[i]; 0 there for the others,
+** which gpu_launch_values converts or refuses.  Returns 0 where an array does not fit;
+** *first is the first array, or NULL for none. */
+static int plain_arguments (lua_State *L, int base, int n, const unsigned char *kinds,
+                            CUdeviceptr *ptrs, const gpu_Array **first) {
+  int i;
+  *first = NULL;
+  for (i = 0; i < n; i++) {
+    ptrs[i] = 0;
+    if (kinds[i] & KIND_ARRAY) {
+      const gpu_Array *a = operand_of(L, base + i, lua_upvalueindex(K_ARRAY_MT));
+      if (!plain(a) || a->dtype != (gpu_DtypeId)(kinds[i] & ~KIND_ARRAY) ||
+          (*first != NULL && a->buffer->ctx != (*first)->buffer->ctx))
+        return 0;
+      if (*first == NULL) *first = a;
+      ptrs[i] = a->ptr;
+    }
+  }
+  return 1;
+}
+
+/* Whether the arrays among the n arguments from stack index base are all still alive (a
+** compile or an allocation runs Lua code, which may free one). */
+static int arguments_alive (lua_State *L, int base, int n, const unsigned char *kinds) {
+  int i;
+  for (i = 0; i < n; i++)
+    if ((kinds[i] & KIND_ARRAY) && !gpu_array_alive((const gpu_Array *)lua_touserdata(L, base + i)))
+      return 0;
+  return 1;
+}
+
+static unsigned grid_of (lua_State *L, int64_t count, lua_Integer per_block) {
+  lua_Integer max_grid = lua_tointeger(L, lua_upvalueindex(K_MAX_GRID));
+  lua_Integer blocks = (count + per_block - 1) / per_block;
+  return (unsigned)(blocks < max_grid ? blocks : max_grid);
+}
+
+/* k(args...): one launch over the first array's elements where every array argument is plain
+** and of its declared dtype, all on one device, and every other a number its parameter
+** takes; everything else (options, views, Buffers, and every error) is the general path's. */
+static int elementwise_call (lua_State *L) {
+  size_t nkinds;
+  const unsigned char *kinds =
+      (const unsigned char *)lua_tolstring(L, lua_upvalueindex(K_KINDS), &nkinds);
+  const int nargs = lua_gettop(L) - 1;
+  CUdeviceptr ptrs[MAX_KERNEL_ARGS];
+  const gpu_Array *first;
+  if (nargs == (int)nkinds && nargs <= MAX_KERNEL_ARGS &&
+      plain_arguments(L, 2, nargs, kinds, ptrs, &first) && first != NULL &&
+      push_function_for(L, first->buffer->ctx->ordinal, NULL)) {
+    lua_Integer block = lua_tointeger(L, lua_upvalueindex(K_BLOCK));
+    const lua_Integer range[3] = {0, 1, (lua_Integer)first->size};   /* start, step, count */
+    if (arguments_alive(L, 2, nargs, kinds) &&
+        gpu_launch_values(L, lua_gettop(L), first->buffer->ctx, NULL,
+                          grid_of(L, first->size, block), (unsigned)block, ptrs, 2, nargs, range, 3))
+      return 0;
+  }
+  lua_settop(L, nargs + 1);
+  lua_pushvalue(L, lua_upvalueindex(K_GENERAL));
+  lua_insert(L, 1);
+  lua_call(L, nargs + 1, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+static int not_taken (lua_State *L) {
+  lua_pushboolean(L, 0);
+  return 1;
+}
+
+/*
+** A launch's layout: the output's shape (ndim dimensions), and for the strided kernel, as
+** elementwise.lua's collapse makes them, nd dims (merged where every operand walks them
+** contiguously, none of length 1) with the byte strides of the output and of each array
+** operand along them (strides[k][d], k = 0 the output's, 0 where broadcast).  Broadcasts of
+** more arrays or dimensions than it holds are left to the Lua code.
+*/
+#define LAYOUT_ARRAYS 8
+#define LAYOUT_DIMS 8
+typedef struct Layout {
+  int ndim, nd, narrays;
+  int64_t shape[GPU_MAXDIM], dims[LAYOUT_DIMS];
+  int64_t strides[LAYOUT_ARRAYS + 1][LAYOUT_DIMS];
+  size_t itemsize[LAYOUT_ARRAYS + 1];
+} Layout;
+
+/* The shape the n arrays broadcast to, with out's when given; 0 where they do not, or out's
+** shape is not it (the Lua code words the error). */
+static int broadcast_shape (Layout *l, const gpu_Array **arrays, int n, const gpu_Array *out) {
+  int i, d;
+  l->ndim = out != NULL ? out->ndim : 0;
+  for (i = 0; i < n; i++) if (arrays[i]->ndim > l->ndim) l->ndim = arrays[i]->ndim;
+  if (l->ndim > LAYOUT_DIMS) return 0;
+  for (d = 0; d < l->ndim; d++) {
+    int64_t size = 1;
+    for (i = 0; i <= n; i++) {
+      const gpu_Array *a = i < n ? arrays[i] : out;
+      int at = a != NULL ? d - (l->ndim - a->ndim) : -1;
+      if (at >= 0 && a->shape[at] != 1) {
+        if (size != 1 && size != a->shape[at]) return 0;
+        size = a->shape[at];
+      }
+    }
+    l->shape[d] = size;
+  }
+  return out == NULL || same_shape(out, l->ndim, l->shape);
+}
+
+/* The strided kernel's dims and strides for the n arrays (C-contiguous) broadcast to the
+** shape, the output row-major of itemsize out_size. */
+static void strided_layout (Layout *l, const gpu_Array **arrays, int n, size_t out_size) {
+  int64_t full[LAYOUT_ARRAYS + 1][LAYOUT_DIMS], step = (int64_t)out_size;
+  int k, d;
+  l->narrays = n;
+  l->itemsize[0] = out_size;
+  for (d = l->ndim - 1; d >= 0; d--) {
+    full[0][d] = step;
+    step *= l->shape[d];
+  }
+  for (k = 1; k <= n; k++) {
+    const gpu_Array *a = arrays[k - 1];
+    l->itemsize[k] = gpu_dtypes[a->dtype].itemsize;
+    for (d = 0; d < l->ndim; d++) {
+      int at = d - (l->ndim - a->ndim);
+      full[k][d] = at < 0 || a->shape[at] == 1 ? 0 : a->strides[at];
+    }
+  }
+  l->nd = 0;
+  for (d = 0; d < l->ndim; d++) {
+    int merge = l->nd > 0;
+    if (l->shape[d] == 1) continue;
+    for (k = 0; k <= n && merge; k++)
+      merge = l->strides[k][l->nd - 1] == full[k][d] * l->shape[d];
+    if (merge) l->dims[l->nd - 1] *= l->shape[d];
+    else l->dims[l->nd++] = l->shape[d];
+    for (k = 0; k <= n; k++) l->strides[k][l->nd - 1] = full[k][d];
+  }
+  if (l->nd == 0) {
+    l->nd = 1;
+    l->dims[0] = 1;
+    for (k = 0; k <= n; k++) l->strides[k][0] = 0;
+  }
+}
+
+static int64_t abs64 (int64_t v) { return v < 0 ? -v : v; }
+
+/* Whether elementwise.lua's tiled_layout would take the layout (tiles of side tile): the
+** output adjacent along its last dimension, an array along another, both a tile long. */
+static int wants_tiles (const Layout *l, int64_t tile) {
+  const int last = l->nd - 1;
+  int k, d, along = -1;
+  if (l->nd < 2 || l->dims[last] < tile || abs64(l->strides[0][last]) != (int64_t)l->itemsize[0])
+    return 0;
+  for (k = 1; k <= l->narrays; k++) {
+    const int64_t *st = l->strides[k];
+    if (abs64(st[last]) == (int64_t)l->itemsize[k]) continue;
+    for (d = 0; d < last; d++)
+      if (abs64(st[d]) == (int64_t)l->itemsize[k] && (along < 0 || along == d) && l->dims[d] >= tile)
+        along = d;
+  }
+  return along >= 0;
+}
+
+/* Pushes the Function of the layout (the contiguous "c" for nd 0, else "s<nd>") on c's
+** device, compiled on first use; 0, nothing pushed, where compile gave none. */
+static int push_layout_function (lua_State *L, const gpu_Context *c, int nd) {
+  char layout[16];
+  snprintf(layout, sizeof layout, nd == 0 ? "c" : "s%d", nd);
+  return push_function_for(L, (lua_Integer)c->ordinal * (GPU_MAXDIM + 1) + nd, layout);
+}
+
+/* launch(out, stream, values...) -> out, or a new array where out is nil; false, having done
+** nothing, unless stream is nil or a gpu.Stream that takes a fast launch (gpu_fast_stream),
+** every array value is plain (see plain), of its operand's dtype and on one device,
+** their shapes broadcast together, every other value a number its parameter takes, and out
+** (when given) plain, of the result's dtype and the broadcast shape, and sharing no byte with
+** an operand unless it is that operand's elements.  Without array values out gives the
+** shape (fill, arange).  Operands of one shape take the contiguous kernel, broadcast ones the
+** strided kernel (or false, where the Lua code would take a tiled one). */
+static int program_launch (lua_State *L) {
+  size_t nkinds;
+  const unsigned char *kinds =
+      (const unsigned char *)lua_tolstring(L, lua_upvalueindex(K_KINDS), &nkinds);
+  const int nvalues = lua_gettop(L) - 2;
+  const gpu_DtypeId result = (gpu_DtypeId)lua_tointeger(L, lua_upvalueindex(K_RESULT));
+  CUdeviceptr ptrs[MAX_KERNEL_ARGS + 1];
+  const gpu_Array *arrays[MAX_KERNEL_ARGS], *first, *out = NULL;
+  Layout l;
+  lua_Integer tail[1 + LAYOUT_DIMS * (LAYOUT_ARRAYS + 2)], per_block;
+  int i, k, d, narrays = 0, broadcast = 0, fidx, ntail = 0, usable;
+  const gpu_Stream *stream;
+  gpu_Context *ctx;
+  if (nvalues != (int)nkinds || nvalues > MAX_KERNEL_ARGS ||
+      !plain_arguments(L, 3, nvalues, kinds, ptrs + 1, &first))
+    return not_taken(L);
+  for (i = 0; i < nvalues; i++)
+    if (kinds[i] & KIND_ARRAY) arrays[narrays++] = (const gpu_Array *)lua_touserdata(L, i + 3);
+  if (!lua_isnil(L, 1)) {
+    out = operand_of(L, 1, lua_upvalueindex(K_ARRAY_MT));
+    if (!plain(out) || out->dtype != result ||
+        (first != NULL && out->buffer->ctx != first->buffer->ctx))
+      return not_taken(L);
+    for (i = 0; i < narrays; i++)
+      if (!apart_or_same(arrays[i], out)) return not_taken(L);
+  }
+  if (first == NULL && (first = out) == NULL) return not_taken(L);
+  ctx = first->buffer->ctx;
+  stream = gpu_fast_stream(L, 2, ctx, &usable);
+  if (!usable) return not_taken(L);
+  for (i = 0; i < narrays; i++) broadcast |= !same_shape(arrays[i], first->ndim, first->shape);
+  broadcast |= out != NULL && !same_shape(out, first->ndim, first->shape);
+  l.nd = 0;
+  if (broadcast) {
+    if (narrays > LAYOUT_ARRAYS || !broadcast_shape(&l, arrays, narrays, out))
+      return not_taken(L);
+    strided_layout(&l, arrays, narrays, gpu_dtypes[result].itemsize);
+    if (wants_tiles(&l, lua_tointeger(L, lua_upvalueindex(K_TILE)))) return not_taken(L);
+  } else {
+    l.ndim = first->ndim;
+    memcpy(l.shape, first->shape, sizeof(int64_t) * (size_t)first->ndim);
+  }
+  if (!push_layout_function(L, ctx, l.nd)) return not_taken(L);
+  fidx = lua_gettop(L);
+  if (out != NULL)
+    lua_pushvalue(L, 1);
+  else {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->ref);
+    out = gpu_array_new_in(L, ctx, -1, lua_upvalueindex(K_ARRAY_MT), result, l.ndim, l.shape);
+  }
+  ptrs[0] = out->ptr;
+  tail[ntail++] = (lua_Integer)out->size;    /* then the strided kernel's dims and strides */
+  for (d = 0; d < l.nd; d++) tail[ntail++] = l.dims[d];
+  for (k = 0; l.nd > 0 && k <= narrays; k++)
+    for (d = 0; d < l.nd; d++) tail[ntail++] = l.strides[k][d];
+  per_block = lua_tointeger(L, lua_upvalueindex(K_BLOCK)) *
+              (l.nd == 0 ? lua_tointeger(L, lua_upvalueindex(K_UNROLL)) : 1);
+  if (gpu_array_alive(out) && arguments_alive(L, 3, nvalues, kinds) &&
+      gpu_launch_values(L, fidx, ctx, stream, grid_of(L, out->size, per_block),
+                        (unsigned)lua_tointeger(L, lua_upvalueindex(K_BLOCK)), ptrs, 2,
+                        nvalues + 1, tail, ntail))
+    return 1;
+  return not_taken(L);
+}
+
+/* The kinds string of a list of {dtype = name, pointer = bool} (argument 1), pushed. */
+static void push_kinds (lua_State *L) {
+  luaL_Buffer kinds;
+  lua_Integer i, n = luaL_len(L, 1);     /* calls of more than MAX_KERNEL_ARGS take the Lua path */
+  luaL_buffinit(L, &kinds);
+  for (i = 1; i <= n; i++) {
+    int dtype, pointer;
+    lua_geti(L, 1, i);
+    luaL_argcheck(L, lua_istable(L, -1), 1, "a list of {dtype =, pointer =} expected");
+    lua_getfield(L, -1, "dtype");
+    dtype = lua_type(L, -1) == LUA_TSTRING ? gpu_finddtype(lua_tostring(L, -1)) : -1;
+    lua_getfield(L, -2, "pointer");
+    pointer = lua_toboolean(L, -1);
+    lua_pop(L, 3);
+    luaL_argcheck(L, dtype >= 0, 1, "unknown dtype in the arguments");
+    luaL_addchar(&kinds, (char)(dtype | (pointer ? KIND_ARRAY : 0)));
+  }
+  luaL_pushresult(&kinds);
+}
+
+/* Pushes the closure fn over the shared upvalues, from (arguments, compile, general, block,
+** max_grid) at 1..5 (general false for none), and n more values on the stack top. */
+static void push_kernel_closure (lua_State *L, lua_CFunction fn, int n) {
+  int extra = lua_gettop(L) - n + 1, i;
+  luaL_checktype(L, 1, LUA_TTABLE);
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  luaL_argcheck(L, luaL_checkinteger(L, 4) >= 1, 4, "threads per block must be positive");
+  luaL_argcheck(L, luaL_checkinteger(L, 5) >= 1, 5, "the block count must be positive");
+  push_kinds(L);
+  lua_newtable(L);
+  lua_pushvalue(L, 2);
+  lua_pushvalue(L, 3);
+  luaL_getmetatable(L, GPU_ARRAY);
+  lua_pushvalue(L, -5);                     /* the kinds */
+  lua_pushvalue(L, 4);
+  lua_pushvalue(L, 5);
+  for (i = 0; i < n; i++) lua_pushvalue(L, extra + i);
+  lua_pushcclosure(L, fn, 7 + n);
+}
+
+/* elementwise_caller(arguments, compile, general, block, max_grid) -> an ElementwiseKernel's
+** __call; arguments lists {dtype = name, pointer = bool} */
+static int gpu_elementwise_caller (lua_State *L) {
+  luaL_checktype(L, 3, LUA_TFUNCTION);
+  lua_settop(L, 5);
+  push_kernel_closure(L, elementwise_call, 0);
+  return 1;
+}
+
+/* program_launcher(operands, compile, result_dtype, block, max_grid, per_thread, tile) ->
+** launch(out, stream, values...); operands lists {dtype = name, pointer = bool} (pointer: an array),
+** compile(layout) gives the program's Function for a layout on the current device */
+static int gpu_program_launcher (lua_State *L) {
+  int result = gpu_checkdtype(L, 3);
+  luaL_argcheck(L, luaL_checkinteger(L, 6) >= 1, 6, "elements per thread must be positive");
+  luaL_argcheck(L, luaL_checkinteger(L, 7) >= 1, 7, "the tile side must be positive");
+  lua_settop(L, 7);
+  lua_pushinteger(L, result);               /* 8 */
+  lua_pushboolean(L, 0);
+  lua_replace(L, 3);                        /* no general path */
+  lua_pushvalue(L, 6);                      /* 9 */
+  lua_pushvalue(L, 7);                      /* 10 */
+  push_kernel_closure(L, program_launch, 3);
+  return 1;
+}
+
+/* fast_paths([on]) -> whether the arrays' C fast paths were on; off, every operation takes
+** its general Lua path (to compare the two, or to debug one) */
+static int gpu_fast_paths (lua_State *L) {
+  gpu_State *s = gpu_state(L);
+  lua_pushboolean(L, !s->general_only);
+  if (!lua_isnoneornil(L, 1)) {
+    luaL_checktype(L, 1, LUA_TBOOLEAN);
+    s->general_only = !lua_toboolean(L, 1);
+  }
+  return 1;
+}
+
+void gpu_elementwise_open (lua_State *L) {
+  static const luaL_Reg functions[] = {
+    {"array_binary_operator", gpu_array_binary_operator},
+    {"array_unary_operator", gpu_array_unary_operator},
+    {"elementwise_caller", gpu_elementwise_caller}, {"program_launcher", gpu_program_launcher},
+    {"fast_paths", gpu_fast_paths}, {NULL, NULL},
+  };
+  luaL_setfuncs(L, functions, 0);
+}

@@ -450,6 +450,28 @@ describe("the elementwise launch's C path", function()
         end
       end
     end
+    -- views (steps, reversed, transposed: small ones strided, large ones tiled by the Lua code)
+    local x = random_shaped({40, 70}, "float32")
+    local views = {
+      {x:slice(1, 40, 2), random_shaped({20, 70}, "float32")},
+      {x:slice(-1, 1, -1), random_shaped({70}, "float32")},
+      {x:transpose(), random_shaped({70, 1}, "float64")},
+      {x:slice(3, 12):transpose(), random_shaped({70, 10}, "int8")},
+      {random_shaped({6, 5, 4}, "float32"):transpose({3, 1, 2}), random_shaped({5}, "float32")},
+    }
+    for i, pair in ipairs(views) do
+      for _, f in ipairs{function(o) return ga.add(pair[1], pair[2], o) end,
+                         function(o) return ga.where(pair[1]:gt(0), pair[2], pair[1], o) end} do
+        local fast = f()
+        local slow = general(f)
+        assert.are.same(slow.shape, fast.shape, "view " .. i)
+        assert.are.equal(bytes_of(slow), bytes_of(fast), "view " .. i)
+        local out = ga.empty(fast.shape, fast.dtype)
+        assert.are.equal(out, f({out = out}), "view " .. i)
+        assert.are.equal(bytes_of(slow), bytes_of(out), "view " .. i)
+      end
+      assert.are.equal(bytes_of(general(function() return pair[1]:copy() end)), bytes_of(pair[1]:copy()))
+    end
     -- an out larger than the operands, and a row added in place
     local v, m = random_shaped({100}, "float32"), random_shaped({10, 100}, "float32")
     local out = ga.empty({10, 100}, "float32")

@@ -44,13 +44,18 @@ static const gpu_Array *operand (lua_State *L, int idx) {
   return operand_of(L, idx, lua_upvalueindex(OP_ARRAY_MT));
 }
 
-/* x takes one plain kernel: live, C-contiguous, non-empty, on the current device (and the
-** fast paths are on). */
-static int plain (const gpu_Array *x) {
+/* x takes a kernel from a C path: live, non-empty, on the current device (and the fast paths
+** are on); any layout. */
+static int usable (const gpu_Array *x) {
   const gpu_Context *c;
-  if (x == NULL || !gpu_array_alive(x) || !x->contiguous || x->size == 0) return 0;
+  if (x == NULL || !gpu_array_alive(x) || x->size == 0) return 0;
   c = x->buffer->ctx;
   return c->ctx != NULL && c->state->device == c->ordinal && !c->state->general_only;
+}
+
+/* x takes one plain kernel: usable and C-contiguous. */
+static int plain (const gpu_Array *x) {
+  return usable(x) && x->contiguous;
 }
 
 static int same_shape (const gpu_Array *a, int ndim, const int64_t *shape) {
@@ -63,15 +68,30 @@ static int plain_pair (const gpu_Array *x, const gpu_Array *y) {
          same_shape(x, y->ndim, y->shape);
 }
 
-/* Whether a and out share no byte, or are the same elements (address, element size and
-** shape): each thread of an elementwise kernel reads element i of the operands before it
-** writes element i of out.  Any other overlap is the general path's, which copies the
-** operand first. */
+/* The first byte a non-empty array touches, and one past its last (strides may be negative). */
+static void byte_extent (const gpu_Array *a, CUdeviceptr *lo, CUdeviceptr *hi) {
+  int64_t low = 0, high = (int64_t)gpu_dtypes[a->dtype].itemsize;
+  int d;
+  for (d = 0; d < a->ndim; d++) {
+    int64_t reach = (a->shape[d] - 1) * a->strides[d];
+    if (reach < 0) low += reach;
+    else high += reach;
+  }
+  *lo = a->ptr + (CUdeviceptr)low;     /* unsigned wrap-around adds a negative low */
+  *hi = a->ptr + (CUdeviceptr)high;
+}
+
+/* Whether a and out (C-contiguous) share no byte, or are the same elements (address, element
+** size, shape, and a C-contiguous too): each thread of an elementwise kernel reads element i
+** of the operands before it writes element i of out.  Any other overlap is the general
+** path's, which copies the operand first. */
 static int apart_or_same (const gpu_Array *a, const gpu_Array *out) {
-  const size_t a_bytes = (size_t)a->size * gpu_dtypes[a->dtype].itemsize;
-  const size_t out_bytes = (size_t)out->size * gpu_dtypes[out->dtype].itemsize;
-  return a->ptr + a_bytes <= out->ptr || out->ptr + out_bytes <= a->ptr ||
-         (a->ptr == out->ptr && gpu_dtypes[a->dtype].itemsize == gpu_dtypes[out->dtype].itemsize &&
+  CUdeviceptr a_lo, a_hi, out_lo, out_hi;
+  byte_extent(a, &a_lo, &a_hi);
+  byte_extent(out, &out_lo, &out_hi);
+  return a_hi <= out_lo || out_hi <= a_lo ||
+         (a->ptr == out->ptr && a->contiguous &&
+          gpu_dtypes[a->dtype].itemsize == gpu_dtypes[out->dtype].itemsize &&
           same_shape(a, out->ndim, out->shape));
 }
 
@@ -129,9 +149,9 @@ static int launch_operator (lua_State *L, const gpu_Array *out, const gpu_Array 
   const lua_Integer count = (lua_Integer)a->size;
   gpu_Context *c = a->buffer->ctx;
   CUdeviceptr ptrs[3];
-  int usable;
-  const gpu_Stream *stream = gpu_fast_stream(L, OP_AT_STREAM, c, &usable);
-  if (!usable) return 0;
+  int stream_ok;
+  const gpu_Stream *stream = gpu_fast_stream(L, OP_AT_STREAM, c, &stream_ok);
+  if (!stream_ok) return 0;
   if (out != NULL) {
     if (!takes_result(out, a, b, result)) return 0;
     lua_pushvalue(L, OP_AT_OUT);
@@ -284,19 +304,19 @@ static int push_function_for (lua_State *L, lua_Integer key, const char *layout)
   return 0;
 }
 
-/* Reads the n arguments from stack index base against the kinds: each array plain, of its
-** dtype and on the first array's device, its address into ptrs[i]; 0 there for the others,
-** which gpu_launch_values converts or refuses.  Returns 0 where an array does not fit;
-** *first is the first array, or NULL for none. */
+/* Reads the n arguments from stack index base against the kinds: each array plain (or, with
+** any_layout, usable), of its dtype and on the first array's device, its address into
+** ptrs[i]; 0 there for the others, which gpu_launch_values converts or refuses.  Returns 0
+** where an array does not fit; *first is the first array, or NULL for none. */
 static int plain_arguments (lua_State *L, int base, int n, const unsigned char *kinds,
-                            CUdeviceptr *ptrs, const gpu_Array **first) {
+                            int any_layout, CUdeviceptr *ptrs, const gpu_Array **first) {
   int i;
   *first = NULL;
   for (i = 0; i < n; i++) {
     ptrs[i] = 0;
     if (kinds[i] & KIND_ARRAY) {
       const gpu_Array *a = operand_of(L, base + i, lua_upvalueindex(K_ARRAY_MT));
-      if (!plain(a) || a->dtype != (gpu_DtypeId)(kinds[i] & ~KIND_ARRAY) ||
+      if (!(any_layout ? usable(a) : plain(a)) || a->dtype != (gpu_DtypeId)(kinds[i] & ~KIND_ARRAY) ||
           (*first != NULL && a->buffer->ctx != (*first)->buffer->ctx))
         return 0;
       if (*first == NULL) *first = a;
@@ -333,7 +353,7 @@ static int elementwise_call (lua_State *L) {
   CUdeviceptr ptrs[MAX_KERNEL_ARGS];
   const gpu_Array *first;
   if (nargs == (int)nkinds && nargs <= MAX_KERNEL_ARGS &&
-      plain_arguments(L, 2, nargs, kinds, ptrs, &first) && first != NULL &&
+      plain_arguments(L, 2, nargs, kinds, 0, ptrs, &first) && first != NULL &&
       push_function_for(L, first->buffer->ctx->ordinal, NULL)) {
     lua_Integer block = lua_tointeger(L, lua_upvalueindex(K_BLOCK));
     const lua_Integer range[3] = {0, 1, (lua_Integer)first->size};   /* start, step, count */
@@ -392,8 +412,8 @@ static int broadcast_shape (Layout *l, const gpu_Array **arrays, int n, const gp
   return out == NULL || same_shape(out, l->ndim, l->shape);
 }
 
-/* The strided kernel's dims and strides for the n arrays (C-contiguous) broadcast to the
-** shape, the output row-major of itemsize out_size. */
+/* The strided kernel's dims and strides for the n arrays (any layout) broadcast to the shape,
+** the output row-major of itemsize out_size. */
 static void strided_layout (Layout *l, const gpu_Array **arrays, int n, size_t out_size) {
   int64_t full[LAYOUT_ARRAYS + 1][LAYOUT_DIMS], step = (int64_t)out_size;
   int k, d;
@@ -457,12 +477,12 @@ static int push_layout_function (lua_State *L, const gpu_Context *c, int nd) {
 
 /* launch(out, stream, values...) -> out, or a new array where out is nil; false, having done
 ** nothing, unless stream is nil or a gpu.Stream that takes a fast launch (gpu_fast_stream),
-** every array value is plain (see plain), of its operand's dtype and on one device,
-** their shapes broadcast together, every other value a number its parameter takes, and out
-** (when given) plain, of the result's dtype and the broadcast shape, and sharing no byte with
-** an operand unless it is that operand's elements.  Without array values out gives the
-** shape (fill, arange).  Operands of one shape take the contiguous kernel, broadcast ones the
-** strided kernel (or false, where the Lua code would take a tiled one). */
+** every array value is usable (any layout: views too), of its operand's dtype and on one
+** device, their shapes broadcast together, every other value a number its parameter takes,
+** and out (when given) plain, of the result's dtype and the broadcast shape, and sharing no
+** byte with an operand unless it is that operand's elements.  Without array values out
+** gives the shape (fill, arange).  C-contiguous operands of one shape take the contiguous
+** kernel, others the strided kernel (or false, where the Lua code would take a tiled one). */
 static int program_launch (lua_State *L) {
   size_t nkinds;
   const unsigned char *kinds =
@@ -473,11 +493,11 @@ static int program_launch (lua_State *L) {
   const gpu_Array *arrays[MAX_KERNEL_ARGS], *first, *out = NULL;
   Layout l;
   lua_Integer tail[1 + LAYOUT_DIMS * (LAYOUT_ARRAYS + 2)], per_block;
-  int i, k, d, narrays = 0, broadcast = 0, fidx, ntail = 0, usable;
+  int i, k, d, narrays = 0, strided = 0, fidx, ntail = 0, stream_usable;
   const gpu_Stream *stream;
   gpu_Context *ctx;
   if (nvalues != (int)nkinds || nvalues > MAX_KERNEL_ARGS ||
-      !plain_arguments(L, 3, nvalues, kinds, ptrs + 1, &first))
+      !plain_arguments(L, 3, nvalues, kinds, 1, ptrs + 1, &first))
     return not_taken(L);
   for (i = 0; i < nvalues; i++)
     if (kinds[i] & KIND_ARRAY) arrays[narrays++] = (const gpu_Array *)lua_touserdata(L, i + 3);
@@ -491,12 +511,13 @@ static int program_launch (lua_State *L) {
   }
   if (first == NULL && (first = out) == NULL) return not_taken(L);
   ctx = first->buffer->ctx;
-  stream = gpu_fast_stream(L, 2, ctx, &usable);
-  if (!usable) return not_taken(L);
-  for (i = 0; i < narrays; i++) broadcast |= !same_shape(arrays[i], first->ndim, first->shape);
-  broadcast |= out != NULL && !same_shape(out, first->ndim, first->shape);
+  stream = gpu_fast_stream(L, 2, ctx, &stream_usable);
+  if (!stream_usable) return not_taken(L);
+  for (i = 0; i < narrays; i++)
+    strided |= !arrays[i]->contiguous || !same_shape(arrays[i], first->ndim, first->shape);
+  strided |= out != NULL && !same_shape(out, first->ndim, first->shape);
   l.nd = 0;
-  if (broadcast) {
+  if (strided) {
     if (narrays > LAYOUT_ARRAYS || !broadcast_shape(&l, arrays, narrays, out))
       return not_taken(L);
     strided_layout(&l, arrays, narrays, gpu_dtypes[result].itemsize);

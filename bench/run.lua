@@ -359,12 +359,18 @@ function lua_bench.launch()
   return r
 end
 
-function lua_bench.small_add()
+-- Two host arrays of n random float32 in [-1, 1) and their device copies: the small rows'
+-- operands.
+local function small_inputs(n)
   local to_gpu = need("gpu.to_gpu", gpu.to_gpu or (gpuarray and gpuarray.to_gpu))
-  local n = 1000
   local ha, hb = gpu.host.empty(n, "float32"), gpu.host.empty(n, "float32")
   for i = 1, n do ha[i] = math.random() * 2 - 1; hb[i] = math.random() * 2 - 1 end
-  local a, b = to_gpu(ha), to_gpu(hb)
+  return ha, hb, to_gpu(ha), to_gpu(hb)
+end
+
+function lua_bench.small_add()
+  local n = 1000
+  local ha, hb, a, b = small_inputs(n)
   local c = a + b
   local hc = c:get()
   for i = 1, n do
@@ -409,11 +415,9 @@ end
 -- (bench/kernels.cu's add_f32, its four arguments packed as lua-gpu packs them), in rounds
 -- alternating with it.
 function lua_bench.small_launches()
-  local to_gpu = need("gpu.to_gpu", gpu.to_gpu or (gpuarray and gpuarray.to_gpu))
   local n = 1000
-  local ha, hb = gpu.host.empty(n, "float32"), gpu.host.empty(n, "float32")
-  for i = 1, n do ha[i] = math.random() * 2 - 1; hb[i] = math.random() * 2 - 1 end
-  local a, b, z = to_gpu(ha), to_gpu(hb), to_gpu(ha)
+  local ha, hb, a, b = small_inputs(n)
+  local z = a:copy()
   local kernel = need("gpu.ElementwiseKernel", gpu.ElementwiseKernel)(
     "float *z, const float *x, const float *y", "z[i] = x[i] + y[i]", "bench_add")
   a:iadd(b)
@@ -454,13 +458,10 @@ end
 -- host time a call, asynchronous, as CuPy's and PyTorch's beside them.  No raw C row: the
 -- work is the layer's own.
 function lua_bench.small_ops()
-  local to_gpu = need("gpu.to_gpu", gpu.to_gpu or (gpuarray and gpuarray.to_gpu))
   local n = 1000
-  local ha, hb = gpu.host.empty(n, "float32"), gpu.host.empty(n, "float32")
-  for i = 1, n do ha[i] = math.random() * 2 - 1; hb[i] = math.random() * 2 - 1 end
-  local a, b = to_gpu(ha), to_gpu(hb)
+  local ha, hb, a, b = small_inputs(n)
   local c = a:gt(b)
-  local m, v = to_gpu(ha):reshape({10, 100}), to_gpu(hb):slice(1, 100)
+  local m, v = a:copy():reshape({10, 100}), b:slice(1, 100)
   local dot = need("gpu.ReductionKernel", gpu.ReductionKernel)("float32", 0, "a + b", "x[i] * y[i]",
                                                              "const float *x, const float *y")
   local w, s, d = gpuarray.where(c, a, b):get(), (m + v):get(), dot(a, b):get()[1]

@@ -456,11 +456,11 @@ function M.kernel(p, layout)
   end)
 end
 
--- The C path of launch (core.program_launcher): C-contiguous arrays and numbers, into a new
+-- The C path of launch (core.program_launcher): arrays of any layout and numbers, into a new
 -- array or a contiguous out, on the default stream or a stream not capturing a graph, in the
--- contiguous layout for operands of one shape and the strided one for broadcasts (where no
--- tiled layout would pay); it returns false for anything else, which the Lua code below
--- takes, with every check.
+-- contiguous layout for C-contiguous operands of one shape and the strided one otherwise
+-- (where no tiled layout would pay); it returns false for anything else, which the Lua code
+-- below takes, with every check.
 local function plain_launcher(p)
   local operands = {}
   for k, op in ipairs(p.operands) do operands[k] = {dtype = op.dtype, pointer = not op.scalar} end

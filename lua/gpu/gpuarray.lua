@@ -219,14 +219,15 @@ local function unary_operator(op, fname, metamethod)
     local p = program_of(op, {x.dtype}, {x})
     if p then return ew.kernel(p, "c"), p.out end
   end
-  local function general(x, out, stream) return apply(op, fname, {x}, {out = out, stream = stream}) end
+  local function general(x, out, stream)
+    return apply(op, fname, {x}, {out = out, stream = stream})
+  end
   return core.array_unary_operator(compile, general, BLOCK, MAX_GRID, UNROLL, metamethod)
 end
 M._unary_operator = unary_operator
 
--- The function forms' options: operator(x, y) of op with opts ({out =, stream =}, argument n
--- of the caller), both of which the C path takes.  (The binary functions are named by their
--- op; a unary's name may differ: negative is op neg.)
+-- The function forms' options: operator(x, y) of op (or operator(x) of fname) with opts
+-- ({out =, stream =}, argument n of the caller), both of which the C path takes.
 local function binary_with_options(operator, op, n, x, y, opts)
   opts = check_options(opts, n, op, OUT_STREAM)
   return operator(x, y, opts.out, opts.stream)

@@ -306,20 +306,21 @@ static int push_function_for (lua_State *L, lua_Integer key, const char *layout)
 
 /* Reads the n arguments from stack index base against the kinds: each array plain (or, with
 ** any_layout, usable), of its dtype and on the first array's device, its address into
-** ptrs[i]; 0 there for the others, which gpu_launch_values converts or refuses.  Returns 0
-** where an array does not fit; *first is the first array, or NULL for none. */
+** ptrs[i] and itself into arrays[0 .. *narrays); 0 in ptrs for the others, which
+** gpu_launch_values converts or refuses.  Returns 0 where an array does not fit. */
 static int plain_arguments (lua_State *L, int base, int n, const unsigned char *kinds,
-                            int any_layout, CUdeviceptr *ptrs, const gpu_Array **first) {
+                            int any_layout, CUdeviceptr *ptrs, const gpu_Array **arrays,
+                            int *narrays) {
   int i;
-  *first = NULL;
+  *narrays = 0;
   for (i = 0; i < n; i++) {
     ptrs[i] = 0;
     if (kinds[i] & KIND_ARRAY) {
       const gpu_Array *a = operand_of(L, base + i, lua_upvalueindex(K_ARRAY_MT));
       if (!(any_layout ? usable(a) : plain(a)) || a->dtype != (gpu_DtypeId)(kinds[i] & ~KIND_ARRAY) ||
-          (*first != NULL && a->buffer->ctx != (*first)->buffer->ctx))
+          (*narrays > 0 && a->buffer->ctx != arrays[0]->buffer->ctx))
         return 0;
-      if (*first == NULL) *first = a;
+      arrays[(*narrays)++] = a;
       ptrs[i] = a->ptr;
     }
   }
@@ -351,10 +352,11 @@ static int elementwise_call (lua_State *L) {
       (const unsigned char *)lua_tolstring(L, lua_upvalueindex(K_KINDS), &nkinds);
   const int nargs = lua_gettop(L) - 1;
   CUdeviceptr ptrs[MAX_KERNEL_ARGS];
-  const gpu_Array *first;
+  const gpu_Array *arrays[MAX_KERNEL_ARGS], *first;
+  int narrays;
   if (nargs == (int)nkinds && nargs <= MAX_KERNEL_ARGS &&
-      plain_arguments(L, 2, nargs, kinds, 0, ptrs, &first) && first != NULL &&
-      push_function_for(L, first->buffer->ctx->ordinal, NULL)) {
+      plain_arguments(L, 2, nargs, kinds, 0, ptrs, arrays, &narrays) && narrays > 0 &&
+      push_function_for(L, (first = arrays[0])->buffer->ctx->ordinal, NULL)) {
     lua_Integer block = lua_tointeger(L, lua_upvalueindex(K_BLOCK));
     const lua_Integer range[3] = {0, 1, (lua_Integer)first->size};   /* start, step, count */
     if (arguments_alive(L, 2, nargs, kinds) &&
@@ -470,8 +472,8 @@ static int wants_tiles (const Layout *l, int64_t tile) {
 /* Pushes the Function of the layout (the contiguous "c" for nd 0, else "s<nd>") on c's
 ** device, compiled on first use; 0, nothing pushed, where compile gave none. */
 static int push_layout_function (lua_State *L, const gpu_Context *c, int nd) {
-  char layout[16];
-  snprintf(layout, sizeof layout, nd == 0 ? "c" : "s%d", nd);
+  char layout[16] = "c";
+  if (nd > 0) snprintf(layout, sizeof layout, "s%d", nd);
   return push_function_for(L, (lua_Integer)c->ordinal * (GPU_MAXDIM + 1) + nd, layout);
 }
 
@@ -493,14 +495,13 @@ static int program_launch (lua_State *L) {
   const gpu_Array *arrays[MAX_KERNEL_ARGS], *first, *out = NULL;
   Layout l;
   lua_Integer tail[1 + LAYOUT_DIMS * (LAYOUT_ARRAYS + 2)], per_block;
-  int i, k, d, narrays = 0, strided = 0, fidx, ntail = 0, stream_usable;
+  int i, k, d, narrays, strided = 0, fidx, ntail = 0, stream_usable;
   const gpu_Stream *stream;
   gpu_Context *ctx;
   if (nvalues != (int)nkinds || nvalues > MAX_KERNEL_ARGS ||
-      !plain_arguments(L, 3, nvalues, kinds, 1, ptrs + 1, &first))
+      !plain_arguments(L, 3, nvalues, kinds, 1, ptrs + 1, arrays, &narrays))
     return not_taken(L);
-  for (i = 0; i < nvalues; i++)
-    if (kinds[i] & KIND_ARRAY) arrays[narrays++] = (const gpu_Array *)lua_touserdata(L, i + 3);
+  first = narrays > 0 ? arrays[0] : NULL;
   if (!lua_isnil(L, 1)) {
     out = operand_of(L, 1, lua_upvalueindex(K_ARRAY_MT));
     if (!plain(out) || out->dtype != result ||

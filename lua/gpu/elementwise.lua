@@ -661,10 +661,9 @@ function M.kernel_source(arguments, operation, name, preamble)
   }
 end
 
--- The methods of ElementwiseKernel objects.  Each has a metatable of its own, whose __call is
--- its C caller (core.elementwise_caller): plain arrays of the declared dtypes and numbers go
--- straight to one launch; everything else to call_general below.
-local Kernel = {}
+-- An ElementwiseKernel object has a metatable of its own, whose __call is its C caller
+-- (core.elementwise_caller): plain arrays of the declared dtypes and numbers go straight to
+-- one launch; everything else to call_general below.
 local call_general
 
 -- The Function of kernel k on the current device, compiled on first use.
@@ -699,7 +698,7 @@ function M.ElementwiseKernel(arguments, operation, name, opts)
              letters = table.concat(letters_of) .. "qqq"}
   local call = core.elementwise_caller(args, function() return kernel_function(k) end,
                                        call_general, BLOCK, MAX_GRID)
-  return setmetatable(k, {__index = Kernel, __call = call, __name = "gpu.ElementwiseKernel"})
+  return setmetatable(k, {__call = call, __name = "gpu.ElementwiseKernel"})
 end
 
 local RANGE_STREAM = {range = true, stream = true}

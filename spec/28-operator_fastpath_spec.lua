@@ -10,6 +10,16 @@ local kernel_cache = require "gpu.kernel_cache"
 
 local function bytes_of(a) return a:get():bytes() end
 
+-- The contiguous kernel of float32 + float32 that the operators compile (for closures made
+-- in the specs, which get it from their own compile()).
+local function float32_add_kernel()
+  local ew = require "gpu.elementwise"
+  local e, out = require("gpu.operators").expression("add", {"float32", "float32"}, {"v1", "v2"})
+  return ew.kernel(ew.program{expr = e, out = out, name = "add_float32_float32",
+                              operands = {{name = "v1", dtype = "float32"},
+                                          {name = "v2", dtype = "float32"}}}, "c")
+end
+
 -- general(fn) -> fn({}) with the C fast paths off (gpu.fast_paths(false)): the general path's
 -- result, fn's options table to add to.
 local function general(fn)
@@ -71,10 +81,7 @@ describe("the operators' fast path", function()
 
   helpers.gpu_it("compiles a kernel once per dtype pair, and leaves the rest to the general path", function()
     local ew = require "gpu.elementwise"
-    local e, out = require("gpu.operators").expression("add", {"float32", "float32"}, {"v1", "v2"})
-    local add = ew.kernel(ew.program{expr = e, out = out, name = "add_float32_float32",
-                                     operands = {{name = "v1", dtype = "float32"},
-                                                 {name = "v2", dtype = "float32"}}}, "c")
+    local add = float32_add_kernel()
     local compiles, generals = {}, 0
     local function compile(x, y)
       local function kind(v) return type(v) == "number" and math.type(v) or v.dtype end
@@ -220,10 +227,7 @@ describe("the operators' fast path", function()
   -- shares no byte with an operand it is not.
   helpers.gpu_it("launches into a given out that fits, and leaves other outs to the general path", function()
     local ew = require "gpu.elementwise"
-    local e, out_dtype = require("gpu.operators").expression("add", {"float32", "float32"}, {"v1", "v2"})
-    local add = ew.kernel(ew.program{expr = e, out = out_dtype, name = "add_float32_float32",
-                                     operands = {{name = "v1", dtype = "float32"},
-                                                 {name = "v2", dtype = "float32"}}}, "c")
+    local add = float32_add_kernel()
     local generals = 0
     local function general() generals = generals + 1; return "general" end
     local op = core.array_binary_operator(function() return add, "float32" end, general,

@@ -81,13 +81,14 @@ static gpu_Array *push_header (lua_State *L, int owns, gpu_DtypeId dtype, int nd
 }
 
 /* Pushes a new view with the given layout on b, at offset bytes; holder_idx holds b's
-** memory (a Buffer or an owning array) and is pinned. */
+** memory (a Buffer or an owning array) and is pinned.
+** The GPUArray metatable at mt_idx, or 0 to look it up. */
 static gpu_Array *new_view (lua_State *L, int holder_idx, gpu_Buffer *b, size_t offset,
                             gpu_DtypeId dtype, int ndim, const int64_t *shape,
-                            const int64_t *strides) {
+                            const int64_t *strides, int mt_idx) {
   gpu_Array *a;
   holder_idx = lua_absindex(L, holder_idx);
-  a = push_header(L, 0, dtype, ndim, shape, strides, 0);
+  a = push_header(L, 0, dtype, ndim, shape, strides, mt_idx);
   a->buffer = b;
   a->ptr = b->ptr + offset;
   a->offset = offset;
@@ -220,7 +221,208 @@ static int gpu_array_view (lua_State *L) {
     if (shape[i] > 1 && strides[i] % alignment(dtype) != 0)
       return luaL_error(L, "a %s view's strides must be multiples of %d bytes, not %I",
                         gpu_dtypes[dtype].name, alignment(dtype), (lua_Integer)strides[i]);
-  new_view(L, 1, b, (size_t)offset, dtype, ndim, shape, strides);
+  new_view(L, 1, b, (size_t)offset, dtype, ndim, shape, strides, 0);
+  return 1;
+}
+
+/* ---------------------------------------------------------------- view methods */
+
+/*
+** a:transpose(), :reshape(), :ravel(), :view() and :slice() in C (view_method): making a view
+** is a few integer operations, which the Lua layer's shape and stride tables made cost more
+** than many launches.  Each takes the common calls of a live array (the arguments numbers,
+** a plain table of them or a dtype name, the view well formed) and hands every other call,
+** every error included, to its general Lua method, which gives the same results.
+** Upvalues: 1 the GPUArray metatable, 2 the general method.
+*/
+enum { VIEW_ARRAY_MT = 1, VIEW_GENERAL };
+
+/* The array at index 1 if a view method takes it in C, else NULL. */
+static gpu_Array *view_source (lua_State *L) {
+  gpu_Array *a;
+  if (!gpu_hasmetatable(L, 1, lua_upvalueindex(VIEW_ARRAY_MT))) return NULL;
+  a = (gpu_Array *)lua_touserdata(L, 1);
+  return gpu_array_alive(a) && !a->buffer->ctx->state->general_only ? a : NULL;
+}
+
+/* Calls the general method with the call's arguments. */
+static int view_general (lua_State *L) {
+  lua_pushvalue(L, lua_upvalueindex(VIEW_GENERAL));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, 1);
+  return 1;
+}
+
+/* Pushes a view of a (at index 1) with the given layout, offset bytes from a's buffer's
+** start; the view pins what holds a's memory, as array_view's do. */
+static int push_view_of (lua_State *L, const gpu_Array *a, size_t offset, gpu_DtypeId dtype,
+                         int ndim, const int64_t *shape, const int64_t *strides) {
+  if (a->own != NULL) lua_pushvalue(L, 1);
+  else lua_getiuservalue(L, 1, 1);
+  new_view(L, -1, a->buffer, offset, dtype, ndim, shape, strides,
+           lua_upvalueindex(VIEW_ARRAY_MT));
+  return 1;
+}
+
+/* Reads the whole number at idx into *v; 0 if it is not a number that is one. */
+static int whole_number (lua_State *L, int idx, lua_Integer *v) {
+  int isint = 0;
+  if (lua_type(L, idx) == LUA_TNUMBER) *v = lua_tointegerx(L, idx, &isint);
+  return isint;
+}
+
+/* Reads item i of the plain table at idx as whole_number does. */
+static int whole_item (lua_State *L, int idx, int i, lua_Integer *v) {
+  int ok;
+  lua_rawgeti(L, idx, i);
+  ok = whole_number(L, -1, v);
+  lua_pop(L, 1);
+  return ok;
+}
+
+/* A table without a metatable (whose length and items are its raw ones), of n items. */
+static int plain_table (lua_State *L, int idx, lua_Unsigned *n) {
+  if (lua_type(L, idx) != LUA_TTABLE || lua_getmetatable(L, idx)) {
+    if (lua_type(L, idx) == LUA_TTABLE) lua_pop(L, 1);
+    return 0;
+  }
+  *n = lua_rawlen(L, idx);
+  return 1;
+}
+
+/* a:transpose([axes]): axes a permutation of 1..ndim, reversed by default */
+static int view_transpose (lua_State *L) {
+  const gpu_Array *a = view_source(L);
+  int64_t shape[GPU_MAXDIM], strides[GPU_MAXDIM];
+  uint64_t seen = 0;
+  lua_Unsigned n;
+  lua_Integer axis = 0;
+  int i;
+  if (a == NULL) return view_general(L);
+  if (lua_isnoneornil(L, 2)) {
+    for (i = 0; i < a->ndim; i++) {
+      shape[i] = a->shape[a->ndim - 1 - i];
+      strides[i] = a->strides[a->ndim - 1 - i];
+    }
+  } else {
+    if (!plain_table(L, 2, &n) || n != (lua_Unsigned)a->ndim) return view_general(L);
+    for (i = 0; i < a->ndim; i++) {
+      if (!whole_item(L, 2, i + 1, &axis) || axis < 1 || axis > a->ndim ||
+          (seen >> (axis - 1) & 1))
+        return view_general(L);
+      seen |= (uint64_t)1 << (axis - 1);
+      shape[i] = a->shape[axis - 1];
+      strides[i] = a->strides[axis - 1];
+    }
+  }
+  return push_view_of(L, a, a->offset, a->dtype, a->ndim, shape, strides);
+}
+
+/* a:reshape(d1, d2, ...) or a:reshape({d1, ...}) of a contiguous array; one d may be -1 */
+static int view_reshape (lua_State *L) {
+  const gpu_Array *a = view_source(L);
+  int64_t shape[GPU_MAXDIM], strides[GPU_MAXDIM], known = 1;
+  lua_Unsigned n = (lua_Unsigned)lua_gettop(L) - 1;
+  lua_Integer d = 0;
+  int i, unknown = -1, in_table = n == 1 && lua_type(L, 2) == LUA_TTABLE;
+  if (a == NULL || !a->contiguous || (in_table && !plain_table(L, 2, &n)) || n > GPU_MAXDIM)
+    return view_general(L);
+  for (i = 0; i < (int)n; i++) {
+    if (!(in_table ? whole_item(L, 2, i + 1, &d) : whole_number(L, i + 2, &d)) ||
+        (d == -1 ? unknown >= 0 : d < 0 || __builtin_mul_overflow(known, d, &known)))
+      return view_general(L);
+    if (d == -1) unknown = i;
+    shape[i] = d;
+  }
+  if (unknown >= 0) {
+    if (known == 0 || a->size % known != 0) return view_general(L);
+    shape[unknown] = a->size / known;
+  } else if (known != a->size) {
+    return view_general(L);
+  }
+  row_major_strides((int)n, shape, gpu_dtypes[a->dtype].itemsize, strides);
+  return push_view_of(L, a, a->offset, a->dtype, (int)n, shape, strides);
+}
+
+/* a:ravel() of a contiguous array */
+static int view_ravel (lua_State *L) {
+  const gpu_Array *a = view_source(L);
+  const int64_t stride = a != NULL ? (int64_t)gpu_dtypes[a->dtype].itemsize : 0;
+  if (a == NULL || !a->contiguous) return view_general(L);
+  return push_view_of(L, a, a->offset, a->dtype, 1, &a->size, &stride);
+}
+
+/* a:view(dtype): as another dtype of the same itemsize, any layout; of another, a contiguous
+** array whose last axis holds whole elements of it */
+static int view_as (lua_State *L) {
+  const gpu_Array *a = view_source(L);
+  int64_t shape[GPU_MAXDIM], strides[GPU_MAXDIM];
+  int dtype = a != NULL && lua_type(L, 2) == LUA_TSTRING ? gpu_finddtype(lua_tostring(L, 2)) : -1;
+  size_t old_size, new_size;
+  if (dtype < 0) return view_general(L);
+  old_size = gpu_dtypes[a->dtype].itemsize;
+  new_size = gpu_dtypes[dtype].itemsize;
+  if (old_size == new_size)
+    return push_view_of(L, a, a->offset, (gpu_DtypeId)dtype, a->ndim, a->shape, a->strides);
+  if (!a->contiguous || a->ndim == 0 || (a->shape[a->ndim - 1] * old_size) % new_size != 0 ||
+      a->offset % (size_t)alignment((gpu_DtypeId)dtype) != 0)
+    return view_general(L);
+  memcpy(shape, a->shape, sizeof(int64_t) * (size_t)a->ndim);
+  shape[a->ndim - 1] = (int64_t)(a->shape[a->ndim - 1] * old_size / new_size);
+  row_major_strides(a->ndim, shape, new_size, strides);
+  return push_view_of(L, a, a->offset, (gpu_DtypeId)dtype, a->ndim, shape, strides);
+}
+
+/* Reads the optional whole number at idx into *v (left as it is for nil or none). */
+static int optional_whole_number (lua_State *L, int idx, lua_Integer *v) {
+  return lua_isnoneornil(L, idx) || whole_number(L, idx, v);
+}
+
+/* a:slice(first, last[, step]) along the first axis: 1-based, inclusive, negatives from the
+** end, clipped to the axis; omitted bounds are the ends in the step's direction */
+static int view_slice (lua_State *L) {
+  const gpu_Array *a = view_source(L);
+  int64_t shape[GPU_MAXDIM], strides[GPU_MAXDIM], n, count, stride;
+  lua_Integer first, last, step = 1;
+  if (a == NULL || a->ndim == 0 || !optional_whole_number(L, 4, &step) || step == 0 ||
+      step == LUA_MININTEGER)
+    return view_general(L);
+  n = a->shape[0];
+  first = step > 0 ? 1 : n;
+  last = step > 0 ? n : 1;
+  if (!optional_whole_number(L, 2, &first) || !optional_whole_number(L, 3, &last))
+    return view_general(L);
+  if (first < 0) first = n + first + 1;
+  if (last < 0) last = n + last + 1;
+  if (step > 0) {
+    if (first < 1) first = 1;
+    if (last > n) last = n;
+    count = last >= first ? (last - first) / step + 1 : 0;
+  } else {
+    if (first > n) first = n;
+    if (last < 1) last = 1;
+    count = first >= last ? (first - last) / -step + 1 : 0;
+  }
+  if (__builtin_mul_overflow(a->strides[0], step, &stride)) return view_general(L);
+  memcpy(shape, a->shape, sizeof(int64_t) * (size_t)a->ndim);
+  memcpy(strides, a->strides, sizeof(int64_t) * (size_t)a->ndim);
+  shape[0] = count;
+  strides[0] = stride;
+  return push_view_of(L, a, a->offset + (size_t)(count > 0 ? (first - 1) * a->strides[0] : 0),
+                      a->dtype, a->ndim, shape, strides);
+}
+
+/* view_method(name, general) -> the C method called name (transpose, reshape, ravel, view or
+** slice) over the Lua method general */
+static int gpu_view_method (lua_State *L) {
+  static const char *const names[] = {"transpose", "reshape", "ravel", "view", "slice", NULL};
+  static const lua_CFunction methods[] = {view_transpose, view_reshape, view_ravel, view_as,
+                                          view_slice};
+  int which = luaL_checkoption(L, 1, NULL, names);
+  luaL_checktype(L, 2, LUA_TFUNCTION);
+  luaL_getmetatable(L, GPU_ARRAY);
+  lua_pushvalue(L, 2);
+  lua_pushcclosure(L, methods[which], 2);
   return 1;
 }
 
@@ -369,7 +571,7 @@ void gpu_array_open (lua_State *L) {
   static const luaL_Reg functions[] = {
     {"array_empty", gpu_array_empty}, {"array_zeros", gpu_array_zeros},
     {"array_view", gpu_array_view}, {"array_like", gpu_array_like},
-    {NULL, NULL},
+    {"view_method", gpu_view_method}, {NULL, NULL},
   };
   static const luaL_Reg meta[] = {
     {"__index", array_index}, {"__newindex", array_newindex}, {"__len", array_len},

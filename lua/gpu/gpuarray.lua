@@ -20,7 +20,7 @@ local HostArray = core.types.HostArray
 local methods = GPUArray.__methods
 local host = core.host
 
-local argerror = require("gpu.args").argerror
+local argerror, raise = require("gpu.args").argerror, require("gpu.args").raise
 
 local function is_array(v) return getmetatable(v) == GPUArray end
 M.is_array = is_array
@@ -33,7 +33,7 @@ local function check_array(a, n, fname)
   local problem = not is_array(a) and "GPUArray expected, got " .. typename(a)
                   or a.freed and "array has been freed"
   if problem then
-    if n == 0 then error(("calling '%s' on bad self (%s)"):format(fname, problem), 3) end
+    if n == 0 then raise(("calling '%s' on bad self (%s)"):format(fname, problem), 2) end
     argerror(n, fname, problem, 2)
   end
   return a
@@ -656,6 +656,12 @@ function methods.slice(a, first, last, step)
   return core.array_view(a, offset, a.dtype, shape, strides)
 end
 
+-- The common calls of these take C paths (src/array.c's view methods), which hand the rest,
+-- errors included, to the Lua methods above.
+for _, name in ipairs{"transpose", "reshape", "ravel", "view", "slice"} do
+  methods[name] = core.view_method(name, methods[name])
+end
+
 -- Elements ----------------------------------------------------------------------------------
 
 -- Byte offset (from the array's start) of flat element i (1-based, row-major).
@@ -961,7 +967,7 @@ methods.conj = M.conj
 -- Fields computed on reading (src/array.c's __index asks this table last).
 methods.__properties = {
   real = M.real, imag = M.imag,
-  T = function(a) return a:transpose() end,    -- NumPy's and PyCUDA's a.T
+  T = methods.transpose,                       -- NumPy's and PyCUDA's a.T
 }
 
 -- gpuarray.GPUArray, also gpu.GPUArray: the type (getmetatable(a) == gpu.GPUArray) and,

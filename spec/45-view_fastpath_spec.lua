@@ -1,0 +1,153 @@
+-- The view methods' C paths (src/array.c's view_method): a:transpose(), :reshape(), :ravel(),
+-- :view() and :slice() make the common views in C and hand every other call, errors
+-- included, to their Lua methods.  Each must give what the Lua method gives (reached with
+-- the fast paths off: gpu.fast_paths(false)).
+local helpers = require "helpers"
+local gpu = helpers.gpu
+local core = require "gpu.core"
+
+-- What a call made: its layout and elements, or its error (position stripped).
+local function outcome(call)
+  local ok, v = pcall(call)
+  if not ok then return {error = tostring(v):gsub("^[^:\n]+:%d+: ", "")} end
+  return {dtype = v.dtype, shape = v.shape, strides = v.strides, offset = v.offset,
+          contiguous = v.is_contiguous, bytes = v:get():bytes()}
+end
+
+local function general_outcome(call)
+  local was = gpu.fast_paths(false)
+  local result = outcome(call)
+  gpu.fast_paths(was)
+  return result
+end
+
+local function assert_same(what, call)
+  assert.are.same(general_outcome(call), outcome(call), what)
+end
+
+-- Arrays of random float32 of several layouts: owners and views of each kind.
+local function arrays()
+  local function random(shape)
+    local n = 1
+    for _, d in ipairs(shape) do n = n * d end
+    return gpu.to_gpu(helpers.random_floats(n, 100), "float32"):reshape(shape)
+  end
+  local m = random({6, 8})
+  return {
+    {"vector", random({24})},
+    {"matrix", m},
+    {"3-d", random({2, 3, 4})},
+    {"0-d", gpu.to_gpu(helpers.random_floats(1), "float32"):reshape({})},
+    {"empty", gpu.zeros({0, 3}, "float32")},
+    {"transposed", m:transpose()},
+    {"sliced rows", m:slice(2, 5)},
+    {"stepped rows", m:slice(6, 1, -2)},
+    {"offset vector", random({30}):slice(7, 30)},
+  }
+end
+
+local CALLS = {
+  {"transpose()", function(a) return a:transpose() end},
+  {"a.T", function(a) return a.T end},
+  {"transpose{...} reversed", function(a)
+    local axes = {}
+    for i = 1, a.ndim do axes[i] = a.ndim + 1 - i end
+    return a:transpose(axes)
+  end},
+  {"transpose{1, 3, 2}", function(a) return a:transpose({1, 3, 2}) end},
+  {"transpose{1, 1}", function(a) return a:transpose({1, 1}) end},
+  {"transpose{2.0, 1.0}", function(a) return a:transpose({2.0, 1.0}) end},
+  {"transpose{1.5, 2}", function(a) return a:transpose({1.5, 2}) end},
+  {"transpose('x')", function(a) return a:transpose("x") end},
+  {"reshape(-1)", function(a) return a:reshape(-1) end},
+  {"reshape(2, -1)", function(a) return a:reshape(2, -1) end},
+  {"reshape{-1, 4}", function(a) return a:reshape({-1, 4}) end},
+  {"reshape(size)", function(a) return a:reshape(a.size) end},
+  {"reshape(1, size, 1)", function(a) return a:reshape(1, a.size, 1) end},
+  {"reshape(-1, -1)", function(a) return a:reshape(-1, -1) end},
+  {"reshape(5, 5)", function(a) return a:reshape(5, 5) end},
+  {"reshape(0, -1)", function(a) return a:reshape(0, -1) end},
+  {"reshape(-2)", function(a) return a:reshape(-2) end},
+  {"reshape('4')", function(a) return a:reshape("4") end},
+  {"reshape{}", function(a) return a:reshape({}) end},
+  {"reshape()", function(a) return a:reshape() end},
+  {"ravel()", function(a) return a:ravel() end},
+  {"view('int32')", function(a) return a:view("int32") end},
+  {"view('uint8')", function(a) return a:view("uint8") end},
+  {"view('float64')", function(a) return a:view("float64") end},
+  {"view('int16')", function(a) return a:view("int16") end},
+  {"view('float33')", function(a) return a:view("float33") end},
+  {"view(4)", function(a) return a:view(4) end},
+  {"slice(2, 4)", function(a) return a:slice(2, 4) end},
+  {"slice(-3, -1)", function(a) return a:slice(-3, -1) end},
+  {"slice(nil, nil, -1)", function(a) return a:slice(nil, nil, -1) end},
+  {"slice(1, 100, 3)", function(a) return a:slice(1, 100, 3) end},
+  {"slice(-100, 2)", function(a) return a:slice(-100, 2) end},
+  {"slice(5, 2)", function(a) return a:slice(5, 2) end},
+  {"slice(5, 2, -2)", function(a) return a:slice(5, 2, -2) end},
+  {"slice(1, 2, 0)", function(a) return a:slice(1, 2, 0) end},
+  {"slice(1.5, 2)", function(a) return a:slice(1.5, 2) end},
+  {"slice(1, 2, math.mininteger)", function(a) return a:slice(1, 2, math.mininteger) end},
+  {"slice(1, 1, math.maxinteger)", function(a) return a:slice(1, 1, math.maxinteger) end},
+}
+
+describe("the view methods' C paths", function()
+  helpers.gpu_it("give what the Lua methods give, for every layout and call", function()
+    for _, case in ipairs(arrays()) do
+      for _, call in ipairs(CALLS) do
+        assert_same(case[1] .. ": " .. call[1], function() return call[2](case[2]) end)
+      end
+    end
+  end)
+
+  helpers.gpu_it("make views that hold the memory and see writes through it", function()
+    local values = helpers.random_floats(12, 10)
+    local a = gpu.to_gpu(values, "float32")
+    local t = a:reshape(3, 4):transpose():slice(2, 3)     -- columns 2 and 3 of the 3 x 4
+    a = nil                                               -- luacheck: ignore 311
+    collectgarbage()
+    collectgarbage()
+    local function f32(v) return gpu.host.from_table({v}, "float32")[1] end
+    local expect = {{}, {}}
+    for r = 1, 2 do
+      for i = 1, 3 do expect[r][i] = f32(values[(i - 1) * 4 + r + 1]) end
+    end
+    assert.are.same(expect, t:get():totable())
+    local u = t:view("int32")
+    u:fill(7)                                             -- writes through the view's view
+    for _, v in ipairs(u:ravel():get():totable()) do assert.are.equal(7, v) end
+    assert.are.equal(u:get():bytes(), t:get():bytes())   -- the same bytes, seen as float32
+  end)
+
+  helpers.gpu_it("name the bad self and the caller's line as the Lua methods do", function()
+    local a = gpu.zeros({4, 4}, "float32")
+    local b = a:transpose()
+    a:free()
+    for _, name in ipairs{"transpose", "reshape", "ravel", "view", "slice"} do
+      helpers.assert_error(("calling '%s' on bad self (array has been freed)"):format(name),
+                           function() return b[name](b, "float32") end)
+      helpers.assert_error(("calling '%s' on bad self (GPUArray expected, got table)"):format(name),
+                           function() return b[name]({}) end)
+    end
+    local _, err = pcall(function() return b:transpose() end)
+    assert.matches("45%-view_fastpath_spec%.lua:%d+: calling 'transpose' on bad self", err)
+    _, err = pcall(function() return gpu.zeros(6):reshape(4, -1) end)
+    assert.matches("45%-view_fastpath_spec%.lua:%d+: bad argument #1 to 'reshape'", err)
+  end)
+end)
+
+describe("core.view_method", function()
+  it("checks its arguments", function()
+    helpers.assert_error("bad argument #1 to 'view_method' (invalid option 'squeeze')",
+                         function() return core.view_method("squeeze", print) end)
+    helpers.assert_error("bad argument #2 to 'view_method' (function expected, got no value)",
+                         function() return core.view_method("slice") end)
+  end)
+
+  it("hands values that are not GPUArrays to the general method", function()
+    local seen
+    local slice = core.view_method("slice", function(...) seen = {n = select("#", ...), ...}; return "general" end)
+    assert.are.equal("general", slice("x", 1, nil, 2))
+    assert.are.same({n = 4, "x", 1, nil, 2}, seen)
+  end)
+end)

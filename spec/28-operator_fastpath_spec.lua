@@ -361,17 +361,19 @@ describe("the elementwise launch's C path", function()
   it("returns false for what it does not take, and checks its arguments", function()
     local function compile() error("compile must not be reached") end
     local launch = core.program_launcher({{dtype = "float32", pointer = true}, {dtype = "float64"}},
-                                         compile, "float32", 256, 1024, 4, 32)
+                                         compile, "float32", 256, 1024, 4, 32, 8)
     assert.is_false(launch(nil, {}, 1))               -- not an array
     assert.is_false(launch(nil, 1, 1))                -- a number for an array
     assert.is_false(launch(nil))                      -- too few values
     assert.is_false(launch({}, 1, 1))                 -- out not an array
     helpers.assert_error("bad argument #3 to 'program_launcher' (unknown dtype 'float31')",
-                         function() core.program_launcher({}, compile, "float31", 1, 1, 1, 1) end)
+                         function() core.program_launcher({}, compile, "float31", 1, 1, 1, 1, 1) end)
     helpers.assert_error("bad argument #6 to 'program_launcher' (elements per thread must be positive)",
-                         function() core.program_launcher({}, compile, "float32", 1, 1, 0, 1) end)
-    helpers.assert_error("bad argument #7 to 'program_launcher' (the tile side must be positive)",
-                         function() core.program_launcher({}, compile, "float32", 1, 1, 1, 0) end)
+                         function() core.program_launcher({}, compile, "float32", 1, 1, 0, 1, 1) end)
+    helpers.assert_error("bad argument #7 to 'program_launcher' (the tile side must not be negative)",
+                         function() core.program_launcher({}, compile, "float32", 1, 1, 1, -1, 1) end)
+    helpers.assert_error("bad argument #8 to 'program_launcher' (the tile's rows must be positive)",
+                         function() core.program_launcher({}, compile, "float32", 1, 1, 1, 0, 0) end)
   end)
 
   local function promote_text(shape) return "(" .. table.concat(shape, ",") .. ")" end
@@ -423,9 +425,9 @@ describe("the elementwise launch's C path", function()
     assert.are.equal(compiles, kernel_cache.compiles)
   end)
 
-  -- Broadcast operands take the strided kernel from C, with the dimensions merged as the Lua
-  -- code merges them, unless a tiled kernel would pay (a column of 32 or more rows), which
-  -- stays the Lua code's.
+  -- Broadcast operands and views take the strided kernel from C, with the dimensions merged
+  -- as the Lua code merges them, or the tiled one where the Lua code would take it (an
+  -- operand adjacent along a dimension of 32 or more that the output is not).
   helpers.gpu_it("gives the general path's bytes for broadcast operands", function()
     local ga = gpu.gpuarray
     local function random_shaped(shape, dtype)
@@ -454,7 +456,7 @@ describe("the elementwise launch's C path", function()
         end
       end
     end
-    -- views (steps, reversed, transposed: small ones strided, large ones tiled by the Lua code)
+    -- views (steps, reversed, transposed: small ones strided, large ones tiled)
     local x = random_shaped({40, 70}, "float32")
     local views = {
       {x:slice(1, 40, 2), random_shaped({20, 70}, "float32")},
@@ -476,6 +478,34 @@ describe("the elementwise launch's C path", function()
       end
       assert.are.equal(bytes_of(general(function() return pair[1]:copy() end)), bytes_of(pair[1]:copy()))
     end
+    -- the layouts the C path picks for a copy: tiled (an operand staged, or none of two), or
+    -- strided where the program reads its index or tiles are off (tile side 0)
+    local ew = require "gpu.elementwise"
+    local function layouts(p, tile, ...)
+      local picked
+      local launch = core.program_launcher(
+        {{dtype = "float32", pointer = true}, {dtype = "float32", pointer = true}},
+        function(layout) picked = layout; return ew.kernel(p, layout) end, "float32", 256, 1024, 4, tile, 8)
+      local result = launch(nil, nil, ...)
+      assert.is_truthy(result)
+      return picked, result
+    end
+    local sum = ew.program{expr = "x + y", out = "float32", name = "tiled_sum",
+                           operands = {{name = "x", dtype = "float32"}, {name = "y", dtype = "float32"}}}
+    local indexed = ew.program{expr = "x + y + (float)lg_i", out = "float32", name = "indexed_sum",
+                               operands = {{name = "x", dtype = "float32"}, {name = "y", dtype = "float32"}}}
+    local xt, z = x:transpose(), random_shaped({70, 40}, "float32")
+    local want = bytes_of(general(function(o) return ga.add(xt, z, o) end))
+    for _, case in ipairs{{32, xt, z, "t2_0_10"}, {32, z, xt, "t2_0_01"}, {0, xt, z, "s2"}} do
+      local picked, result = layouts(sum, table.unpack(case, 1, 3))
+      assert.are.equal(case[4], picked)
+      assert.are.equal(want, bytes_of(result), case[4])
+    end
+    assert.are.equal("t3_1_11", (layouts(sum, 32, random_shaped({4, 70, 40}, "float32"):transpose({1, 3, 2}),
+                                         random_shaped({4, 40, 1}, "float32"))))
+    -- a program reading its index never takes tiles (elementwise.lua passes tile side 0)
+    assert.are.equal(bytes_of(general(function() return ew.launch(indexed, nil, nil, nil, xt, z) end)),
+                     bytes_of(ew.launch(indexed, nil, nil, nil, xt, z)))
     -- an out larger than the operands, and a row added in place
     local v, m = random_shaped({100}, "float32"), random_shaped({10, 100}, "float32")
     local out = ga.empty({10, 100}, "float32")

@@ -166,7 +166,7 @@ static int launch_operator (lua_State *L, const gpu_Array *out, const gpu_Array 
   /* compile() and the allocation run Lua code and finalizers, which may free an operand */
   if (gpu_array_alive(a) && (b == NULL || gpu_array_alive(b)) && gpu_array_alive(out) &&
       gpu_launch_values(L, OP_AT_KERNEL, c, stream,
-                        (unsigned)(blocks < max_grid ? blocks : max_grid), (unsigned)block, ptrs,
+                        (unsigned)(blocks < max_grid ? blocks : max_grid), (unsigned)block, 1, ptrs,
                         0, b != NULL || number_at != 0 ? 3 : 2, &count, 1))
     return 1;
   lua_settop(L, OP_AT_STREAM);
@@ -275,12 +275,13 @@ static int gpu_array_unary_operator (lua_State *L) {
 ** none: it returns false instead), 4 the GPUArray metatable, 5 the arguments' kinds (a
 ** string: byte i is argument i's dtype id, plus KIND_ARRAY for an array), 6 threads per
 ** block, 7 the most blocks; a launcher's also 8 the result's dtype id, 9 the elements a
-** thread of the contiguous kernel takes and 10 the tiled kernels' tile side.  A launcher's
-** Functions are keyed by ordinal * (GPU_MAXDIM + 1) + the layout's strided dimensions (0
-** for the contiguous one), and compile gets the layout's name.
+** thread of the contiguous kernel takes, 10 the tiled kernels' tile side (0: the program
+** takes no tiles) and 11 their block's rows.  A launcher's Functions are keyed by ordinal *
+** (GPU_MAXDIM + 1) + the layout's strided dimensions (0 for the contiguous one), a tiled
+** layout's by a negative key (tiled_key), and compile gets the layout's name.
 */
 enum { K_FUNCTIONS = 1, K_COMPILE, K_GENERAL, K_ARRAY_MT, K_KINDS, K_BLOCK, K_MAX_GRID,
-       K_RESULT, K_UNROLL, K_TILE };
+       K_RESULT, K_UNROLL, K_TILE, K_TILE_ROWS };
 #define KIND_ARRAY 0x80
 #define MAX_KERNEL_ARGS 64
 
@@ -361,7 +362,8 @@ static int elementwise_call (lua_State *L) {
     const lua_Integer range[3] = {0, 1, (lua_Integer)first->size};   /* start, step, count */
     if (arguments_alive(L, 2, nargs, kinds) &&
         gpu_launch_values(L, lua_gettop(L), first->buffer->ctx, NULL,
-                          grid_of(L, first->size, block), (unsigned)block, ptrs, 2, nargs, range, 3))
+                          grid_of(L, first->size, block), (unsigned)block, 1, ptrs, 2, nargs, range,
+                          3))
       return 0;
   }
   lua_settop(L, nargs + 1);
@@ -452,21 +454,28 @@ static void strided_layout (Layout *l, const gpu_Array **arrays, int n, size_t o
 
 static int64_t abs64 (int64_t v) { return v < 0 ? -v : v; }
 
-/* Whether elementwise.lua's tiled_layout would take the layout (tiles of side tile): the
-** output adjacent along its last dimension, an array along another, both a tile long. */
-static int wants_tiles (const Layout *l, int64_t tile) {
+/* The dimension b along which elementwise.lua's tiled_layout would stage arrays in tiles of
+** side tile (the output adjacent along its last dimension, some array along b, both at least
+** a tile long), with a bit of *staged set for each array adjacent along b; -1 where it would
+** take no tiles. */
+static int tiled_dimension (const Layout *l, int64_t tile, unsigned *staged) {
   const int last = l->nd - 1;
-  int k, d, along = -1;
-  if (l->nd < 2 || l->dims[last] < tile || abs64(l->strides[0][last]) != (int64_t)l->itemsize[0])
-    return 0;
+  int k, d, b = -1;
+  *staged = 0;
+  if (tile == 0 || l->nd < 2 || l->dims[last] < tile ||
+      abs64(l->strides[0][last]) != (int64_t)l->itemsize[0])
+    return -1;
   for (k = 1; k <= l->narrays; k++) {
     const int64_t *st = l->strides[k];
-    if (abs64(st[last]) == (int64_t)l->itemsize[k]) continue;
-    for (d = 0; d < last; d++)
-      if (abs64(st[d]) == (int64_t)l->itemsize[k] && (along < 0 || along == d) && l->dims[d] >= tile)
-        along = d;
+    int adjacent = -1;
+    if (abs64(st[last]) != (int64_t)l->itemsize[k])
+      for (d = 0; d < last; d++)
+        if (abs64(st[d]) == (int64_t)l->itemsize[k] && (b < 0 || b == d) && l->dims[d] >= tile)
+          adjacent = d;
+    if (b < 0) b = adjacent;
+    if (adjacent >= 0) *staged |= 1u << (k - 1);
   }
-  return along >= 0;
+  return b;
 }
 
 /* Pushes the Function of the layout (the contiguous "c" for nd 0, else "s<nd>") on c's
@@ -477,6 +486,20 @@ static int push_layout_function (lua_State *L, const gpu_Context *c, int nd) {
   return push_function_for(L, (lua_Integer)c->ordinal * (GPU_MAXDIM + 1) + nd, layout);
 }
 
+/* Pushes the Function of the tiled layout "t<nd>_<b>_<mask>" (mask: a digit an array, 1 for
+** those staged), as push_layout_function does. */
+static int push_tiled_function (lua_State *L, const gpu_Context *c, const Layout *l, int b,
+                                unsigned staged) {
+  char layout[16 + LAYOUT_ARRAYS];
+  const lua_Integer tiled_key =
+      ((((lua_Integer)c->ordinal * LAYOUT_DIMS + b) * (LAYOUT_DIMS + 1) + l->nd) <<
+       LAYOUT_ARRAYS) + staged;
+  int k, at = snprintf(layout, sizeof layout, "t%d_%d_", l->nd, b);
+  for (k = 0; k < l->narrays; k++) layout[at++] = (char)('0' + (staged >> k & 1));
+  layout[at] = '\0';
+  return push_function_for(L, -1 - tiled_key, layout);
+}
+
 /* launch(out, stream, values...) -> out, or a new array where out is nil; false, having done
 ** nothing, unless stream is nil or a gpu.Stream that takes a fast launch (gpu_fast_stream),
 ** every array value is usable (any layout: views too), of its operand's dtype and on one
@@ -484,7 +507,8 @@ static int push_layout_function (lua_State *L, const gpu_Context *c, int nd) {
 ** and out (when given) plain, of the result's dtype and the broadcast shape, and sharing no
 ** byte with an operand unless it is that operand's elements.  Without array values out
 ** gives the shape (fill, arange).  C-contiguous operands of one shape take the contiguous
-** kernel, others the strided kernel (or false, where the Lua code would take a tiled one). */
+** kernel, others the tiled kernel where elementwise.lua's tiled_layout would take it, else
+** the strided one. */
 static int program_launch (lua_State *L) {
   size_t nkinds;
   const unsigned char *kinds =
@@ -494,8 +518,10 @@ static int program_launch (lua_State *L) {
   CUdeviceptr ptrs[MAX_KERNEL_ARGS + 1];
   const gpu_Array *arrays[MAX_KERNEL_ARGS], *first, *out = NULL;
   Layout l;
-  lua_Integer tail[1 + LAYOUT_DIMS * (LAYOUT_ARRAYS + 2)], per_block;
-  int i, k, d, narrays, strided = 0, fidx, ntail = 0, stream_usable;
+  lua_Integer tail[1 + LAYOUT_DIMS * (LAYOUT_ARRAYS + 2)], per_block, blocks;
+  const lua_Integer tile = lua_tointeger(L, lua_upvalueindex(K_TILE));
+  unsigned block, block_rows = 1, staged = 0;
+  int i, k, d, narrays, strided = 0, fidx, ntail = 0, stream_usable, tiled_along = -1;
   const gpu_Stream *stream;
   gpu_Context *ctx;
   if (nvalues != (int)nkinds || nvalues > MAX_KERNEL_ARGS ||
@@ -522,12 +548,14 @@ static int program_launch (lua_State *L) {
     if (narrays > LAYOUT_ARRAYS || !broadcast_shape(&l, arrays, narrays, out))
       return not_taken(L);
     strided_layout(&l, arrays, narrays, gpu_dtypes[result].itemsize);
-    if (wants_tiles(&l, lua_tointeger(L, lua_upvalueindex(K_TILE)))) return not_taken(L);
+    tiled_along = tiled_dimension(&l, tile, &staged);
   } else {
     l.ndim = first->ndim;
     memcpy(l.shape, first->shape, sizeof(int64_t) * (size_t)first->ndim);
   }
-  if (!push_layout_function(L, ctx, l.nd)) return not_taken(L);
+  if (!(tiled_along >= 0 ? push_tiled_function(L, ctx, &l, tiled_along, staged)
+                         : push_layout_function(L, ctx, l.nd)))
+    return not_taken(L);
   fidx = lua_gettop(L);
   if (out != NULL)
     lua_pushvalue(L, 1);
@@ -540,12 +568,21 @@ static int program_launch (lua_State *L) {
   for (d = 0; d < l.nd; d++) tail[ntail++] = l.dims[d];
   for (k = 0; l.nd > 0 && k <= narrays; k++)
     for (d = 0; d < l.nd; d++) tail[ntail++] = l.strides[k][d];
-  per_block = lua_tointeger(L, lua_upvalueindex(K_BLOCK)) *
-              (l.nd == 0 ? lua_tointeger(L, lua_upvalueindex(K_UNROLL)) : 1);
+  if (tiled_along >= 0) {   /* a block a tile at a time */
+    const int64_t along = l.dims[l.nd - 1], across = l.dims[tiled_along];
+    blocks = out->size / (along * across) * ((along + tile - 1) / tile) *
+             ((across + tile - 1) / tile);
+    per_block = 1;
+    block = (unsigned)tile;
+    block_rows = (unsigned)lua_tointeger(L, lua_upvalueindex(K_TILE_ROWS));
+  } else {
+    blocks = out->size;
+    block = (unsigned)lua_tointeger(L, lua_upvalueindex(K_BLOCK));
+    per_block = block * (l.nd == 0 ? lua_tointeger(L, lua_upvalueindex(K_UNROLL)) : 1);
+  }
   if (gpu_array_alive(out) && arguments_alive(L, 3, nvalues, kinds) &&
-      gpu_launch_values(L, fidx, ctx, stream, grid_of(L, out->size, per_block),
-                        (unsigned)lua_tointeger(L, lua_upvalueindex(K_BLOCK)), ptrs, 2,
-                        nvalues + 1, tail, ntail))
+      gpu_launch_values(L, fidx, ctx, stream, grid_of(L, blocks, per_block), block, block_rows,
+                        ptrs, 2, nvalues + 1, tail, ntail))
     return 1;
   return not_taken(L);
 }
@@ -599,20 +636,23 @@ static int gpu_elementwise_caller (lua_State *L) {
   return 1;
 }
 
-/* program_launcher(operands, compile, result_dtype, block, max_grid, per_thread, tile) ->
-** launch(out, stream, values...); operands lists {dtype = name, pointer = bool} (pointer: an array),
-** compile(layout) gives the program's Function for a layout on the current device */
+/* program_launcher(operands, compile, result_dtype, block, max_grid, per_thread, tile,
+** tile_rows) -> launch(out, stream, values...); operands lists {dtype = name, pointer = bool}
+** (pointer: an array), compile(layout) gives the program's Function for a layout on the
+** current device; tiled launches take blocks of tile x tile_rows threads (tile 0: none) */
 static int gpu_program_launcher (lua_State *L) {
   int result = gpu_checkdtype(L, 3);
   luaL_argcheck(L, luaL_checkinteger(L, 6) >= 1, 6, "elements per thread must be positive");
-  luaL_argcheck(L, luaL_checkinteger(L, 7) >= 1, 7, "the tile side must be positive");
-  lua_settop(L, 7);
-  lua_pushinteger(L, result);               /* 8 */
+  luaL_argcheck(L, luaL_checkinteger(L, 7) >= 0, 7, "the tile side must not be negative");
+  luaL_argcheck(L, luaL_checkinteger(L, 8) >= 1, 8, "the tile's rows must be positive");
+  lua_settop(L, 8);
+  lua_pushinteger(L, result);               /* 9 */
   lua_pushboolean(L, 0);
   lua_replace(L, 3);                        /* no general path */
-  lua_pushvalue(L, 6);                      /* 9 */
-  lua_pushvalue(L, 7);                      /* 10 */
-  push_kernel_closure(L, program_launch, 3);
+  lua_pushvalue(L, 6);                      /* 10 */
+  lua_pushvalue(L, 7);                      /* 11 */
+  lua_pushvalue(L, 8);                      /* 12 */
+  push_kernel_closure(L, program_launch, 4);
   return 1;
 }
 

@@ -446,17 +446,18 @@ GPU_INTERNAL void gpu_launch_open(lua_State *L);
 GPU_INTERNAL int gpu_isfunction(lua_State *L, int idx);
 /*
 ** Launches the gpu.Function at fidx (checked by gpu_isfunction beforehand) on stream (NULL:
-** ctx's own), with a 1-D grid and block (within the device's limits), for the C fast paths
-** of other subsystems: its parameter i < nvalues takes ptrs[i] where it is a pointer (an
-** address the caller checked: live, on ctx) and otherwise the value at stack index first +
-** i, a Lua number (or a boolean, for a bool) converted as a launch would; the parameters
-** after those take the integers tail[0 .. ntail).  Returns 0, having launched nothing, where
-** the Function is not on ctx or not of that layout, or a value does not convert: the
-** caller's general path reports it.
+** ctx's own), with a 1-D grid and a block of block x block_rows threads (within the
+** device's limits), for the C fast paths of other subsystems: its parameter i < nvalues takes
+** ptrs[i] where it is a pointer (an address the caller checked: live, on ctx) and otherwise
+** the value at stack index first + i, a Lua number (or a boolean, for a bool) converted as a
+** launch would; the parameters after those take the integers tail[0 .. ntail).  Returns 0,
+** having launched nothing, where the Function is not on ctx or not of that layout, or a
+** value does not convert: the caller's general path reports it.
 */
 GPU_INTERNAL int gpu_launch_values(lua_State *L, int fidx, const gpu_Context *ctx,
                                    const gpu_Stream *stream, unsigned grid, unsigned block,
-                                   const CUdeviceptr *ptrs, int first, int nvalues,
+                                   unsigned block_rows, const CUdeviceptr *ptrs, int first,
+                                   int nvalues,
                                    const lua_Integer *tail, int ntail);
 /* The stream at idx for a C fast path on ctx: NULL for nil (ctx's own).  *usable is 0 where
 ** it is anything but a live gpu.Stream of ctx that is not capturing a graph (a capture notes

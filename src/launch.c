@@ -811,7 +811,8 @@ gpu_Stream *gpu_fast_stream (lua_State *L, int idx, const gpu_Context *ctx, int 
 }
 
 int gpu_launch_values (lua_State *L, int fidx, const gpu_Context *ctx, const gpu_Stream *stream,
-                       unsigned grid, unsigned block, const CUdeviceptr *ptrs, int first,
+                       unsigned grid, unsigned block, unsigned block_rows,
+                       const CUdeviceptr *ptrs, int first,
                        int nvalues, const lua_Integer *tail, int ntail) {
   gpu_Function *f = (gpu_Function *)lua_touserdata(L, fidx);
   gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, NULL, 0};
@@ -845,6 +846,7 @@ int gpu_launch_values (lua_State *L, int fidx, const gpu_Context *ctx, const gpu
   }
   cfg.grid[0] = grid;
   cfg.block[0] = block;
+  cfg.block[1] = block_rows;
   /* else the host's stream (lua_gpu_use_stream), or the default */
   cfg.stream = stream != NULL ? stream->stream : f->ctx->stream;
   gpu_context_enter(L, f->ctx);

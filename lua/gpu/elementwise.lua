@@ -434,11 +434,17 @@ function M.needs_copy(out, v)
   return false
 end
 
--- The program that copies an array of dtype into an array of any layout (programs are
--- cached by content, so each dtype's is made once).
+-- The program that copies an array of dtype into an array of any layout, made once a dtype
+-- (M.program would find it by content, but building its key costs more than a launch).
+local copy_programs = {}
 local function copy_program(dtype)
-  return M.program{expr = "x", out = dtype, name = "copy_" .. dtype,
-                   operands = {{name = "x", dtype = dtype}}}
+  local p = copy_programs[dtype]
+  if p == nil then
+    p = M.program{expr = "x", out = dtype, name = "copy_" .. dtype,
+                  operands = {{name = "x", dtype = dtype}}}
+    copy_programs[dtype] = p
+  end
+  return p
 end
 M.copy_program = copy_program
 
@@ -456,16 +462,21 @@ function M.kernel(p, layout)
   end)
 end
 
+-- Whether a program can take a tiled layout: not where its expression reads its element's
+-- index (a tile's threads go through its elements in another order).
+local function takes_tiles(p) return not p.expr:find("lg_i", 1, true) end
+
 -- The C path of launch (core.program_launcher): arrays of any layout and numbers, into a new
 -- array or a contiguous out, on the default stream or a stream not capturing a graph, in the
--- contiguous layout for C-contiguous operands of one shape and the strided one otherwise
--- (where no tiled layout would pay); it returns false for anything else, which the Lua code
--- below takes, with every check.
+-- contiguous layout for C-contiguous operands of one shape, else in the tiled one where
+-- tiled_layout would take it, else the strided one; it returns false for anything else, which
+-- the Lua code below takes, with every check.
 local function plain_launcher(p)
   local operands = {}
   for k, op in ipairs(p.operands) do operands[k] = {dtype = op.dtype, pointer = not op.scalar} end
   p.launcher = core.program_launcher(operands, function(layout) return M.kernel(p, layout) end,
-                                     p.out, BLOCK, MAX_GRID, UNROLL, TILE)
+                                     p.out, BLOCK, MAX_GRID, UNROLL, takes_tiles(p) and TILE or 0,
+                                     TILE_ROWS)
   return p.launcher
 end
 
@@ -585,7 +596,7 @@ end
 -- otherwise.
 function M.tiled_layout(p, s, st, out_size, args)
   local nd = #s
-  if nd < 2 or s[nd] < TILE or math.abs(st[1][nd]) ~= out_size or p.expr:find("lg_i", 1, true) then
+  if nd < 2 or s[nd] < TILE or math.abs(st[1][nd]) ~= out_size or not takes_tiles(p) then
     return nil
   end
   local b, mask, k = nil, {}, 1

@@ -489,14 +489,14 @@ end
 function methods.copy(a, opts)
   check_array(a, 0, "copy")
   opts = check_options(opts, 1, "copy", STREAM)
+  if not a.is_contiguous then     -- the copy program, whose launch makes the result
+    return ew.launch(copy_program(a.dtype), nil, opts.stream, "copy", a)
+  end
   local out = core.array_empty(a.shape, a.dtype)
   if a.size == 0 then return out end
-  if a.is_contiguous then
-    if opts.stream then core.memcpy_dtod_async(out.gpudata, data_buffer(a), a.nbytes, opts.stream)
-    else core.memcpy_dtod(out.gpudata, data_buffer(a), a.nbytes) end
-    return out
-  end
-  return ew.launch(copy_program(a.dtype), out, opts.stream, "copy", a)
+  if opts.stream then core.memcpy_dtod_async(out.gpudata, data_buffer(a), a.nbytes, opts.stream)
+  else core.memcpy_dtod(out.gpudata, data_buffer(a), a.nbytes) end
+  return out
 end
 
 local fill_programs = {}

@@ -142,9 +142,9 @@ describe("matmul (CPU: NVRTC only)", function()
   end)
 
   it("chooses a kernel by the shapes and by which operand runs along k", function()
-    local f32, f64, i8 = {itemsize = 4}, {itemsize = 8}, {itemsize = 1}
+    local f32, f64, i8 = 4, 8, 1                             -- itemsizes
     local function choice(...) return {matmul.kernel_for(...)} end
-    -- n, k, m; a and its byte strides (row, along k); b and its (along k, column)
+    -- n, k, m; a's itemsize and byte strides (row, along k); b's (along k, column)
     assert.are.same({"matvec"}, choice(1, 500, 300, f32, 2000, 4, f32, 1200, 4))
     assert.are.same({"matvec"}, choice(300, 500, 1, f32, 2000, 4, f32, 4, 4))
     assert.are.same({"small"}, choice(8, 8, 8, f32, 32, 4, f32, 32, 4))
@@ -390,7 +390,7 @@ describe("matmul", function()
       local ta, tb, batches, n, k, m = table.unpack(c)
       local out = promote.promote_types(ta, tb)
       local what = ("%s %s %d x (%d, %d, %d)"):format(ta, tb, batches, n, k, m)
-      assert.are.equal("small", matmul.kernel_for(n, k, m, {itemsize = 4}, 4 * k, 4, {itemsize = 4}, 4 * m, 4), what)
+      assert.are.equal("small", matmul.kernel_for(n, k, m, 4, 4 * k, 4, 4, 4 * m, 4), what)
       local av, bv = random_values(ta, batches * n * k), random_values(tb, batches * k * m)
       -- b stored transposed for every other case: its columns adjacent in memory
       local b
@@ -446,7 +446,8 @@ describe("matmul", function()
         b = upload(bt, tb, {m, k}).T
       end
       local what = ("%s %s (%d, %d, %d)"):format(ta, tb, n, k, m)
-      local how, on = matmul.kernel_for(n, k, m, a, a.strides[1], a.strides[2], b, b.strides[1], b.strides[2])
+      local how, on = matmul.kernel_for(n, k, m, a.itemsize, a.strides[1], a.strides[2], b.itemsize, b.strides[1],
+                                            b.strides[2])
       assert.are.same({"narrow", side or "a"}, {how, on}, what)
       local want, scale = reference(av, bv, n, k, m, out)
       local rel = ({float32 = k * 2 ^ -24, float64 = k * 2 ^ -53, complex64 = 2 * k * 2 ^ -24,
@@ -490,7 +491,8 @@ describe("matmul", function()
       end
       local what = ("%s %s (%d, %d, %d)"):format(ta, tb, n, k, m)
       assert.are.same({"across", side},
-                      {matmul.kernel_for(n, k, m, a, a.strides[1], a.strides[2], b, b.strides[1], b.strides[2])}, what)
+                      {matmul.kernel_for(n, k, m, a.itemsize, a.strides[1], a.strides[2], b.itemsize, b.strides[1],
+                                            b.strides[2])}, what)
       local want, scale = reference(av, bv, n, k, m, out)
       local rel = ({float32 = k * 2 ^ -24, float64 = k * 2 ^ -53, complex128 = 2 * k * 2 ^ -53})[out]
       check(flat(gpu.gpuarray.matmul(a, b):get()), want, scale, out, what, rel)

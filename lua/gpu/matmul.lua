@@ -106,30 +106,60 @@ function M.matvec_source(mat_dtype, vec_dtype, out)
   })
 end
 
+-- The table under t[part], made on first use: the levels of the memos of cache keys below
+-- (formatting a key anew took a tenth of a small product's host time).
+local function level(t, part)
+  local next_level = t[part]
+  if next_level == nil then
+    next_level = {}
+    t[part] = next_level
+  end
+  return next_level
+end
+
 -- The kernel of that source called name (one module: after the first, a kernel of it is a hit
 -- of SourceModule's cache).
+local matvec_keys = {}     -- name -> mat_dtype -> vec_dtype -> out -> key
 local function matvec_kernel(mat_dtype, vec_dtype, out, name)
-  return kernel_cache.get(("matvec|%s|%s|%s|%s"):format(mat_dtype, vec_dtype, out, name), function()
+  local keys = level(level(level(matvec_keys, name), mat_dtype), vec_dtype)
+  local key = keys[out]
+  if key == nil then
+    key = ("matvec|%s|%s|%s|%s"):format(mat_dtype, vec_dtype, out, name)
+    keys[out] = key
+  end
+  return kernel_cache.get(key, function()
     return M.matvec_source(mat_dtype, vec_dtype, out), name, nil,
            {no_extern_c = true, name = "matvec.cu"}
   end)
+end
+
+-- The kernel cache's key of each kernel: name -> per_thread -> tensor_cores -> a's dtype -> b's
+-- -> out's.
+local kernel_keys = {}
+local function kernel_key(a_dtype, b_dtype, out, per_thread, tensor_cores, name)
+  local t = level(level(level(level(level(kernel_keys, name), per_thread), tensor_cores), a_dtype), b_dtype)
+  local key = t[out]
+  if key == nil then
+    key = ("matmul|%s|%s|%s|%d|%s|%s"):format(a_dtype, b_dtype, out, per_thread, tensor_cores, name)
+    t[out] = key
+  end
+  return key
 end
 
 -- The kernel called name (default gpu_matmul) of the source of those dtypes and per_thread.
 local function kernel(a_dtype, b_dtype, out, per_thread, name)
   name = name or "gpu_matmul"
   local tensor_cores = (out == "float64" or out == "complex128") and M.float64_tensor_cores()
-  local key = ("matmul|%s|%s|%s|%d|%s|%s"):format(a_dtype, b_dtype, out, per_thread, tensor_cores, name)
+  local key = kernel_key(a_dtype, b_dtype, out, per_thread, tensor_cores, name)
   return kernel_cache.get(key, function()
     return M.source(a_dtype, b_dtype, out, per_thread, tensor_cores), name, nil,
            {no_extern_c = true, name = "matmul.cu"}
   end)
 end
 
--- The matrix view of x: batch shape and strides, rows, columns and their byte strides.  A 1-d
--- array is one row (as a's) or one column (as b's).
-local function matrices(x, as_row)
-  local shape, strides = x.shape, x.strides
+-- The matrix view of an array of that shape and strides: batch shape and strides, rows,
+-- columns and their byte strides.  A 1-d array is one row (as a's) or one column (as b's).
+local function matrices(shape, strides, as_row)
   local nd = #shape
   if nd == 1 then
     if as_row then return {}, {}, 1, shape[1], 0, strides[1] end
@@ -143,6 +173,14 @@ end
 local overlap = ew.overlap
 
 local MATVEC_BLOCK = 256             -- kernels/matvec.cu's GPU_BLOCK
+
+-- The gpu_layout (kernels/common.cu) of a stack's batch shape and byte strides; the one of no
+-- batch axes packed once.
+local NO_BATCH = reduction.pack_layout(reduction.collapse({}, {}))
+local function batch_layout(batch, strides)
+  if #batch == 0 then return NO_BATCH end
+  return reduction.pack_layout(reduction.collapse(batch, strides))
+end
 
 -- How the threads of a matrix-vector product share out its rows (kernels/matvec.cu): the
 -- threads a row takes (reduction.share_threads), and whether consecutive threads go along k
@@ -195,11 +233,9 @@ local function matvec(target, mat, batch, mat_batch, rows, row_stride, k_stride,
   if splits > 1 then
     dest = core.mem_alloc(splits * batches * rows * reduction.ctype_sizes[arithmetic(out)])
   end
-  local pack = reduction.pack_layout
-  local collapse = reduction.collapse
   matvec_kernel(mat.dtype, vec.dtype, out, runs and "gpu_matvec_runs" or "gpu_matvec")(
-    dest, mat, pack(collapse(batch, mat_batch)), row_stride, k_stride,
-    vec, pack(collapse(batch, vec_batch)), vec_stride, rows, k, batches, split_k, shares,
+    dest, mat, batch_layout(batch, mat_batch), row_stride, k_stride,
+    vec, batch_layout(batch, vec_batch), vec_stride, rows, k, batches, split_k, shares,
     along_k and 1 or 0,
     {block = {MATVEC_BLOCK, 1, 1}, grid = {row_blocks, splits, z}, stream = stream})
   if splits > 1 then add_partials(target, dest, batches * rows, splits, mat, vec, stream) end
@@ -218,18 +254,20 @@ local ACROSS_GROUPS = MATVEC_BLOCK // 4   -- kernels/matvec.cu's GPU_ACROSS_GROU
 -- ("a" or "b"); else "tile".  Tests change the limits to reach each kernel.
 M.limits = {small_elements = 1024, small_k = 256}
 
--- Whether x runs along k (its byte stride there k_stride) for at least a warp's 16-byte runs.
-local function along_k(x, k_stride, k)
-  return k_stride == x.itemsize and k >= 32 * math.max(16 // x.itemsize, 1)
+-- Whether elements of size bytes run along k (their byte stride there k_stride) for at least
+-- a warp's 16-byte runs.
+local function along_k(size, k_stride, k)
+  return k_stride == size and k >= 32 * math.max(16 // size, 1)
 end
 
-function M.kernel_for(n, k, m, a, a_row, a_col, b, b_row, b_col)
+-- (a_size and b_size: the operands' itemsizes)
+function M.kernel_for(n, k, m, a_size, a_row, a_col, b_size, b_row, b_col)
   if n == 1 or m == 1 then return "matvec" end
   if n * m <= M.limits.small_elements and k <= M.limits.small_k then return "small" end
-  if m <= NARROW_COLS and along_k(a, a_col, k) then return "narrow", "a" end
-  if n <= NARROW_COLS and along_k(b, b_row, k) then return "narrow", "b" end
-  if m <= ACROSS_COLS and a_row == a.itemsize then return "across", "a" end
-  if n <= ACROSS_COLS and b_col == b.itemsize then return "across", "b" end
+  if m <= NARROW_COLS and along_k(a_size, a_col, k) then return "narrow", "a" end
+  if n <= NARROW_COLS and along_k(b_size, b_row, k) then return "narrow", "b" end
+  if m <= ACROSS_COLS and a_row == a_size then return "across", "a" end
+  if n <= ACROSS_COLS and b_col == b_size then return "across", "b" end
   return "tile"
 end
 
@@ -278,38 +316,45 @@ local function few_columns(how, target, mat, batch, mat_batch, rows, row_stride,
                                                  unit)
   local dest = target
   if splits > 1 then dest = core.mem_alloc(splits * batches * rows * cols * acc_size) end
-  local pack, collapse = reduction.pack_layout, reduction.collapse
   local name = ("gpu_matmul_%s%d"):format(how, kernel_cols)
   matvec_kernel(mat.dtype, vec.dtype, out, name)(
-    dest, mat, pack(collapse(batch, mat_batch)), stride, vec, pack(collapse(batch, vec_batch)),
+    dest, mat, batch_layout(batch, mat_batch), stride, vec, batch_layout(batch, vec_batch),
     vec_stride, col_stride, rows, k, cols, out_row, out_col, batches, split_k,
     {block = {MATVEC_BLOCK, 1, 1}, grid = {row_blocks, splits, z}, stream = stream})
   if splits > 1 then add_partials(target, dest, batches * rows * cols, splits, mat, vec, stream) end
   return true
 end
 
+local TILE_BLOCK, SMALL_BLOCK = {THREADS, THREADS, 1}, {256, 1, 1}   -- launches read them only
+
+-- Each of a's fields is read once below: reading one costs a call of the array's __index.
 function M.matmul(a, b, opts)
   check_array(a, 1, "matmul")
   check_array(b, 2, "matmul")
   opts = args.check_options(opts, 3, "matmul", OPTIONS)
-  for i, x in ipairs{a, b} do
-    if x.ndim == 0 then argerror(i, "matmul", "matmul needs arrays of at least one axis, got a 0-d array") end
+  local a_shape, b_shape = a.shape, b.shape
+  if #a_shape == 0 or #b_shape == 0 then
+    argerror(#a_shape == 0 and 1 or 2, "matmul", "matmul needs arrays of at least one axis, got a 0-d array")
   end
-  if a.device ~= b.device then
-    argerror(2, "matmul", ("arrays on devices %d and %d"):format(a.device, b.device))
+  local a_device, b_device = a.device, b.device
+  if a_device ~= b_device then
+    argerror(2, "matmul", ("arrays on devices %d and %d"):format(a_device, b_device))
   end
-  local a_batch, a_batch_strides, n, k, a_row, a_col = matrices(a, true)
-  local b_batch, b_batch_strides, k2, m, b_row, b_col = matrices(b, false)
+  local a_batch, a_batch_strides, n, k, a_row, a_col = matrices(a_shape, a.strides, true)
+  local b_batch, b_batch_strides, k2, m, b_row, b_col = matrices(b_shape, b.strides, false)
   if k ~= k2 then
     argerror(2, "matmul", ("the inner dimensions differ: %s and %s (%d and %d)")
-                          :format(promote.shape_text(a.shape), promote.shape_text(b.shape), k, k2))
+                          :format(promote.shape_text(a_shape), promote.shape_text(b_shape), k, k2))
   end
-  local batch, why = promote.broadcast_shapes({a_batch, b_batch})
+  local batch, why
+  if #a_batch == 0 and #b_batch == 0 then batch = a_batch
+  else batch, why = promote.broadcast_shapes({a_batch, b_batch}) end
   if batch == nil then argerror(2, "matmul", why .. " (the stacks of matrices)") end
-  local out_dtype = promote.promote_types(a.dtype, b.dtype)
+  local a_dtype, b_dtype = a.dtype, b.dtype
+  local out_dtype = promote.promote_types(a_dtype, b_dtype)
   local shape = {table.unpack(batch)}
-  if a.ndim > 1 then shape[#shape + 1] = n end
-  if b.ndim > 1 then shape[#shape + 1] = m end
+  if #a_shape > 1 then shape[#shape + 1] = n end
+  if #b_shape > 1 then shape[#shape + 1] = m end
   local out, stream = opts.out, opts.stream
   if out ~= nil then
     check_array(out, 3, "matmul")
@@ -331,9 +376,13 @@ function M.matmul(a, b, opts)
     target = core.array_empty(shape, out_dtype)
   end
   -- each operand's batch strides, broadcast to the batch shape
-  local a_bs = promote.broadcast_strides(a_batch, a_batch_strides, batch)
-  local b_bs = promote.broadcast_strides(b_batch, b_batch_strides, batch)
-  local how, side = M.kernel_for(n, k, m, a, a_row, a_col, b, b_row, b_col)
+  local a_bs, b_bs = a_batch_strides, b_batch_strides
+  if #batch > 0 then
+    a_bs = promote.broadcast_strides(a_batch, a_batch_strides, batch)
+    b_bs = promote.broadcast_strides(b_batch, b_batch_strides, batch)
+  end
+  local how, side = M.kernel_for(n, k, m, dtypes[a_dtype].size, a_row, a_col, dtypes[b_dtype].size,
+                                 b_row, b_col)
   if how == "narrow" or how == "across" then
     local done
     if side == "a" then     -- a few columns: a times the columns of b
@@ -350,21 +399,20 @@ function M.matmul(a, b, opts)
   elseif how == "matvec" then             -- one row: b's transpose times the vector a
     matvec(target, b, batch, b_bs, m, b_col, b_row, a, a_bs, a_col, k, batches, stream)
   elseif how == "small" or how == "tile" then
-    local pack, collapse = reduction.pack_layout, reduction.collapse
-    local launch = {block = {THREADS, THREADS, 1}, stream = stream}
+    local launch = {block = TILE_BLOCK, stream = stream}
     local product
     if how == "small" then
-      product = kernel(a.dtype, b.dtype, out_dtype, 4, "gpu_matmul_small")
-      launch.block, launch.grid = {256, 1, 1}, reduction.grid_stride_blocks(batches * n * m, 256)
+      product = kernel(a_dtype, b_dtype, out_dtype, 4, "gpu_matmul_small")
+      launch.block, launch.grid = SMALL_BLOCK, reduction.grid_stride_blocks(batches * n * m, 256)
     else
       local per_thread = M.per_thread(out_dtype, n, m, batches)
       local tile = THREADS * per_thread
-      product = kernel(a.dtype, b.dtype, out_dtype, per_thread)
+      product = kernel(a_dtype, b_dtype, out_dtype, per_thread)
       launch.grid = {(m + tile - 1) // tile, math.min((n + tile - 1) // tile, MAX_GRID_YZ),
                      math.min(batches, MAX_GRID_YZ)}
     end
-    product(target, a, pack(collapse(batch, a_bs)), a_row, a_col, b, pack(collapse(batch, b_bs)),
-            b_row, b_col, n, k, m, batches, launch)
+    product(target, a, batch_layout(batch, a_bs), a_row, a_col, b, batch_layout(batch, b_bs), b_row,
+            b_col, n, k, m, batches, launch)
   end
   if target ~= result then
     ew.launch(ew.copy_program(out_dtype), result, stream, "matmul", target)

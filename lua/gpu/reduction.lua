@@ -473,9 +473,27 @@ end
 
 local op_names = {min = "minimum", max = "maximum"}
 
+-- What reduce_axis needs of op over dtype, made once: the spec, the kernel cache's key and the
+-- source's builder.
+local axis_plans = {}      -- op -> dtype -> plan
+local function axis_plan(op, dtype)
+  local by_dtype = axis_plans[op]
+  if by_dtype == nil then
+    by_dtype = {}
+    axis_plans[op] = by_dtype
+  end
+  local plan = by_dtype[dtype]
+  if plan == nil then
+    plan = {spec = ops[op](dtype), key = ("reduce|%s|%s|"):format(op, dtype),
+            source = function() return M.builtin_source(op, dtype) end}
+    by_dtype[dtype] = plan
+  end
+  return plan
+end
+
 -- Reduction of a along axis (1-based, checked) on stream; returns a new array.
 local function reduce_axis(fname, op, a, axis, stream)
-  local shape, strides = a.shape, a.strides
+  local shape, strides, dtype = a.shape, a.strides, a.dtype
   local kept_shape, kept_strides = {}, {}
   for i = 1, #shape do
     if i ~= axis then
@@ -488,14 +506,14 @@ local function reduce_axis(fname, op, a, axis, stream)
     M.argerror(1, fname, ("zero-size array to reduction operation %s which has no identity")
                          :format(op_names[op]), 2)
   end
-  local spec = ops[op](a.dtype)
+  local plan = axis_plan(op, dtype)
+  local spec, key, source = plan.spec, plan.key, plan.source
   local out = core.array_empty(kept_shape, spec.out)
-  local m = out.size
+  local m = 1
+  for _, d in ipairs(kept_shape) do m = m * d end
   if m == 0 then return out end
-  local key = ("reduce|%s|%s|"):format(op, a.dtype)
-  local function source() return M.builtin_source(op, a.dtype) end
   local layout = pack_layout(collapse(kept_shape, kept_strides))
-  local shares, along = M.axis_threads(m, k, axis_stride, dtypes[a.dtype].size)
+  local shares, along = M.axis_threads(m, k, axis_stride, dtypes[dtype].size)
   local blocks = math.min(ceil_div(m, BLOCK // shares), 0x7fffffff)
   -- enough blocks for the 8 of them a multiprocessor runs at once
   local splits, split_k = M.split_ranges(blocks, k, 8 * M.multiprocessors(), 1)

@@ -88,6 +88,12 @@ def figures(lib, xp, n, want, event, sync, extra):
         return wall(200, 256, body, sync)
     run("small_where", lambda: per_call(lambda: xp.where(small_c, small_a, small_b)))
     run("small_broadcast", lambda: per_call(lambda: small_m + small_v))
+    small_t = xp.asarray(rand(2800)).reshape(40, 70)
+    small_p = xp.asarray(rand(4096)).reshape(64, 64)
+    # a transposed copy: torch's contiguous(), CuPy's copy()
+    copy_of = (lambda x: x.contiguous()) if hasattr(small_t, "contiguous") else (lambda x: x.copy())
+    run("small_transpose", lambda: per_call(lambda: copy_of(small_t.T)))
+    run("small_matmul", lambda: per_call(lambda: xp.matmul(small_p, small_p)))
 
     def alloc_free():
         def body():
@@ -372,7 +378,8 @@ def main():
 
 
 ALL_IDS = {"launch_async_f", "launch_sync_f", "small_add", "small_iadd", "small_kernel",
-           "small_where", "small_broadcast", "small_reduction_kernel",
+           "small_where", "small_broadcast", "small_reduction_kernel", "small_transpose",
+           "small_matmul",
            "alloc_free", "copy_dtod", "large_add", "sum", "max", "dot", "cumsum",
            "axpby_unfused", "axpby_fused", "htod_pageable", "htod_pinned",
            "dtoh_pageable", "dtoh_pinned", "compile_cold", "graph_loop", "graph_replay",

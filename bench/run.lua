@@ -88,6 +88,10 @@ local FIGURES = {
   {id = "small_broadcast", what = "m + v, 10 x 100 float32 + 100 (host time a call)", unit = "us"},
   {id = "small_reduction_kernel", what = "ReductionKernel dot of 1000 float32 (host time a call)",
    unit = "us"},
+  {id = "small_transpose", what = "a:transpose():copy(), 40 x 70 float32 (host time a call)",
+   unit = "us"},
+  {id = "small_matmul", what = "gpuarray.matmul(p, p), 64 x 64 float32 (host time a call)",
+   unit = "us"},
   {id = "alloc_free", what = "allocate + free 4 MiB", unit = "us", raw = "alloc_free",
    target = {abs_max = 2}},
   {id = "copy_dtod", what = "device-to-device copy (read + write)", unit = "GB/s", raw = "copy_dtod"},
@@ -454,9 +458,9 @@ function lua_bench.small_launches()
   return r
 end
 
--- Small operations the Lua layer adds to the launch (a where, a broadcast, a user's reduction):
--- host time a call, asynchronous, as CuPy's and PyTorch's beside them.  No raw C row: the
--- work is the layer's own.
+-- Small operations the Lua layer adds to the launch (a where, a broadcast, a user's reduction,
+-- a transposed copy, a small product): host time a call, asynchronous, as CuPy's and
+-- PyTorch's beside them.  No raw C row: the work is the layer's own.
 function lua_bench.small_ops()
   local n = 1000
   local ha, hb, a, b = small_inputs(n)
@@ -474,13 +478,35 @@ function lua_bench.small_ops()
     want_dot, scale = want_dot + x * y, scale + math.abs(x * y)
   end
   check(math.abs(d - want_dot) <= 1e-5 * scale, ("dot: %s, expected %s"):format(d, want_dot))
+  local rows, cols, side = 40, 70, 64
+  local ht, _, flat_t = small_inputs(rows * cols)
+  local hp, _, flat_p = small_inputs(side * side)
+  local t, p = flat_t:reshape(rows, cols), flat_p:reshape(side, side)
+  local tt, pp = t:transpose():copy():get(), gpuarray.matmul(p, p):get()
+  for i = 1, cols * rows do      -- element (r, c) of the copy is (c, r) of t
+    local r, c = (i - 1) // rows, (i - 1) % rows
+    check(tt[i] == ht[c * cols + r + 1], ("transposed copy: [%d] = %s"):format(i, tt[i]))
+  end
+  for i = 1, side do
+    for j = 1, side do
+      local want, bound = 0, 0
+      for l = 1, side do
+        local x = hp[(i - 1) * side + l] * hp[(l - 1) * side + j]
+        want, bound = want + x, bound + math.abs(x)
+      end
+      local got = pp[(i - 1) * side + j]
+      check(math.abs(got - want) <= 1e-5 * bound, ("matmul: [%d, %d] = %s, expected %s"):format(i, j, got, want))
+    end
+  end
   local PER = 2048
   local function per_call(body)
     return median(walls(20, PER, function() for _ = 1, PER do body() end end, gpu.synchronize))
   end
   return {small_where = per_call(function() return gpuarray.where(c, a, b) end),
           small_broadcast = per_call(function() return m + v end),
-          small_reduction_kernel = per_call(function() return dot(a, b) end)}
+          small_reduction_kernel = per_call(function() return dot(a, b) end),
+          small_transpose = per_call(function() return t:transpose():copy() end),
+          small_matmul = per_call(function() return gpuarray.matmul(p, p) end)}
 end
 
 function lua_bench.alloc_free()
@@ -891,7 +917,8 @@ local function run_lua()
             "launch_sync_prepared"}, run = lua_bench.launch},
     {ids = {"small_add"}, run = lua_bench.small_add},
     {ids = {"small_iadd", "small_kernel"}, run = lua_bench.small_launches},
-    {ids = {"small_where", "small_broadcast", "small_reduction_kernel"}, run = lua_bench.small_ops},
+    {ids = {"small_where", "small_broadcast", "small_reduction_kernel", "small_transpose",
+            "small_matmul"}, run = lua_bench.small_ops},
     {ids = {"alloc_free"}, run = lua_bench.alloc_free},
     {ids = {"copy_dtod"}, run = function() return lua_bench.copy_dtod(n) end},
     {ids = LARGE_ORDER, run = function() return lua_bench.large(n) end},

@@ -568,3 +568,60 @@ describe("the elementwise launch's C path", function()
     for i = 1, n do assert.are.equal(hc[i] and helpers.f32(ha[i + 1]) or 0, got[i]) end
   end)
 end)
+
+-- The Lua layer picks a program by its operands' kinds through a dispatcher
+-- (core.program_dispatcher): one integer key a signature, the launcher compile() gave on its
+-- first call, then the launch; false, with nothing done, for anything else.
+describe("the program dispatcher", function()
+  it("returns false for values that are not arrays, numbers or booleans, and checks compile", function()
+    local dispatch = core.program_dispatcher(function() error("compile must not be reached") end)
+    assert.is_false(dispatch(nil, nil, {}, 1))
+    assert.is_false(dispatch(nil, nil, "x"))
+    assert.is_false(dispatch(nil, nil))                   -- no values
+    assert.is_false(dispatch(nil, nil, 1, 2, 3, 4, 5, 6, 7, 8, 9))   -- more than it keys
+    helpers.assert_error("bad argument #1 to 'program_dispatcher' (function expected, got nil)",
+                         function() return core.program_dispatcher(nil) end)
+  end)
+
+  helpers.gpu_it("compiles once a kind signature and launches what the general path would", function()
+    local ga = gpu.gpuarray
+    local n = 3000
+    local x, y = gpu.to_gpu(helpers.random_floats(n, 4), "float32"), gpu.to_gpu(helpers.random_floats(n, 4), "float64")
+    local ew = require "gpu.elementwise"
+    local compiled = {}
+    local dispatch = core.program_dispatcher(function(...)
+      local kinds = {}
+      for i = 1, select("#", ...) do
+        local v = select(i, ...)
+        kinds[i] = ga.is_array(v) and v.dtype or math.type(v) or type(v)
+      end
+      compiled[#compiled + 1] = table.concat(kinds, " ")
+      if kinds[2] == "boolean" then return false end      -- no launcher: false from then on
+      local operands = {}
+      for i, kind in ipairs(kinds) do
+        operands[i] = {name = "v" .. i, dtype = ga.is_array(select(i, ...)) and kind or "float64",
+                       scalar = not ga.is_array(select(i, ...))}
+      end
+      return ew.launcher(ew.program{expr = "v1 + v2", out = "float64", name = "dispatched_sum",
+                                    operands = operands})
+    end)
+    local want = bytes_of(general(function() return x + y end))
+    for _ = 1, 3 do assert.are.equal(want, bytes_of(dispatch(nil, nil, x, y))) end
+    assert.are.equal(bytes_of(general(function() return x + 2.5 end)), bytes_of(dispatch(nil, nil, x, 2.5)))
+    dispatch(nil, nil, x, 3)                              -- an integer: another signature
+    assert.is_false(dispatch(nil, nil, x, true))
+    assert.is_false(dispatch(nil, nil, x, false))
+    assert.are.same({"float32 float64", "float32 float", "float32 integer", "float32 boolean"}, compiled)
+    local out = ga.empty({n}, "float64")                  -- out and a stream go to the launcher
+    local s <close> = gpu.Stream()
+    assert.are.equal(out, dispatch(out, s, x, y))
+    s:synchronize()
+    assert.are.equal(want, bytes_of(out))
+    local was = gpu.fast_paths(false)                     -- off: nothing is dispatched
+    local off = dispatch(nil, nil, x, y)
+    gpu.fast_paths(was)
+    assert.is_false(off)
+    x:free()
+    assert.is_false(dispatch(nil, nil, x, y))             -- a freed array is not usable
+  end)
+end)

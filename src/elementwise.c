@@ -2,8 +2,9 @@
 ** elementwise.c: the C paths of elementwise work, which skip the Lua layer's checks, type
 ** promotion and shape tables for the common calls and launch at once: the GPUArray operators
 ** and the functions of one or two operands (array_binary_operator, array_unary_operator), an
-** ElementwiseKernel's call (elementwise_caller), and the Lua layer's launch of a generated
-** elementwise program (program_launcher).  Each takes what it can (contiguous arrays on the
+** ElementwiseKernel's call (elementwise_caller), the Lua layer's launch of a generated
+** elementwise program (program_launcher) and its choice of the program by the operands' kinds
+** (program_dispatcher).  Each takes what it can (contiguous arrays on the
 ** current device, numbers their kernels take, an out apart from its operands, a stream not
 ** capturing a graph) and hands everything else, every error included, to the Lua code, which
 ** gives the same results.  fast_paths(false) turns them off for a Lua state.
@@ -656,6 +657,72 @@ static int gpu_program_launcher (lua_State *L) {
   return 1;
 }
 
+/* ---------------------------------------------------------------- program dispatch */
+
+/*
+** The Lua layer's elementwise operations pick a generated program by the kinds of their
+** operands (each array's dtype, or whether a Lua number is an integer or a float, or a
+** boolean), through type promotion and tables of programs.  A dispatcher (program_dispatcher)
+** keeps each kind signature's program launcher in a table of its own, keyed by one integer,
+** and calls it at once: compile(values...) gives the launcher on a signature's first call
+** (false where the program depends on more than the kinds, or there is none).
+** Upvalues: 1 the launchers by key, 2 compile, 3 the GPUArray metatable.
+*/
+enum { D_LAUNCHERS = 1, D_COMPILE, D_ARRAY_MT };
+#define DISPATCH_KINDS (GPU_NDTYPES + 3)   /* the dtypes, then integer, float, boolean */
+#define DISPATCH_VALUES 8
+
+/* dispatch(out, stream, values...) -> the launcher's result for the values (their program's
+** launch into out, on stream), or false, having done nothing, where a value is neither a
+** usable array nor a number or boolean, or the signature has no launcher. */
+static int program_dispatch (lua_State *L) {
+  const int nvalues = lua_gettop(L) - 2;
+  lua_Integer key = nvalues;
+  int i;
+  if (nvalues < 1 || nvalues > DISPATCH_VALUES) return not_taken(L);
+  for (i = 3; i < 3 + nvalues; i++) {
+    const gpu_Array *a = operand_of(L, i, lua_upvalueindex(D_ARRAY_MT));
+    int kind;
+    if (a != NULL) {
+      if (!usable(a)) return not_taken(L);
+      kind = (int)a->dtype;
+    } else if (lua_type(L, i) == LUA_TNUMBER) {
+      kind = lua_isinteger(L, i) ? GPU_NDTYPES : GPU_NDTYPES + 1;
+    } else if (lua_type(L, i) == LUA_TBOOLEAN) {
+      kind = GPU_NDTYPES + 2;
+    } else {
+      return not_taken(L);
+    }
+    key = key * DISPATCH_KINDS + kind;
+  }
+  if (lua_rawgeti(L, lua_upvalueindex(D_LAUNCHERS), key) == LUA_TNIL) {
+    lua_pop(L, 1);
+    lua_pushvalue(L, lua_upvalueindex(D_COMPILE));
+    for (i = 3; i < 3 + nvalues; i++) lua_pushvalue(L, i);
+    lua_call(L, nvalues, 1);
+    if (!lua_isfunction(L, -1)) {
+      lua_pop(L, 1);
+      lua_pushboolean(L, 0);
+    }
+    lua_pushvalue(L, -1);
+    lua_rawseti(L, lua_upvalueindex(D_LAUNCHERS), key);
+  }
+  if (!lua_isfunction(L, -1)) return not_taken(L);
+  lua_insert(L, 1);                   /* the launcher checks the values again: compile ran Lua */
+  lua_call(L, nvalues + 2, 1);
+  return 1;
+}
+
+/* program_dispatcher(compile) -> dispatch(out, stream, values...) */
+static int gpu_program_dispatcher (lua_State *L) {
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  lua_newtable(L);
+  lua_pushvalue(L, 1);
+  luaL_getmetatable(L, GPU_ARRAY);
+  lua_pushcclosure(L, program_dispatch, 3);
+  return 1;
+}
+
 /* fast_paths([on]) -> whether the arrays' C fast paths were on; off, every operation takes
 ** its general Lua path (to compare the two, or to debug one) */
 static int gpu_fast_paths (lua_State *L) {
@@ -673,7 +740,8 @@ void gpu_elementwise_open (lua_State *L) {
     {"array_binary_operator", gpu_array_binary_operator},
     {"array_unary_operator", gpu_array_unary_operator},
     {"elementwise_caller", gpu_elementwise_caller}, {"program_launcher", gpu_program_launcher},
-    {"fast_paths", gpu_fast_paths}, {NULL, NULL},
+    {"program_dispatcher", gpu_program_dispatcher}, {"fast_paths", gpu_fast_paths},
+    {NULL, NULL},
   };
   luaL_setfuncs(L, functions, 0);
 }

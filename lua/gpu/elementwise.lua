@@ -480,6 +480,9 @@ local function plain_launcher(p)
   return p.launcher
 end
 
+-- The C path of p's launches: launcher(out, stream, values...) -> out, or false (above).
+function M.launcher(p) return p.launcher or plain_launcher(p) end
+
 -- launch(p, out, stream, fname, values...) -> out (allocated when nil)
 function M.launch(p, out, stream, fname, ...)
   local result = (p.launcher or plain_launcher(p))(out, stream, ...)

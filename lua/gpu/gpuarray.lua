@@ -150,9 +150,62 @@ end
 
 local comparisons = {eq = true, ne = true, lt = true, le = true, gt = true, ge = true}
 
+-- The program of op (and target) for operands of these types and values (program_of's),
+-- made once per types and array-ness; nil, a message and the operand to blame where none.
+local function program_for(op, types, values, target)
+  local node = programs_by_type[op]
+  if node == nil then node = {}; programs_by_type[op] = node end
+  node = node[target or false] or remember_node(node, target or false)
+  for k = 1, #types do
+    node = node[types[k]] or remember_node(node, types[k])
+    node = node[is_array(values[k])] or remember_node(node, is_array(values[k]))
+  end
+  local p = node.program
+  if p == nil then
+    local why, bad
+    p, why, bad = program_of(op, types, values, target)
+    if p == nil then return nil, why, bad end
+    node.program = p
+  end
+  return p
+end
+
+-- Each (op, target)'s dispatcher (core.program_dispatcher): the launcher of the program for
+-- its operands' kinds, found by one integer key, where the kinds decide the program (not for
+-- a comparison with a Lua integer, which NumPy compares by its value).
+local dispatchers = {}
+local function dispatcher(op, target)
+  local by_target = dispatchers[op]
+  if by_target == nil then
+    by_target = {}
+    dispatchers[op] = by_target
+  end
+  local d = by_target[target or false]
+  if d == nil then
+    d = core.program_dispatcher(function(...)
+      local values, types = {...}, {}
+      for k = 1, select("#", ...) do
+        local v = values[k]
+        types[k] = is_array(v) and v.dtype or math.type(v) == "integer" and "weak-int"
+                   or math.type(v) == "float" and "weak-float" or "bool"
+        if types[k] == "weak-int" and comparisons[op] then return false end
+      end
+      local p = program_for(op, types, values, target)
+      return p ~= nil and #p.operands == #values and ew.launcher(p)
+    end)
+    by_target[target or false] = d
+  end
+  return d
+end
+
 -- apply(op, fname, values, opts[, target]) -> result array: the elementwise operation op of
--- gpu.operators over values (arrays and Lua numbers), into opts.out if given.
+-- gpu.operators over values (arrays and Lua numbers), into opts.out if given.  Operands the
+-- program launchers' C paths take go straight to a launch (dispatcher); the rest, and every
+-- error, take the checks below.
 local function apply(op, fname, values, opts, target)
+  local result = dispatcher(op, target)(opts.out, opts.stream,
+                                        table.unpack(values, 1, operators.arity[op]))
+  if result then return result end
   local types, any_array = {}, false
   for k = 1, operators.arity[op] do     -- not ipairs: a missing operand is an error too
     local v = values[k]
@@ -171,20 +224,8 @@ local function apply(op, fname, values, opts, target)
     end
   end
   -- the program depends only on op, target, and each operand's type and array-ness
-  local node = programs_by_type[op]
-  if node == nil then node = {}; programs_by_type[op] = node end
-  node = node[target or false] or remember_node(node, target or false)
-  for k = 1, #types do
-    node = node[types[k]] or remember_node(node, types[k])
-    node = node[is_array(values[k])] or remember_node(node, is_array(values[k]))
-  end
-  local p = node.program
-  if p == nil then
-    local why, bad
-    p, why, bad = program_of(op, types, values, target)
-    if p == nil then argerror(bad or 1, fname, why, 2) end
-    node.program = p
-  end
+  local p, why, bad = program_for(op, types, values, target)
+  if p == nil then argerror(bad or 1, fname, why, 2) end
   return ew.launch(p, opts.out, opts.stream, fname, table.unpack(values, 1, #p.operands))
 end
 M._apply = apply
@@ -205,8 +246,9 @@ local function binary_operator(op, fname, general)
     local p = program_of(op, {operand_type(x, 1, fname), operand_type(y, 2, fname)}, {x, y})
     if p then return ew.kernel(p, "c"), p.out end
   end
+  local dispatch = dispatcher(op)
   general = general or function(x, y, out, stream)
-    return apply(op, fname, {x, y}, {out = out, stream = stream})
+    return dispatch(out, stream, x, y) or apply(op, fname, {x, y}, {out = out, stream = stream})
   end
   return core.array_binary_operator(compile, general, BLOCK, MAX_GRID, UNROLL)
 end
@@ -513,6 +555,10 @@ function methods.fill(a, value, opts)
 end
 
 function methods.astype(a, dtype, opts)
+  -- a copy where dtype is a's own: the astype program's result is one too
+  local result = opts == nil and type(dtype) == "string" and promote.info[dtype] ~= nil and
+                 dispatcher("astype", dtype)(nil, nil, a)
+  if result then return result end
   check_array(a, 0, "astype")
   check_dtype(dtype, 1, "astype")
   opts = check_options(opts, 2, "astype", OUT_STREAM)
@@ -796,7 +842,10 @@ local function traced(...)
   return false
 end
 
+local dispatch_where = dispatcher("where")
 function M.where(c, x, y, opts)
+  local result = opts == nil and dispatch_where(nil, nil, c, x, y)    -- traced values: false
+  if result then return result end
   if traced(c, x, y) then return fuse.apply("where", c, x, y) end
   return apply("where", "where", {c, x, y}, check_options(opts, 4, "where", OUT_STREAM))
 end
@@ -832,7 +881,10 @@ end
 -- gpuarray.clip(a, lo, hi[, {out =, stream =}]), a:clip(lo, hi[, opts]): NumPy's
 -- minimum(maximum(a, lo), hi), the bounds arrays (broadcast) or numbers; a NaN anywhere
 -- gives NaN.  One-sided bounds are gpuarray.maximum and gpuarray.minimum.
+local dispatch_clip = dispatcher("clip")
 function M.clip(a, lo, hi, opts)
+  local result = opts == nil and dispatch_clip(nil, nil, a, lo, hi)   -- traced values: false
+  if result then return result end
   if traced(a, lo, hi) then return fuse.apply("clip", a, lo, hi) end
   return apply("clip", "clip", {a, lo, hi}, check_options(opts, 4, "clip", OUT_STREAM))
 end

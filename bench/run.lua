@@ -495,7 +495,8 @@ function lua_bench.small_ops()
         want, bound = want + x, bound + math.abs(x)
       end
       local got = pp[(i - 1) * side + j]
-      check(math.abs(got - want) <= 1e-5 * bound, ("matmul: [%d, %d] = %s, expected %s"):format(i, j, got, want))
+      check(math.abs(got - want) <= 1e-5 * bound,
+            ("matmul: [%d, %d] = %s, expected %s"):format(i, j, got, want))
     end
   end
   local PER = 2048

@@ -586,7 +586,8 @@ describe("the program dispatcher", function()
   helpers.gpu_it("compiles once a kind signature and launches what the general path would", function()
     local ga = gpu.gpuarray
     local n = 3000
-    local x, y = gpu.to_gpu(helpers.random_floats(n, 4), "float32"), gpu.to_gpu(helpers.random_floats(n, 4), "float64")
+    local x = gpu.to_gpu(helpers.random_floats(n, 4), "float32")
+    local y = gpu.to_gpu(helpers.random_floats(n, 4), "float64")
     local ew = require "gpu.elementwise"
     local compiled = {}
     local dispatch = core.program_dispatcher(function(...)

@@ -4,10 +4,10 @@
 ** and the functions of one or two operands (array_binary_operator, array_unary_operator), an
 ** ElementwiseKernel's call (elementwise_caller), the Lua layer's launch of a generated
 ** elementwise program (program_launcher) and its choice of the program by the operands' kinds
-** (program_dispatcher).  Each takes what it can (contiguous arrays on the
-** current device, numbers their kernels take, an out apart from its operands, a stream not
-** capturing a graph) and hands everything else, every error included, to the Lua code, which
-** gives the same results.  fast_paths(false) turns them off for a Lua state.
+** (program_dispatcher).  Each takes what it can (arrays on the current device, numbers their
+** kernels take, an out apart from its operands, a stream not capturing a graph) and hands
+** everything else, every error included, to the Lua code, which gives the same results.
+** fast_paths(false) turns them off for a Lua state.
 */
 #include <stdint.h>
 #include <stdio.h>
@@ -167,8 +167,8 @@ static int launch_operator (lua_State *L, const gpu_Array *out, const gpu_Array 
   /* compile() and the allocation run Lua code and finalizers, which may free an operand */
   if (gpu_array_alive(a) && (b == NULL || gpu_array_alive(b)) && gpu_array_alive(out) &&
       gpu_launch_values(L, OP_AT_KERNEL, c, stream,
-                        (unsigned)(blocks < max_grid ? blocks : max_grid), (unsigned)block, 1, ptrs,
-                        0, b != NULL || number_at != 0 ? 3 : 2, &count, 1))
+                        (unsigned)(blocks < max_grid ? blocks : max_grid), (unsigned)block, 1,
+                        ptrs, 0, b != NULL || number_at != 0 ? 3 : 2, &count, 1))
     return 1;
   lua_settop(L, OP_AT_STREAM);
   return 0;

@@ -137,7 +137,8 @@ end
 -- -> out's.
 local kernel_keys = {}
 local function kernel_key(a_dtype, b_dtype, out, per_thread, tensor_cores, name)
-  local t = level(level(level(level(level(kernel_keys, name), per_thread), tensor_cores), a_dtype), b_dtype)
+  local t = level(level(level(kernel_keys, name), per_thread), tensor_cores)
+  t = level(level(t, a_dtype), b_dtype)
   local key = t[out]
   if key == nil then
     key = ("matmul|%s|%s|%s|%d|%s|%s"):format(a_dtype, b_dtype, out, per_thread, tensor_cores, name)
@@ -334,7 +335,8 @@ function M.matmul(a, b, opts)
   opts = args.check_options(opts, 3, "matmul", OPTIONS)
   local a_shape, b_shape = a.shape, b.shape
   if #a_shape == 0 or #b_shape == 0 then
-    argerror(#a_shape == 0 and 1 or 2, "matmul", "matmul needs arrays of at least one axis, got a 0-d array")
+    argerror(#a_shape == 0 and 1 or 2, "matmul",
+             "matmul needs arrays of at least one axis, got a 0-d array")
   end
   local a_device, b_device = a.device, b.device
   if a_device ~= b_device then

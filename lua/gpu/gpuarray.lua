@@ -174,12 +174,9 @@ end
 -- its operands' kinds, found by one integer key, where the kinds decide the program (not for
 -- a comparison with a Lua integer, which NumPy compares by its value).
 local dispatchers = {}
+local level = require("gpu.kernel_cache").level
 local function dispatcher(op, target)
-  local by_target = dispatchers[op]
-  if by_target == nil then
-    by_target = {}
-    dispatchers[op] = by_target
-  end
+  local by_target = level(dispatchers, op)
   local d = by_target[target or false]
   if d == nil then
     d = core.program_dispatcher(function(...)

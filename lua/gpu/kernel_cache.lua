@@ -13,13 +13,21 @@ local M = {}
 local by_device = {}   -- ordinal -> key -> gpu.Function
 M.compiles = 0         -- how many kernels were built (specs check that hits do not compile)
 
-function M.get(key, build)
-  local ordinal = core.device_ordinal()
-  local cache = by_device[ordinal]
-  if cache == nil then
-    cache = {}
-    by_device[ordinal] = cache
+-- level(t, part) -> the table under t[part], made on first use: a level of a memo table
+-- (the library keeps its cache keys and plans in such tables, one level a part of the key,
+-- rather than build a key string per call).
+function M.level(t, part)
+  local next_level = t[part]
+  if next_level == nil then
+    next_level = {}
+    t[part] = next_level
   end
+  return next_level
+end
+local level = M.level
+
+function M.get(key, build)
+  local cache = level(by_device, core.device_ordinal())
   local f = cache[key]
   if f == nil then
     local gpu = require "gpu"

@@ -106,16 +106,9 @@ function M.matvec_source(mat_dtype, vec_dtype, out)
   })
 end
 
--- The table under t[part], made on first use: the levels of the memos of cache keys below
--- (formatting a key anew took a tenth of a small product's host time).
-local function level(t, part)
-  local next_level = t[part]
-  if next_level == nil then
-    next_level = {}
-    t[part] = next_level
-  end
-  return next_level
-end
+-- The memos of cache keys below: formatting a key anew took a tenth of a small product's
+-- host time.
+local level = kernel_cache.level
 
 -- The kernel of that source called name (one module: after the first, a kernel of it is a hit
 -- of SourceModule's cache).

@@ -477,11 +477,7 @@ local op_names = {min = "minimum", max = "maximum"}
 -- source's builder.
 local axis_plans = {}      -- op -> dtype -> plan
 local function axis_plan(op, dtype)
-  local by_dtype = axis_plans[op]
-  if by_dtype == nil then
-    by_dtype = {}
-    axis_plans[op] = by_dtype
-  end
+  local by_dtype = kernel_cache.level(axis_plans, op)
   local plan = by_dtype[dtype]
   if plan == nil then
     plan = {spec = ops[op](dtype), key = ("reduce|%s|%s|"):format(op, dtype),

@@ -779,7 +779,7 @@ function ReductionKernel:__call(...)
   if args.n ~= #self.params then
     error(("'%s' takes %d arguments, got %d"):format(self.name, #self.params, args.n), 2)
   end
-  local copies
+  local copies = {}
   for i, p in ipairs(self.params) do
     local v = args[i]
     if p.pointer then
@@ -787,32 +787,23 @@ function ReductionKernel:__call(...)
       -- a view goes in as a contiguous copy, in its row-major order
       if not v.is_contiguous then
         args[i] = v:copy(opts.stream and {stream = opts.stream})
-        copies = copies or {}
         copies[#copies + 1] = args[i]
       end
     end
   end
   local n = args[self.first_vector].size
-  -- a small reduction is one block's: a few elements a thread cost less than a second launch;
-  -- that block writes out itself, so out is all it needs (partials: any address)
+  -- a small reduction is one block's: a few elements a thread cost less than a second launch
   local grid = n <= ONE_BLOCK and 1 or math.max(1, math.min(max_grid(), ceil_div(n, BLOCK)))
-  local out, partials
-  if grid == 1 then
-    out = self.out_dtype and core.array_empty({}, self.out_dtype)
-                         or core.array_empty({self.out_size}, "uint8")
-    partials = out
-  else
-    local buf = core.mem_alloc(256 + grid * self.out_size)
-    out = self.out_dtype and core.array_view(buf, 0, self.out_dtype, {})
-                         or core.array_view(buf, 0, "uint8", {self.out_size})
-    partials = buf:offset(256)
-  end
+  local buf = core.mem_alloc(256 + grid * self.out_size)
+  local out = self.out_dtype and core.array_view(buf, 0, self.out_dtype, {})
+                             or core.array_view(buf, 0, "uint8", {self.out_size})
+  local partials = buf:offset(256)
   local launch = {block = BLOCK, grid = grid, stream = opts.stream}
   local m = args.n
   args[m + 1], args[m + 2], args[m + 3], args[m + 4], args[m + 5] = n, partials, out, n, launch
   self:_function("gpu_reduce_index")(table.unpack(args, 1, m + 5))
   if grid > 1 then run(self:_function("gpu_reduce_finish"), 1, opts.stream, partials, grid, out, n) end
-  for _, c in ipairs(copies or {}) do core.free_after(c, opts.stream) end
+  for _, c in ipairs(copies) do core.free_after(c, opts.stream) end
   return out
 end
 

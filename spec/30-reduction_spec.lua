@@ -158,6 +158,45 @@ describe("reductions", function()
     assert.are.equal(ref.sum, a:sum({stream = stream}))
   end)
 
+  -- gpuarray.<op>(a) without options takes a C path (core.reduction_caller) where a is
+  -- contiguous, 16-byte aligned and one block of gpu_reduce_vec reads it all (256 threads, a
+  -- 16-byte vector each); it must give the general path's bytes.
+  helpers.gpu_it("give the general path's bytes from their one-block C path", function()
+    local ga = gpu.gpuarray
+    local function general(f, a)
+      local was = gpu.fast_paths(false)
+      local ok, result = pcall(f, a)
+      gpu.fast_paths(was)
+      if not ok then error(result, 0) end
+      return result
+    end
+    local ops = {"sum", "prod", "min", "max", "mean", "any", "all"}
+    for _, dtype in ipairs{"float32", "float64", "int32", "int64", "uint8", "bool", "float16"} do
+      local itemsize = gpu.dtype(dtype).itemsize
+      local one_block = 256 * 16 // itemsize
+      for _, n in ipairs{1, 3, 4, 255, 1000, one_block - 1, one_block, one_block + 1} do
+        local a, values = R.generate(n, dtype, function() return R.random_value(dtype) end)
+        local ref = reference(values, dtype)
+        local shifted = a:slice(2, n)             -- n - 1 elements, misaligned: general
+        for _, op in ipairs(ops) do
+          local what = ("%s of %s[%d]"):format(op, dtype, n)
+          local fast = ga[op](a)
+          assert.are.equal(0, fast.ndim, what)
+          assert.are.equal(general(ga[op], a).dtype, fast.dtype, what)
+          assert.are.equal(R.get(general(ga[op], a)):bytes(), R.get(fast):bytes(), what)
+          if n > 1 then
+            assert.are.equal(R.get(general(ga[op], shifted)):bytes(), R.get(ga[op](shifted)):bytes(),
+                             what .. " from its second element")
+          end
+        end
+        assert.are.equal(ref.min, R.value(ga.min(a)), dtype)
+        assert.are.equal(ref.max, R.value(ga.max(a)), dtype)
+        check_sum(ref.sum, ref.abs, R.value(ga.sum(a)), dtype, ("sum of %s[%d]"):format(dtype, n))
+        a:free()
+      end
+    end
+  end)
+
   helpers.gpu_it("sum large float32 and int32 arrays (2^24 + 3 elements)", function()
     local n = 2 ^ 24 + 3
     local a, values = R.generate(n, "float32", function() return math.random() * 2 - 1 end)

@@ -2,9 +2,9 @@
 ** elementwise.c: the C paths of elementwise work, which skip the Lua layer's checks, type
 ** promotion and shape tables for the common calls and launch at once: the GPUArray operators
 ** and the functions of one or two operands (array_binary_operator, array_unary_operator), an
-** ElementwiseKernel's call (elementwise_caller), the Lua layer's launch of a generated
-** elementwise program (program_launcher) and its choice of the program by the operands' kinds
-** (program_dispatcher).  Each takes what it can (arrays on the current device, numbers their
+** ElementwiseKernel's call (elementwise_caller), a ReductionKernel's one-block call
+** (reduction_caller), the Lua layer's launch of a generated elementwise program
+** (program_launcher) and its choice of the program by the operands' kinds (program_dispatcher).  Each takes what it can (arrays on the current device, numbers their
 ** kernels take, an out apart from its operands, a stream not capturing a graph) and hands
 ** everything else, every error included, to the Lua code, which gives the same results.
 ** fast_paths(false) turns them off for a Lua state.
@@ -269,20 +269,23 @@ static int gpu_array_unary_operator (lua_State *L) {
 /* ---------------------------------------------------------------- kernel calls */
 
 /*
-** The C paths of an ElementwiseKernel's call (elementwise_caller) and of the Lua layer's
-** launch of a generated elementwise program (program_launcher) share their upvalues:
-** 1 the Functions by device ordinal (or false where compile gave none), 2 compile() -> the
-** Function for the current device, 3 the general path general(k, args...) (a launcher has
-** none: it returns false instead), 4 the GPUArray metatable, 5 the arguments' kinds (a
-** string: byte i is argument i's dtype id, plus KIND_ARRAY for an array), 6 threads per
-** block, 7 the most blocks; a launcher's also 8 the result's dtype id, 9 the elements a
-** thread of the contiguous kernel takes, 10 the tiled kernels' tile side (0: the program
-** takes no tiles) and 11 their block's rows.  A launcher's Functions are keyed by ordinal *
+** The C paths of an ElementwiseKernel's call (elementwise_caller), of a ReductionKernel's
+** (reduction_caller) and of the Lua layer's launch of a generated elementwise program
+** (program_launcher) share their upvalues: 1 the Functions by device ordinal (or false where
+** compile gave none), 2 compile() -> the Function for the current device, 3 the general path
+** general(k, args...) (a launcher has none: it returns false instead), 4 the GPUArray
+** metatable, 5 the arguments' kinds (a string: byte i is argument i's dtype id, plus
+** KIND_ARRAY for an array), 6 threads per block, 7 the most blocks; a launcher's and a
+** ReductionKernel's also 8 the result's dtype id, 9 the elements a thread of the contiguous
+** kernel takes; a ReductionKernel's also 10 the byte alignment its arrays need; a launcher's
+** also 10 the tiled kernels' tile side (0: the program takes no tiles) and 11 their block's
+** rows.  A launcher's Functions are keyed by ordinal *
 ** (GPU_MAXDIM + 1) + the layout's strided dimensions (0 for the contiguous one), a tiled
 ** layout's by a negative key (tiled_key), and compile gets the layout's name.
 */
 enum { K_FUNCTIONS = 1, K_COMPILE, K_GENERAL, K_ARRAY_MT, K_KINDS, K_BLOCK, K_MAX_GRID,
        K_RESULT, K_UNROLL, K_TILE, K_TILE_ROWS };
+enum { K_ALIGN = K_TILE };   /* a ReductionKernel's: the byte alignment its arrays need */
 #define KIND_ARRAY 0x80
 #define MAX_KERNEL_ARGS 64
 
@@ -366,6 +369,56 @@ static int elementwise_call (lua_State *L) {
                           grid_of(L, first->size, block), (unsigned)block, 1, ptrs, 2, nargs, range,
                           3))
       return 0;
+  }
+  lua_settop(L, nargs + 1);
+  lua_pushvalue(L, lua_upvalueindex(K_GENERAL));
+  lua_insert(L, 1);
+  lua_call(L, nargs + 1, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
+/* Whether each of the n arrays starts at a multiple of align bytes. */
+static int aligned (const gpu_Array **arrays, int n, lua_Integer align) {
+  int i;
+  for (i = 0; i < n; i++)
+    if (arrays[i]->ptr % (CUdeviceptr)align != 0) return 0;
+  return 1;
+}
+
+/* k(args...) of a ReductionKernel (or of a built-in reduction: gpu_reduce_vec): where its
+** arguments are as elementwise_call takes them, aligned, and the first array has at most one
+** block's elements (block * per_thread), one launch of the kernel (args..., n, partials, out,
+** count) as a single block, straight into a new 0-d result (one block writes no partials: out
+** stands in for them); everything else (options, views, bigger arrays, and every error) is
+** the general path's. */
+static int reduction_call (lua_State *L) {
+  size_t nkinds;
+  const unsigned char *kinds =
+      (const unsigned char *)lua_tolstring(L, lua_upvalueindex(K_KINDS), &nkinds);
+  const int nargs = lua_gettop(L) - 1;
+  const lua_Integer block = lua_tointeger(L, lua_upvalueindex(K_BLOCK));
+  CUdeviceptr ptrs[MAX_KERNEL_ARGS];
+  const gpu_Array *arrays[MAX_KERNEL_ARGS], *first, *out;
+  int narrays;
+  if (nargs == (int)nkinds && nargs + 4 <= MAX_KERNEL_ARGS &&
+      plain_arguments(L, 2, nargs, kinds, 0, ptrs, arrays, &narrays) && narrays > 0 &&
+      (first = arrays[0])->size <= block * lua_tointeger(L, lua_upvalueindex(K_UNROLL)) &&
+      aligned(arrays, narrays, lua_tointeger(L, lua_upvalueindex(K_ALIGN)))) {
+    gpu_Context *ctx = first->buffer->ctx;
+    const lua_Integer count = (lua_Integer)first->size;
+    lua_pushinteger(L, count);        /* the parameter after the arguments: n */
+    if (push_function_for(L, ctx->ordinal, NULL)) {
+      const int fidx = lua_gettop(L);
+      lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->ref);
+      out = gpu_array_new_in(L, ctx, -1, lua_upvalueindex(K_ARRAY_MT),
+                             (gpu_DtypeId)lua_tointeger(L, lua_upvalueindex(K_RESULT)), 0, NULL);
+      ptrs[nargs] = 0;                                /* n, read from the stack */
+      ptrs[nargs + 1] = ptrs[nargs + 2] = out->ptr;   /* partials and out */
+      if (gpu_array_alive(out) && arguments_alive(L, 2, nargs, kinds) &&
+          gpu_launch_values(L, fidx, ctx, NULL, 1, (unsigned)block, 1, ptrs, 2, nargs + 3, &count,
+                            1))
+        return 1;
+    }
   }
   lua_settop(L, nargs + 1);
   lua_pushvalue(L, lua_upvalueindex(K_GENERAL));
@@ -637,6 +690,26 @@ static int gpu_elementwise_caller (lua_State *L) {
   return 1;
 }
 
+/* reduction_caller(arguments, compile, general, block, per_thread, result_dtype[, align]) ->
+** a ReductionKernel's __call; arguments lists {dtype = name, pointer = bool}, compile() gives
+** its kernel on the current device, a block's threads take per_thread elements each, and the
+** arrays must start at multiples of align bytes (1 by default) */
+static int gpu_reduction_caller (lua_State *L) {
+  int result = gpu_checkdtype(L, 6);
+  lua_Integer align = luaL_optinteger(L, 7, 1);
+  luaL_checktype(L, 3, LUA_TFUNCTION);
+  luaL_argcheck(L, luaL_checkinteger(L, 5) >= 1, 5, "elements per thread must be positive");
+  luaL_argcheck(L, align >= 1, 7, "the alignment must be positive");
+  lua_settop(L, 5);
+  lua_pushinteger(L, result);               /* K_RESULT */
+  lua_pushvalue(L, 5);                      /* K_UNROLL */
+  lua_pushinteger(L, align);                /* K_ALIGN */
+  lua_pushinteger(L, 1);
+  lua_replace(L, 5);                        /* the most blocks: one */
+  push_kernel_closure(L, reduction_call, 3);
+  return 1;
+}
+
 /* program_launcher(operands, compile, result_dtype, block, max_grid, per_thread, tile,
 ** tile_rows) -> launch(out, stream, values...); operands lists {dtype = name, pointer = bool}
 ** (pointer: an array), compile(layout) gives the program's Function for a layout on the
@@ -739,7 +812,8 @@ void gpu_elementwise_open (lua_State *L) {
   static const luaL_Reg functions[] = {
     {"array_binary_operator", gpu_array_binary_operator},
     {"array_unary_operator", gpu_array_unary_operator},
-    {"elementwise_caller", gpu_elementwise_caller}, {"program_launcher", gpu_program_launcher},
+    {"elementwise_caller", gpu_elementwise_caller}, {"reduction_caller", gpu_reduction_caller},
+    {"program_launcher", gpu_program_launcher},
     {"program_dispatcher", gpu_program_dispatcher}, {"fast_paths", gpu_fast_paths},
     {NULL, NULL},
   };

@@ -1,4 +1,4 @@
--- tools/small_ops.lua: host time a call of 33 small operations (1000 float32 and the like),
+-- tools/small_ops.lua: host time a call of 35 small operations (1000 float32 and the like),
 -- the figure that decides small workloads, beside CuPy's (tools/small_ops.py).
 --
 --   lua5.4 tools/small_ops.lua [calls] [pattern] > LOG   (from the checkout, after `make`)
@@ -66,3 +66,9 @@ time("rand", function() return gpu.random.rand(1000) end)
 time("randn", function() return gpu.random.randn(1000) end)
 time("view_dtype", function() return a:view("int32") end)
 time("ravel_T", function() return m:transpose():ravel() end)
+local rk_dot = gpu.ReductionKernel("float32", 0, "a + b", "x[i] * y[i]",
+                                   "const float *x, const float *y")
+time("reduction_kernel", function() return rk_dot(a, b) end)
+local ek_add = gpu.ElementwiseKernel("const float *x, const float *y, float *z", "z[i] = x[i] + y[i]")
+local z = ga.empty({1000}, "float32")
+time("elementwise_kernel", function() ek_add(a, b, z) end)

@@ -79,6 +79,12 @@ t("rand", lambda: cp.random.rand(1000))
 t("randn", lambda: cp.random.randn(1000))
 t("view_dtype", lambda: a.view(cp.int32))
 t("ravel_T", lambda: m.T.ravel())
+rk_dot = cp.ReductionKernel("float32 x, float32 y", "float32 z", "x * y", "a + b", "z = a", "0",
+                            "rk_dot")
+t("reduction_kernel", lambda: rk_dot(a, b))
+ek_add = cp.ElementwiseKernel("float32 x, float32 y", "float32 z", "z = x + y", "ek_add")
+z = cp.empty((1000,), cp.float32)
+t("elementwise_kernel", lambda: ek_add(a, b, z))
 
 if args.lua_log:
     lua_us = {}

@@ -12,6 +12,7 @@
 
 local core = require "gpu.core"
 local kernel_cache = require "gpu.kernel_cache"
+local ew = require "gpu.elementwise"
 
 local M = {}
 
@@ -563,7 +564,7 @@ end
 
 -- Argument checking ------------------------------------------------------------------------
 
-local typename = require("gpu.args").typename
+local typename, raise = require("gpu.args").typename, require("gpu.args").raise
 
 M.argerror = require("gpu.args").argerror
 local argerror = M.argerror
@@ -618,9 +619,36 @@ local function reduction(op, finish)
   end
 end
 
+-- The C caller (core.reduction_caller) of op's whole reductions of an array of dtype that
+-- fits one block of gpu_reduce_vec (contiguous, 16-byte aligned, at most BLOCK 16-byte
+-- vectors), into a new 0-d array; general(_, a) takes all else.  Only general where op over
+-- dtype reads no vectors, or is not defined (the general path words the error).
+local function small_caller(op, dtype, general)
+  if op_names[op] and dtypes[dtype].kind == "c" then return general end
+  local plan = plan_of(op, dtype)
+  if not plan.vec then return general end
+  return core.reduction_caller({{dtype = dtype, pointer = true}},
+                               function() return plan_kernel(plan, plan.vec_key, "gpu_reduce_vec") end,
+                               general, BLOCK, 16 // plan.itemsize, plan.spec.out, 16)
+end
+
+local GPUArray = core.types.GPUArray
+
 -- gpuarray.<op>(a[, {axis = k, stream = s}]) -> GPUArray (0-d without axis)
 local function device_reduction(op)
-  return reduction(op, function(a, opts) return (reduce_all(op, a, nil, opts.stream)) end)
+  local checked = reduction(op, function(a, opts) return (reduce_all(op, a, nil, opts.stream)) end)
+  local function general(_, a) return checked(a) end
+  local callers = {}          -- dtype -> small_caller
+  return function(a, opts)
+    if opts ~= nil or getmetatable(a) ~= GPUArray then return checked(a, opts) end
+    local dtype = a.dtype
+    local call = callers[dtype]
+    if call == nil then
+      call = small_caller(op, dtype, general)
+      callers[dtype] = call
+    end
+    return call(nil, a)
+  end
 end
 
 -- a:<op>([{axis = k, stream = s}]) -> Lua value (an array with axis)
@@ -687,6 +715,9 @@ local ReductionKernel = {}
 ReductionKernel.__index = ReductionKernel
 ReductionKernel.__name = "gpu.ReductionKernel"
 
+local ONE_BLOCK = BLOCK * 8   -- elements a ReductionKernel call reduces in one block at most
+local call_general
+
 -- gpu.ReductionKernel(dtype_out, neutral, reduce_expr, map_expr, arguments[, opts])
 -- dtype_out: a dtype name, or {ctype = "my_struct", itemsize = n} for a type the preamble
 -- declares (the result is then an itemsize-byte uint8 array holding the struct).
@@ -744,12 +775,21 @@ function M.ReductionKernel(dtype_out, neutral, reduce_expr, map_expr, arguments,
     MAPV = "0", MAP_ARGS = arguments, MAP_NAMES = table.concat(names, ", "), MAP = map_expr,
     MAP_AT = "0",
   })
-  return setmetatable({
+  local k = {
     source = source, params = params, first_vector = first_vector, out_dtype = out_dtype,
     out_size = out_size, name = opts.name or "reduce_kernel",
     options = {no_extern_c = true, name = (opts.name or "reduce_kernel") .. ".cu", options = opts.options},
     key = "ReductionKernel|" .. source .. "|" .. table.concat(opts.options or {}, " "), keys = {},
-  }, ReductionKernel)
+  }
+  -- Where every declaration names a dtype, a call of plain arrays of those dtypes and numbers
+  -- over at most one block's elements goes straight to one launch in C (core.reduction_caller);
+  -- all else, and kernels reducing to a struct, to call_general.
+  local declared = out_dtype and ew.parse_arguments(arguments)
+  if not declared then return setmetatable(k, ReductionKernel) end
+  k.declared = declared
+  local call = core.reduction_caller(declared, function() return k:_function("gpu_reduce_index") end,
+                                     call_general, BLOCK, ONE_BLOCK // BLOCK, out_dtype)
+  return setmetatable(k, {__index = ReductionKernel, __name = ReductionKernel.__name, __call = call})
 end
 
 function ReductionKernel:_function(name)
@@ -764,10 +804,8 @@ function ReductionKernel:_function(name)
   return kernel_cache.get(key, function() return source, name, nil, options end)
 end
 
-local ONE_BLOCK = BLOCK * 8   -- elements a ReductionKernel call reduces in one block at most
-
 -- k(args...[, {stream = s}]) -> 0-d GPUArray (or the struct's bytes as a uint8 array)
-function ReductionKernel:__call(...)
+function call_general(self, ...)
   local args = table.pack(...)
   local opts
   if args.n > 0 and type(args[args.n]) == "table" and getmetatable(args[args.n]) == nil then
@@ -777,7 +815,7 @@ function ReductionKernel:__call(...)
     opts = {}
   end
   if args.n ~= #self.params then
-    error(("'%s' takes %d arguments, got %d"):format(self.name, #self.params, args.n), 2)
+    raise(("'%s' takes %d arguments, got %d"):format(self.name, #self.params, args.n))
   end
   local copies = {}
   for i, p in ipairs(self.params) do
@@ -789,6 +827,9 @@ function ReductionKernel:__call(...)
         args[i] = v:copy(opts.stream and {stream = opts.stream})
         copies[#copies + 1] = args[i]
       end
+    elseif self.declared and type(v) ~= "number" and type(v) ~= "boolean" then
+      argerror(i, self.name, ("expected a number for %s, got %s"):format(self.declared[i].dtype,
+                                                                          typename(v)))
     end
   end
   local n = args[self.first_vector].size
@@ -806,6 +847,7 @@ function ReductionKernel:__call(...)
   for _, c in ipairs(copies) do core.free_after(c, opts.stream) end
   return out
 end
+ReductionKernel.__call = call_general
 
 -- argmax and argmin ------------------------------------------------------------------------
 
@@ -844,7 +886,6 @@ end
 
 -- var and std ------------------------------------------------------------------------------
 
-local ew = require "gpu.elementwise"
 
 -- The elementwise program |x - m|^2 over x of dtype and its mean m of the work dtype, in the
 -- work dtype's real type (complex: re^2 + im^2, as NumPy sums them).

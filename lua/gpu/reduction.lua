@@ -382,11 +382,10 @@ local function result_buffer(dtype, partial_bytes)
   return buf, core.array_view(buf, 0, dtype, {}), buf:offset(256)
 end
 
+-- f(...) as grid blocks of BLOCK threads on stream (a prepared call: no options table to
+-- make and read)
 local function run(f, grid, stream, ...)
-  local args = table.pack(...)
-  args.n = args.n + 1
-  args[args.n] = {block = BLOCK, grid = grid, stream = stream}
-  f(table.unpack(args, 1, args.n))
+  f:prepared_async_call(grid, BLOCK, stream, ...)
 end
 
 -- Reductions whose result does not depend on the order they meet the elements in.
@@ -456,18 +455,17 @@ local function reduce_all(op, a, b, stream)
   local per_thread = vec and 16 // plan.itemsize or 1
   local grid = math.max(1, math.min(max_grid(), ceil_div(n, BLOCK * per_thread)))
   local buf, out, partials = result_buffer(plan.spec.out, grid * plan.acc_size)
-  local launch = {block = BLOCK, grid = grid, stream = stream}
   if vec then
     local f = plan_kernel(plan, plan.vec_key, "gpu_reduce_vec")
-    if b then f(a, b, n, partials, out, n, launch) else f(a, n, partials, out, n, launch) end
+    if b then run(f, grid, stream, a, b, n, partials, out, n)
+    else run(f, grid, stream, a, n, partials, out, n) end
   else
     local f = plan_kernel(plan, plan.index_key, "gpu_reduce_index")
-    if b then f(a, layout_of(a), b, layout_of(b), n, partials, out, n, launch)
-    else f(a, layout_of(a), n, partials, out, n, launch) end
+    if b then run(f, grid, stream, a, layout_of(a), b, layout_of(b), n, partials, out, n)
+    else run(f, grid, stream, a, layout_of(a), n, partials, out, n) end
   end
   if grid > 1 then
-    plan_kernel(plan, plan.finish_key, "gpu_reduce_finish")(partials, grid, out, n,
-                                                            {block = BLOCK, grid = 1, stream = stream})
+    run(plan_kernel(plan, plan.finish_key, "gpu_reduce_finish"), 1, stream, partials, grid, out, n)
   end
   return out, buf, plan.spec.out
 end

@@ -161,16 +161,26 @@ describe("ReductionKernel's one-block C path", function()
   end)
 
   it("checks how it is made", function()
+    -- luaL_argerror names the function by whichever of its names (gpu.core.reduction_caller,
+    -- gpu.reduction_caller) it meets first in package.loaded, an order that varies from run to
+    -- run: the messages are compared without the module
+    local function assert_made_error(message, ...)
+      local err = helpers.error_of(core.reduction_caller, ...)
+      assert.are.equal(message, (err:gsub("'gpu%.core%.reduction_caller'", "'reduction_caller'")
+                                    :gsub("'gpu%.reduction_caller'", "'reduction_caller'")))
+    end
     local function compile() end
     local declared = {{dtype = "float32", pointer = true}}
-    helpers.assert_error("bad argument #6 to 'gpu.reduction_caller' (unknown dtype 'float')",
-                         core.reduction_caller, declared, compile, compile, 256, 8, "float")
-    helpers.assert_error("bad argument #5 to 'gpu.reduction_caller' (elements per thread must be positive)",
-                         core.reduction_caller, declared, compile, compile, 256, 0, "float32")
-    helpers.assert_error("bad argument #3 to 'gpu.reduction_caller' (function expected, got nil)",
-                         core.reduction_caller, declared, compile, nil, 256, 8, "float32")
-    helpers.assert_error("bad argument #1 to 'gpu.reduction_caller' (unknown dtype in the arguments)",
-                         core.reduction_caller, {{dtype = "float"}}, compile, compile, 256, 8, "float32")
+    assert_made_error("bad argument #6 to 'reduction_caller' (unknown dtype 'float')",
+                      declared, compile, compile, 256, 8, "float")
+    assert_made_error("bad argument #5 to 'reduction_caller' (elements per thread must be positive)",
+                      declared, compile, compile, 256, 0, "float32")
+    assert_made_error("bad argument #7 to 'reduction_caller' (the alignment must be positive)",
+                      declared, compile, compile, 256, 8, "float32", 0)
+    assert_made_error("bad argument #3 to 'reduction_caller' (function expected, got nil)",
+                      declared, compile, nil, 256, 8, "float32")
+    assert_made_error("bad argument #1 to 'reduction_caller' (unknown dtype in the arguments)",
+                      {{dtype = "float"}}, compile, compile, 256, 8, "float32")
   end)
 
   it("is the call of kernels whose declarations name dtypes only", function()

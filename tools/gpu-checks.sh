@@ -58,6 +58,7 @@ suite_lanes() {
                "spec/4[1-9]*_spec.lua spec/5*_spec.lua spec/6[1-9]*_spec.lua"
                "spec/40*_spec.lua spec/60*_spec.lua")
   local i last=$((${#lanes[@]} - 1)) passed=0 failed=0 skipped=0
+  rm -f "$OUT"/suite-output-*.log "$OUT"/suite-times-*.txt   # suite_files appends to them
   for ((i = 0; i < last; i++)); do
     (LANE=$i SUITE_FILES="${lanes[$i]}" suite_files > "$OUT/lane-$i.txt") &
   done

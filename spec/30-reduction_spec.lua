@@ -197,6 +197,44 @@ describe("reductions", function()
     end
   end)
 
+  -- core.axis_layout reads in C what reduce_axis took from a.shape and a.strides: the kept
+  -- axes' shape, count and packed layout (collapse, then pack_layout), the axis' length and
+  -- stride.
+  helpers.gpu_it("lay out the kept axes in C as collapse and pack_layout do", function()
+    local function lua_layout(a, axis)
+      local shape, strides = a.shape, a.strides
+      local kept_shape, kept_strides, m = {}, {}, 1
+      for i = 1, #shape do
+        if i ~= axis then
+          kept_shape[#kept_shape + 1], kept_strides[#kept_strides + 1] = shape[i], strides[i]
+          m = m * shape[i]
+        end
+      end
+      return kept_shape, m, shape[axis], strides[axis],
+             reduction.pack_layout(reduction.collapse(kept_shape, kept_strides))
+    end
+    local base = R.generate(4 * 1 * 6 * 5, "float32", function(i) return i end)
+    local arrays = {
+      R.reshaped(base, {4, 1, 6, 5}), R.reshaped(base, {120}), R.reshaped(base, {1, 120, 1}),
+      core.array_view(base, 0, "float32", {5, 6, 4}, {4, 20, 120}),          -- transposed
+      core.array_view(base, 8, "float32", {3, 2, 5}, {160, 40, 4}),           -- every other row
+      core.array_view(base, 0, "float32", {6, 0, 3}, {80, 4, 8}),             -- empty
+      core.array_view(base, 4, "float32", {2, 3, 4}, {0, 40, 8}),             -- broadcast axis
+    }
+    for n, a in ipairs(arrays) do
+      for axis = 1, a.ndim do
+        local want = {lua_layout(a, axis)}
+        local got = {core.axis_layout(a, axis)}
+        assert.are.same(want, got, ("array %d, axis %d"):format(n, axis))
+      end
+    end
+    local a = arrays[1]
+    assert.is_truthy(helpers.error_of(core.axis_layout, a, 0):find("(axis out of range)", 1, true))
+    assert.is_truthy(helpers.error_of(core.axis_layout, a, 5):find("(axis out of range)", 1, true))
+    base:free()
+    assert.is_truthy(helpers.error_of(core.axis_layout, a, 1):find("(array has been freed)", 1, true))
+  end)
+
   helpers.gpu_it("sum large float32 and int32 arrays (2^24 + 3 elements)", function()
     local n = 2 ^ 24 + 3
     local a, values = R.generate(n, "float32", function() return math.random() * 2 - 1 end)

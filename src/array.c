@@ -426,6 +426,54 @@ static int gpu_view_method (lua_State *L) {
   return 1;
 }
 
+/* ---------------------------------------------------------------- reductions */
+
+/* The gpu_layout of kernels/common.cu: ndim, then GPU_MAXDIM dims and byte strides. */
+typedef struct Packed_layout {
+  int64_t ndim, shape[GPU_MAXDIM], strides[GPU_MAXDIM];
+} Packed_layout;
+
+/* axis_layout(a, axis) -> kept_shape, m, k, axis_stride, layout: for a reduction of the array
+** a along axis (1-based, checked by the caller), the shape of the other axes, their element
+** count m, the axis' length k and byte stride, and the other axes as a packed gpu_layout,
+** length-1 axes dropped and axes that one stride walks merged (what reduction.lua's collapse
+** and pack_layout make of them; read from the array at once instead of its shape and strides
+** tables). */
+static int gpu_axis_layout (lua_State *L) {
+  const gpu_Array *a = gpu_checkarray(L, 1);
+  const lua_Integer axis = luaL_checkinteger(L, 2);
+  Packed_layout lay;
+  int64_t m = 1;
+  int d, kept = 0;
+  luaL_argcheck(L, axis >= 1 && axis <= a->ndim, 2, "axis out of range");
+  memset(&lay, 0, sizeof lay);
+  lua_createtable(L, a->ndim - 1, 0);
+  for (d = 0; d < a->ndim; d++) {
+    const int64_t n = a->shape[d], stride = a->strides[d];
+    if (d == axis - 1) continue;
+    lua_pushinteger(L, (lua_Integer)n);
+    lua_rawseti(L, -2, ++kept);
+    m *= n;
+    if (n == 1) continue;
+    if (lay.ndim > 0 && lay.strides[lay.ndim - 1] == stride * n) {   /* merges with the last */
+      lay.shape[lay.ndim - 1] *= n;
+      lay.strides[lay.ndim - 1] = stride;
+    } else {
+      lay.shape[lay.ndim] = n;
+      lay.strides[lay.ndim++] = stride;
+    }
+  }
+  if (lay.ndim == 0) {
+    lay.ndim = 1;
+    lay.shape[0] = 1;
+  }
+  lua_pushinteger(L, (lua_Integer)m);
+  lua_pushinteger(L, (lua_Integer)a->shape[axis - 1]);
+  lua_pushinteger(L, (lua_Integer)a->strides[axis - 1]);
+  lua_pushlstring(L, (const char *)&lay, sizeof lay);
+  return 5;
+}
+
 /* :free(), __close and __gc: an owner releases its memory, a view detaches. */
 static int array_free (lua_State *L) {
   gpu_Array *a = (gpu_Array *)gpu_checkself(L, 1, GPU_ARRAY);
@@ -571,7 +619,7 @@ void gpu_array_open (lua_State *L) {
   static const luaL_Reg functions[] = {
     {"array_empty", gpu_array_empty}, {"array_zeros", gpu_array_zeros},
     {"array_view", gpu_array_view}, {"array_like", gpu_array_like},
-    {"view_method", gpu_view_method}, {NULL, NULL},
+    {"view_method", gpu_view_method}, {"axis_layout", gpu_axis_layout}, {NULL, NULL},
   };
   static const luaL_Reg meta[] = {
     {"__index", array_index}, {"__newindex", array_newindex}, {"__len", array_len},

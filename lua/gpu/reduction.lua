@@ -327,13 +327,6 @@ local function ceil_div(a, b) return (a + b - 1) // b end
 
 local module_options = {no_extern_c = true, name = "reduce.cu"}
 
--- The kernel `name` of the module built by source_fn (called only on a cache miss).
-local function kernel(key, name, source_fn)
-  return kernel_cache.get(key .. "|" .. name, function()
-    return (source_fn()), name, nil, module_options
-  end)
-end
-
 -- Shape and byte strides with length-1 axes dropped and mergeable neighbours merged.
 local function collapse(shape, strides)
   local s, t = {}, {}
@@ -472,15 +465,21 @@ end
 
 local op_names = {min = "minimum", max = "maximum"}
 
--- What reduce_axis needs of op over dtype, made once: the spec, the kernel cache's key and the
--- source's builder.
+-- What reduce_axis needs of op over dtype, made once: the spec, the itemsize, and its two
+-- kernels' cache keys and builders.
 local axis_plans = {}      -- op -> dtype -> plan
 local function axis_plan(op, dtype)
   local by_dtype = kernel_cache.level(axis_plans, op)
   local plan = by_dtype[dtype]
   if plan == nil then
-    plan = {spec = ops[op](dtype), key = ("reduce|%s|%s|"):format(op, dtype),
-            source = function() return M.builtin_source(op, dtype) end}
+    local key = ("reduce|%s|%s|"):format(op, dtype)
+    local function builder(name)
+      return function() return (M.builtin_source(op, dtype)), name, nil, module_options end
+    end
+    plan = {spec = ops[op](dtype), itemsize = dtypes[dtype].size,
+            axis_key = key .. "|gpu_reduce_axis", axis_build = builder("gpu_reduce_axis"),
+            finish_key = key .. "|gpu_reduce_axis_finish",
+            finish_build = builder("gpu_reduce_axis_finish")}
     by_dtype[dtype] = plan
   end
   return plan
@@ -488,36 +487,27 @@ end
 
 -- Reduction of a along axis (1-based, checked) on stream; returns a new array.
 local function reduce_axis(fname, op, a, axis, stream)
-  local shape, strides, dtype = a.shape, a.strides, a.dtype
-  local kept_shape, kept_strides = {}, {}
-  for i = 1, #shape do
-    if i ~= axis then
-      kept_shape[#kept_shape + 1] = shape[i]
-      kept_strides[#kept_strides + 1] = strides[i]
-    end
-  end
-  local k, axis_stride = shape[axis], strides[axis]
+  -- the kept axes' shape and layout (collapse and pack_layout of them), read in C at once
+  local kept_shape, m, k, axis_stride, layout = core.axis_layout(a, axis)
   if k == 0 and op_names[op] then
     M.argerror(1, fname, ("zero-size array to reduction operation %s which has no identity")
                          :format(op_names[op]), 2)
   end
+  local dtype = a.dtype
   local plan = axis_plan(op, dtype)
-  local spec, key, source = plan.spec, plan.key, plan.source
+  local spec = plan.spec
   local out = core.array_empty(kept_shape, spec.out)
-  local m = 1
-  for _, d in ipairs(kept_shape) do m = m * d end
   if m == 0 then return out end
-  local layout = pack_layout(collapse(kept_shape, kept_strides))
-  local shares, along = M.axis_threads(m, k, axis_stride, dtypes[dtype].size)
+  local shares, along = M.axis_threads(m, k, axis_stride, plan.itemsize)
   local blocks = math.min(ceil_div(m, BLOCK // shares), 0x7fffffff)
   -- enough blocks for the 8 of them a multiprocessor runs at once
   local splits, split_k = M.split_ranges(blocks, k, 8 * M.multiprocessors(), 1)
   local partials = out
   if splits > 1 then partials = core.mem_alloc(splits * m * ctype_sizes[spec.acc]) end
-  run(kernel(key, "gpu_reduce_axis", source), {blocks, splits}, stream, a, m, k, axis_stride,
-      layout, out, partials, split_k, shares, along and 1 or 0)
+  run(kernel_cache.get(plan.axis_key, plan.axis_build), {blocks, splits}, stream, a, m, k,
+      axis_stride, layout, out, partials, split_k, shares, along and 1 or 0)
   if splits > 1 then
-    run(kernel(key, "gpu_reduce_axis_finish", source), math.min(max_grid(), ceil_div(m, BLOCK)),
+    run(kernel_cache.get(plan.finish_key, plan.finish_build), math.min(max_grid(), ceil_div(m, BLOCK)),
         stream, partials, m, splits, k, out)
     core.free_after(partials, stream)
   end

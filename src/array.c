@@ -434,7 +434,7 @@ typedef struct Packed_layout {
 } Packed_layout;
 
 /* axis_layout(a, axis) -> kept_shape, m, k, axis_stride, layout: for a reduction of the array
-** a along axis (1-based, checked by the caller), the shape of the other axes, their element
+** a along axis (1-based), the shape of the other axes, their element
 ** count m, the axis' length k and byte stride, and the other axes as a packed gpu_layout,
 ** length-1 axes dropped and axes that one stride walks merged (what reduction.lua's collapse
 ** and pack_layout make of them; read from the array at once instead of its shape and strides

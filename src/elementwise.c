@@ -2,9 +2,10 @@
 ** elementwise.c: the C paths of elementwise work, which skip the Lua layer's checks, type
 ** promotion and shape tables for the common calls and launch at once: the GPUArray operators
 ** and the functions of one or two operands (array_binary_operator, array_unary_operator), an
-** ElementwiseKernel's call (elementwise_caller), a ReductionKernel's one-block call
-** (reduction_caller), the Lua layer's launch of a generated elementwise program
-** (program_launcher) and its choice of the program by the operands' kinds (program_dispatcher).  Each takes what it can (arrays on the current device, numbers their
+** ElementwiseKernel's call (elementwise_caller), a reduction of one block (reduction_caller:
+** a ReductionKernel's call, gpuarray.sum and the like), the Lua layer's launch of a generated
+** elementwise program (program_launcher) and its choice of the program by the operands' kinds
+** (program_dispatcher).  Each takes what it can (arrays on the current device, numbers their
 ** kernels take, an out apart from its operands, a stream not capturing a graph) and hands
 ** everything else, every error included, to the Lua code, which gives the same results.
 ** fast_paths(false) turns them off for a Lua state.
@@ -269,23 +270,23 @@ static int gpu_array_unary_operator (lua_State *L) {
 /* ---------------------------------------------------------------- kernel calls */
 
 /*
-** The C paths of an ElementwiseKernel's call (elementwise_caller), of a ReductionKernel's
+** The C paths of an ElementwiseKernel's call (elementwise_caller), of a reduction's
 ** (reduction_caller) and of the Lua layer's launch of a generated elementwise program
 ** (program_launcher) share their upvalues: 1 the Functions by device ordinal (or false where
 ** compile gave none), 2 compile() -> the Function for the current device, 3 the general path
 ** general(k, args...) (a launcher has none: it returns false instead), 4 the GPUArray
 ** metatable, 5 the arguments' kinds (a string: byte i is argument i's dtype id, plus
 ** KIND_ARRAY for an array), 6 threads per block, 7 the most blocks; a launcher's and a
-** ReductionKernel's also 8 the result's dtype id, 9 the elements a thread of the contiguous
-** kernel takes; a ReductionKernel's also 10 the byte alignment its arrays need; a launcher's
-** also 10 the tiled kernels' tile side (0: the program takes no tiles) and 11 their block's
-** rows.  A launcher's Functions are keyed by ordinal *
-** (GPU_MAXDIM + 1) + the layout's strided dimensions (0 for the contiguous one), a tiled
-** layout's by a negative key (tiled_key), and compile gets the layout's name.
+** reduction's also 8 the result's dtype id, 9 the elements a thread of the contiguous kernel
+** takes; a reduction's also 10 the byte alignment its arrays need; a launcher's also 10 the
+** tiled kernels' tile side (0: the program takes no tiles) and 11 their block's rows.  A
+** launcher's Functions are keyed by ordinal * (GPU_MAXDIM + 1) + the layout's strided
+** dimensions (0 for the contiguous one), a tiled layout's by a negative key (tiled_key), and
+** compile gets the layout's name.
 */
 enum { K_FUNCTIONS = 1, K_COMPILE, K_GENERAL, K_ARRAY_MT, K_KINDS, K_BLOCK, K_MAX_GRID,
        K_RESULT, K_UNROLL, K_TILE, K_TILE_ROWS };
-enum { K_ALIGN = K_TILE };   /* a ReductionKernel's: the byte alignment its arrays need */
+enum { K_ALIGN = K_TILE };   /* a reduction's: the byte alignment its arrays need */
 #define KIND_ARRAY 0x80
 #define MAX_KERNEL_ARGS 64
 

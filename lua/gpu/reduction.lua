@@ -874,7 +874,6 @@ end
 
 -- var and std ------------------------------------------------------------------------------
 
-
 -- The elementwise program |x - m|^2 over x of dtype and its mean m of the work dtype, in the
 -- work dtype's real type (complex: re^2 + im^2, as NumPy sums them).
 local function deviation_program(dtype)

@@ -349,6 +349,16 @@ static unsigned grid_of (lua_State *L, int64_t count, lua_Integer per_block) {
   return (unsigned)(blocks < max_grid ? blocks : max_grid);
 }
 
+/* The kernel's general path (the upvalue K_GENERAL) called with the kernel object and its
+** nargs arguments, from stack index 1, instead of the C path; returns its results. */
+static int call_kernel_general (lua_State *L, int nargs) {
+  lua_settop(L, nargs + 1);
+  lua_pushvalue(L, lua_upvalueindex(K_GENERAL));
+  lua_insert(L, 1);
+  lua_call(L, nargs + 1, LUA_MULTRET);
+  return lua_gettop(L);
+}
+
 /* k(args...): one launch over the first array's elements where every array argument is plain
 ** and of its declared dtype, all on one device, and every other a number its parameter
 ** takes; everything else (options, views, Buffers, and every error) is the general path's. */
@@ -371,11 +381,7 @@ static int elementwise_call (lua_State *L) {
                           3))
       return 0;
   }
-  lua_settop(L, nargs + 1);
-  lua_pushvalue(L, lua_upvalueindex(K_GENERAL));
-  lua_insert(L, 1);
-  lua_call(L, nargs + 1, LUA_MULTRET);
-  return lua_gettop(L);
+  return call_kernel_general(L, nargs);
 }
 
 /* Whether each of the n arrays starts at a multiple of align bytes. */
@@ -421,11 +427,7 @@ static int reduction_call (lua_State *L) {
         return 1;
     }
   }
-  lua_settop(L, nargs + 1);
-  lua_pushvalue(L, lua_upvalueindex(K_GENERAL));
-  lua_insert(L, 1);
-  lua_call(L, nargs + 1, LUA_MULTRET);
-  return lua_gettop(L);
+  return call_kernel_general(L, nargs);
 }
 
 static int not_taken (lua_State *L) {

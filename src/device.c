@@ -236,18 +236,18 @@ gpu_Context *gpu_context_adopt (lua_State *L, CUcontext ctx) {
 }
 
 int gpu_context_try_enter (gpu_Context *c, CUcontext *prev) {
-  const gpu_Driver *d = gpu_driver_load(NULL, NULL);
+  const gpu_Driver *d;
   CUcontext cur = NULL;
   *prev = NULL;
-  if (c == NULL || c->ctx == NULL || d == NULL) return 0;
+  if (c == NULL || c->ctx == NULL) return 0;
+  d = c->driver;                           /* set before the context was retained */
   if (d->cuCtxGetCurrent(&cur) != CUDA_SUCCESS) return 0;
   *prev = cur;
   return cur == c->ctx || d->cuCtxSetCurrent(c->ctx) == CUDA_SUCCESS;
 }
 
 void gpu_context_restore (const gpu_Context *c, CUcontext prev) {
-  const gpu_Driver *d = gpu_driver_load(NULL, NULL);
-  if (d != NULL && prev != NULL && prev != c->ctx) d->cuCtxSetCurrent(prev);
+  if (prev != NULL && prev != c->ctx) c->driver->cuCtxSetCurrent(prev);
 }
 
 void gpu_context_enter (lua_State *L, gpu_Context *c) {

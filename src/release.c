@@ -26,13 +26,14 @@ static pthread_cond_t synchronized = PTHREAD_COND_INITIALIZER;
 static int open_captures, synchronizing;
 
 static void release_now (const gpu_Release *r) {
-  const gpu_Driver *d = gpu_driver_load(NULL, NULL);
+  const gpu_Driver *d;
   CUcontext prev;
   if (r->kind == GPU_RELEASE_CALLBACK) {
     r->h.callback.fn(r->h.callback.data);
     return;
   }
-  if (d == NULL || !gpu_context_try_enter(r->ctx, &prev)) return;   /* the context is gone */
+  if (!gpu_context_try_enter(r->ctx, &prev)) return;   /* the context is gone */
+  d = r->ctx->driver;
   switch (r->kind) {
     case GPU_RELEASE_POOLED: d->cuMemFreeAsync(r->h.device, NULL); break;
     case GPU_RELEASE_POOLED_ON_STREAM:

@@ -485,7 +485,7 @@ function M.launcher(p) return p.launcher or plain_launcher(p) end
 
 -- launch(p, out, stream, fname, values...) -> out (allocated when nil)
 function M.launch(p, out, stream, fname, ...)
-  local result = (p.launcher or plain_launcher(p))(out, stream, ...)
+  local result = M.launcher(p)(out, stream, ...)
   if result then return result end
   local nvalues = select("#", ...)
   local values = {...}

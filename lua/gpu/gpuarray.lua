@@ -142,23 +142,16 @@ end
 
 -- program_of's results: op -> target -> (type -> array-ness ->) per operand -> {program = p}
 local programs_by_type = {}
-local function remember_node(node, key)
-  local t = {}
-  node[key] = t
-  return t
-end
+local level = require("gpu.kernel_cache").level
 
 local comparisons = {eq = true, ne = true, lt = true, le = true, gt = true, ge = true}
 
 -- The program of op (and target) for operands of these types and values (program_of's),
 -- made once per types and array-ness; nil, a message and the operand to blame where none.
 local function program_for(op, types, values, target)
-  local node = programs_by_type[op]
-  if node == nil then node = {}; programs_by_type[op] = node end
-  node = node[target or false] or remember_node(node, target or false)
+  local node = level(level(programs_by_type, op), target or false)
   for k = 1, #types do
-    node = node[types[k]] or remember_node(node, types[k])
-    node = node[is_array(values[k])] or remember_node(node, is_array(values[k]))
+    node = level(level(node, types[k]), is_array(values[k]))
   end
   local p = node.program
   if p == nil then
@@ -174,7 +167,6 @@ end
 -- its operands' kinds, found by one integer key, where the kinds decide the program (not for
 -- a comparison with a Lua integer, which NumPy compares by its value).
 local dispatchers = {}
-local level = require("gpu.kernel_cache").level
 local function dispatcher(op, target)
   local by_target = level(dispatchers, op)
   local d = by_target[target or false]
@@ -243,9 +235,8 @@ local function binary_operator(op, fname, general)
     local p = program_of(op, {operand_type(x, 1, fname), operand_type(y, 2, fname)}, {x, y})
     if p then return ew.kernel(p, "c"), p.out end
   end
-  local dispatch = dispatcher(op)
-  general = general or function(x, y, out, stream)
-    return dispatch(out, stream, x, y) or apply(op, fname, {x, y}, {out = out, stream = stream})
+  general = general or function(x, y, out, stream)   -- apply tries the dispatcher first
+    return apply(op, fname, {x, y}, {out = out, stream = stream})
   end
   return core.array_binary_operator(compile, general, BLOCK, MAX_GRID, UNROLL)
 end

@@ -410,10 +410,7 @@ end
 -- (Building these on each call was about a third of a reduction's host time.)
 local plans = {}
 local function plan_of(op, dtype, dtype2)
-  local by_dtype = plans[op]
-  if by_dtype == nil then by_dtype = {}; plans[op] = by_dtype end
-  local by_dtype2 = by_dtype[dtype]
-  if by_dtype2 == nil then by_dtype2 = {}; by_dtype[dtype] = by_dtype2 end
+  local by_dtype2 = kernel_cache.level(kernel_cache.level(plans, op), dtype)
   local plan = by_dtype2[dtype2 or ""]
   if plan == nil then
     local spec = ops[op](dtype, dtype2)

@@ -124,7 +124,8 @@ def dense_figures(xp, run, want, event, sync):
     """The library kernels with no raw C twin: matmul (TFLOP/s), matrix-vector products (GB/s)
     and sort (ms)."""
     n = 4096
-    for fid, dtype in (("matmul_f32", "float32"), ("matmul_f64", "float64")):
+    for fid, dtype in (("matmul_f32", "float32"), ("matmul_f64", "float64"),
+                       ("matmul_f16", "float16")):
         if fid not in want:
             continue
         a = xp.asarray(rand(n * n).astype(dtype)).reshape(n, n)
@@ -383,7 +384,7 @@ ALL_IDS = {"launch_async_f", "launch_sync_f", "small_add", "small_iadd", "small_
            "alloc_free", "copy_dtod", "large_add", "sum", "max", "dot", "cumsum",
            "axpby_unfused", "axpby_fused", "htod_pageable", "htod_pinned",
            "dtoh_pageable", "dtoh_pinned", "compile_cold", "graph_loop", "graph_replay",
-           "graph_speedup", "matmul_f32", "matmul_f64", "matvec_f32", "matvec_t_f32",
+           "graph_speedup", "matmul_f32", "matmul_f64", "matmul_f16", "matvec_f32", "matvec_t_f32",
            "matmul_cols_f32", "matmul_stack_f32", "sort_f32"}
 
 if __name__ == "__main__":

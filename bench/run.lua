@@ -127,6 +127,8 @@ local FIGURES = {
   {id = "matmul_f32", what = "gpuarray.matmul, 4096 x 4096 float32 (PyTorch: cuBLAS, TF32 off)",
    unit = "TFLOP/s"},
   {id = "matmul_f64", what = "gpuarray.matmul, 4096 x 4096 float64", unit = "TFLOP/s"},
+  {id = "matmul_f16", what = "gpuarray.matmul, 4096 x 4096 float16 (float sums; tensor cores)",
+   unit = "TFLOP/s"},
   {id = "matvec_f32", what = "gpuarray.matmul, 8192 x 8192 float32 by a vector (matrix bytes)",
    unit = "GB/s"},
   {id = "matvec_t_f32", what = "  (the matrix a transposed view)", unit = "GB/s"},
@@ -788,7 +790,7 @@ end
 function lua_bench.dense()
   local r = {}
   local n = 4096
-  for _, case in ipairs{{"matmul_f32", "float32"}, {"matmul_f64", "float64"}} do
+  for _, case in ipairs{{"matmul_f32", "float32"}, {"matmul_f64", "float64"}, {"matmul_f16", "float16"}} do
     local id, dtype = case[1], case[2]
     if selected(id) then
       local a32, b32 = empty_array(n * n), empty_array(n * n)
@@ -797,16 +799,18 @@ function lua_bench.dense()
       local a, b = a32:astype(dtype):reshape({n, n}), b32:astype(dtype):reshape({n, n})
       local c = gpu.empty({n, n}, dtype)
       local t = device(5, function() gpuarray.matmul(a, b, {out = c}) end)
-      -- a few elements against sums in Lua, within n roundings of the sum of |a b|
+      -- a few elements against sums in Lua, within n roundings of the sum of |a b| (and a
+      -- float16 result's own rounding)
       local ha, hb, hc = a:get(), b:get(), c:get()
-      local unit_roundoff = dtype == "float32" and 2 ^ -24 or 2 ^ -53
+      local unit_roundoff = dtype == "float64" and 2 ^ -53 or 2 ^ -24
       for _ = 1, 4 do
         local i, j, want, scale = math.random(n), math.random(n), 0, 0
         for l = 1, n do
           local p = ha[(i - 1) * n + l] * hb[(l - 1) * n + j]
           want, scale = want + p, scale + math.abs(p)
         end
-        check(math.abs(hc[(i - 1) * n + j] - want) <= n * unit_roundoff * scale,
+        local rounding = dtype == "float16" and 2 ^ -11 * math.abs(want) or 0
+        check(math.abs(hc[(i - 1) * n + j] - want) <= n * unit_roundoff * scale + rounding,
               ("%s element %d, %d"):format(id, i, j))
       end
       r[id] = 2 * n ^ 3 / t / 1e6
@@ -927,7 +931,7 @@ local function run_lua()
      run = function() return lua_bench.host_copies(LOG2N) end},
     {ids = {"compile_cold", "compile_hit", "compile_disk"}, run = lua_bench.compile},
     {ids = {"graph_loop", "graph_replay", "graph_speedup"}, run = lua_bench.graph},
-    {ids = {"matmul_f32", "matmul_f64", "matvec_f32", "matvec_t_f32", "matmul_cols_f32",
+    {ids = {"matmul_f32", "matmul_f64", "matmul_f16", "matvec_f32", "matvec_t_f32", "matmul_cols_f32",
             "matmul_stack_f32", "sort_f32"},
      run = lua_bench.dense},
   }

@@ -11,16 +11,17 @@
 // ones, so it reads each run from shared memory in one vector load.  While a block computes
 // with one pair of tiles, its loads of the next are in flight into registers.  Correct for
 // every size and dtype, and below a tuned BLAS's speed.  Elements convert to the accumulator
-// on loading (integers accumulate in 64 unsigned bits, which wraps as NumPy's fixed-width sums
-// do once the store truncates).  float64 and complex128 products on devices of compute
-// capability 8.0 and later multiply the same staged tiles on the tensor cores instead
-// (GPU_TENSOR_CORES).
+// as they are staged (integers accumulate in 64 unsigned bits, which wraps as NumPy's
+// fixed-width sums do once the store truncates).  On devices of compute capability 8.0 and
+// later, float64 and complex128 products, and products of two float16 or two bfloat16
+// matrices, multiply the same staged tiles on the tensor cores instead (GPU_TENSOR_CORES).
 
 #define GPU_THREADS 16                        // threads along each side of a block
 #define GPU_PER_THREAD $PER_THREAD            // rows, and columns, of out per thread
 #define GPU_TILE (GPU_THREADS * GPU_PER_THREAD)
 #define GPU_DEPTH 16                          // the k extent of a staged tile
-#define GPU_TENSOR_CORES $TENSOR_CORES        // on the tensor cores: 1 float64, 2 complex128
+#define GPU_TENSOR_CORES $TENSOR_CORES        // on the tensor cores: 1 float64, 2 complex128,
+                                              // 3 float16, 4 bfloat16
 #define GPU_RUN 4                             // adjacent rows, or columns, a thread owns
 #define GPU_RUN_SPAN (GPU_THREADS * GPU_RUN)  // the rows, or columns, of one run of each thread
 // Rows of a staged tile are padded by a run: vector loads stay aligned, and the stores of a
@@ -111,13 +112,19 @@ __device__ __forceinline__ void gpu_stage_store(const gpu_stager &st,
 // block's 8 warps cover the tile 2 down and 4 across, each warp GPU_WARP_ROWS x GPU_WARP_COLS
 // in GPU_MMA_ROWS x 8 pieces (the same P x P results a thread as on the other path).  A
 // complex product is four real ones: re += a.re b.re - a.im b.im, im += a.re b.im + a.im b.re.
-#define GPU_MMA_ROWS $MMA_ROWS                 // 8 or 16: mma.m8n8k4 or mma.m16n8k4
+#define GPU_MMA_ROWS $MMA_ROWS                 // 8 or 16: mma.m8n8k4 or mma.m16n8k4 (16-bit
+                                               // floats: mma.m16n8k16, below)
 #define GPU_MMA_HALVES (GPU_MMA_ROWS / 8)      // a's elements a lane holds a piece
 #define GPU_WARP_ROWS (GPU_TILE / 2)
 #define GPU_WARP_COLS (GPU_TILE / 4)
 #define GPU_ROW_PIECES (GPU_WARP_ROWS / GPU_MMA_ROWS)
 #define GPU_COL_PIECES (GPU_WARP_COLS / 8)
-#define GPU_PARTS GPU_TENSOR_CORES             // 1 for float64, 2 for complex128 (re, im)
+#define GPU_PARTS (GPU_TENSOR_CORES == 2 ? 2 : 1)   // 2 for complex128 (re, im)
+#if GPU_TENSOR_CORES >= 3
+typedef float gpu_mma_t;                       // the instruction's accumulators
+#else
+typedef double gpu_mma_t;
+#endif
 
 __device__ __forceinline__ double gpu_part(double x, int) { return x; }
 __device__ __forceinline__ double gpu_part(const lg_complex128 &z, int part) {
@@ -128,11 +135,11 @@ __device__ __forceinline__ gpu_acc_t gpu_join(const double *parts) {
   return gpu_acc_t(parts[0], parts[1]);
 }
 #else
-__device__ __forceinline__ gpu_acc_t gpu_join(const double *parts) { return parts[0]; }
+__device__ __forceinline__ gpu_acc_t gpu_join(const gpu_mma_t *parts) { return parts[0]; }
 #endif
 
 // d[part][p][q]: the part of the lane's elements of piece (p, q)
-struct gpu_accumulators { double d[GPU_PARTS][GPU_ROW_PIECES][GPU_COL_PIECES][2 * GPU_MMA_HALVES]; };
+struct gpu_accumulators { gpu_mma_t d[GPU_PARTS][GPU_ROW_PIECES][GPU_COL_PIECES][2 * GPU_MMA_HALVES]; };
 
 __device__ __forceinline__ void gpu_clear(gpu_accumulators &acc) {
 #pragma unroll
@@ -142,9 +149,71 @@ __device__ __forceinline__ void gpu_clear(gpu_accumulators &acc) {
 #pragma unroll
       for (int q = 0; q < GPU_COL_PIECES; q++)
 #pragma unroll
-        for (int i = 0; i < 2 * GPU_MMA_HALVES; i++) acc.d[part][p][q][i] = 0.0;
+        for (int i = 0; i < 2 * GPU_MMA_HALVES; i++) acc.d[part][p][q][i] = (gpu_mma_t)0;
 }
 
+#if GPU_TENSOR_CORES >= 3
+// float16 and bfloat16: mma.m16n8k16 multiplies a 16 x 16 piece of a by a 16 x 8 piece of b
+// into 16 x 8 floats, which lanes hold as mma.m16n8k4's results.  Lane l (g = l / 4,
+// c = 2 (l % 4)) holds a's elements (g + 8 (r % 2), c + 8 (r / 2) + e) in its register r < 4
+// and b's (c + 8 r + e, g) in register r < 2, element e < 2 in the register's e-th half.  The
+// tiles hold the operands converted to float, exactly, and pairs of them go back to 16 bits,
+// exactly, for the instruction: products are exact and summed in float, as cuBLAS does with
+// float accumulators.
+
+// The 16-bit pair (low, high) in one register, low in the low half.
+__device__ __forceinline__ unsigned gpu_pair(float low, float high) {
+#if GPU_TENSOR_CORES == 3
+  return (unsigned)gpu_float_to_half(low) | (unsigned)gpu_float_to_half(high) << 16;
+#else
+  return __float_as_uint(low) >> 16 | (__float_as_uint(high) & 0xffff0000u);
+#endif
+}
+
+// d += the piece of a in x times the piece of b in y
+__device__ __forceinline__ void gpu_mma16(float *d, const unsigned x[4], const unsigned y[2]) {
+#if GPU_TENSOR_CORES == 3
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};"
+#else
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};"
+#endif
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "r"(y[0]), "r"(y[1]));
+}
+
+// acc += the staged pair of tiles' product
+__device__ __forceinline__ void gpu_multiply_tiles(gpu_accumulators &acc,
+                                                   const gpu_acc_t (*a_tile)[GPU_TILE_ROW],
+                                                   const gpu_acc_t (*b_tile)[GPU_TILE_ROW], int t) {
+  const int warp = t / 32, lane = t % 32, c = 2 * (lane % 4);
+  const int row = (warp / 4) * GPU_WARP_ROWS + lane / 4, col = (warp % 4) * GPU_WARP_COLS + lane / 4;
+#pragma unroll
+  for (int j = 0; j < GPU_DEPTH; j += 16) {
+    unsigned x[GPU_ROW_PIECES][4], y[GPU_COL_PIECES][2];
+#pragma unroll
+    for (int p = 0; p < GPU_ROW_PIECES; p++)
+#pragma unroll
+      for (int r = 0; r < 4; r++) {
+        const int i = row + 16 * p + 8 * (r % 2), k = j + c + 8 * (r / 2);
+        x[p][r] = gpu_pair(a_tile[k][i], a_tile[k + 1][i]);
+      }
+#pragma unroll
+    for (int q = 0; q < GPU_COL_PIECES; q++)
+#pragma unroll
+      for (int r = 0; r < 2; r++) {
+        const int k = j + c + 8 * r;
+        y[q][r] = gpu_pair(b_tile[k][col + 8 * q], b_tile[k + 1][col + 8 * q]);
+      }
+#pragma unroll
+    for (int p = 0; p < GPU_ROW_PIECES; p++)
+#pragma unroll
+      for (int q = 0; q < GPU_COL_PIECES; q++) gpu_mma16(acc.d[0][p][q], x[p], y[q]);
+  }
+}
+
+#else
 // d += the piece of a in x times the piece of b in y
 __device__ __forceinline__ void gpu_mma(double *d, const double x[GPU_MMA_HALVES], double y) {
 #if GPU_MMA_ROWS == 16
@@ -193,6 +262,7 @@ __device__ __forceinline__ void gpu_multiply_tiles(gpu_accumulators &acc,
       }
   }
 }
+#endif
 
 // Calls put(row, column, value) for each of the thread's results (row and column in the tile).
 template <typename Put>
@@ -206,7 +276,7 @@ __device__ __forceinline__ void gpu_each_result(const gpu_accumulators &acc, int
     for (int q = 0; q < GPU_COL_PIECES; q++)
 #pragma unroll
       for (int i = 0; i < 2 * GPU_MMA_HALVES; i++) {
-        double parts[GPU_PARTS];
+        gpu_mma_t parts[GPU_PARTS];
 #pragma unroll
         for (int part = 0; part < GPU_PARTS; part++) parts[part] = acc.d[part][p][q][i];
         put(row + GPU_MMA_ROWS * p + 8 * (i / 2), col + 8 * q + i % 2, gpu_join(parts));
@@ -266,9 +336,11 @@ __device__ __forceinline__ void gpu_each_result(const gpu_accumulators &acc, int
 }
 #endif
 
-// Not asked to fit two blocks a multiprocessor: the compiler then spills float32's 8 x 8
-// accumulators (float32 4096^3 ran at 25.6 TFLOP/s with two, 37.6 without).
-extern "C" __global__ void __launch_bounds__(GPU_THREADS * GPU_THREADS)
+// Blocks a multiprocessor must have registers for: 2 for 16-bit floats on the tensor cores
+// (a few registers spill, but float16 4096^3 ran at 94 TFLOP/s against 78 with one), else 1
+// (the compiler would spill float32's 8 x 8 accumulators: 25.6 TFLOP/s with two, 37.6 without).
+#define GPU_MIN_BLOCKS $MIN_BLOCKS
+extern "C" __global__ void __launch_bounds__(GPU_THREADS * GPU_THREADS, GPU_MIN_BLOCKS)
 gpu_matmul(gpu_out_t *out, const char *a, gpu_layout a_batches, long long a_row, long long a_col,
            const char *b, gpu_layout b_batches, long long b_row, long long b_col, long long n,
            long long k, long long m, long long batches) {

@@ -55,7 +55,7 @@ local function reference(av, bv, n, k, m, out)
         end
       end
       if kind == "i" or kind == "u" then sum = A.wrap(out, sum) end
-      if out == "float16" then sum = f16(sum) end
+      if out == "float16" then sum = f16(sum) elseif out == "bfloat16" then sum = gpu.bfloat16(sum).value end
       c[#c + 1], scale[#scale + 1] = sum, abs
     end
   end
@@ -139,6 +139,14 @@ describe("matmul (CPU: NVRTC only)", function()
         assert.is_true(#gpu.compile(src, {target = "ptx", no_extern_c = true, arch = arch}) > 0)
       end
     end
+    -- float16 and bfloat16 on tensor cores (mma.m16n8k16 from sm_80 on); not mixed ones
+    for _, dtype in ipairs{"float16", "bfloat16"} do
+      for _, per_thread in ipairs{4, 8} do
+        local src = matmul.source(dtype, dtype, dtype, per_thread, 16)
+        assert.is_true(#gpu.compile(src, {target = "ptx", no_extern_c = true, arch = "compute_80"}) > 0)
+      end
+    end
+    assert.has_error(function() matmul.source("float16", "bfloat16", "float32", 8, 16) end)
   end)
 
   it("chooses a kernel by the shapes and by which operand runs along k", function()
@@ -215,6 +223,32 @@ describe("matmul", function()
       local av, bv = random_values(dtype, n * k), random_values(dtype, k * m)
       local h = gpu.gpuarray.matmul(upload(av, dtype, {n, k}), upload(bv, dtype, {k, m})):get()
       check_sampled(h, av, bv, n, k, m, dtype, ("%s (%d, %d)"):format(dtype, n, m))
+    end
+  end)
+
+  helpers.gpu_it("multiplies float16 and bfloat16 matrices on the tensor cores, in any layout", function()
+    -- values on a grid of 1/64: products and their sums are exact in float, so each element is
+    -- its exact sum rounded once to the result dtype, on the tensor cores as on the CUDA cores
+    local major = gpu.get_device():compute_capability()
+    assert.are.equal(major >= 8 and 16 or false, matmul.tensor_cores("float16", "float16", "float16"))
+    assert.are.equal(major >= 8 and 16 or false, matmul.tensor_cores("bfloat16", "bfloat16", "bfloat16"))
+    assert.is_false(matmul.tensor_cores("float16", "bfloat16", "float32"))
+    local side = math.ceil(math.sqrt(require("gpu.reduction").multiprocessors()))
+    local big = 128 * (side - 1) + 37                    -- 128 x 128 tiles, the last one partly
+    for _, c in ipairs{{"float16", 130, 70, 67}, {"bfloat16", 65, 33, 129}, {"float16", big, 40, big + 63},
+                       {"bfloat16", big, 24, big}, {"bfloat16", 3, 1000, 70}} do
+      local dtype, n, k, m = table.unpack(c)
+      local av, bv = random_values(dtype, n * k), random_values(dtype, k * m)
+      local at, bt = {}, {}                              -- the same, column-major
+      for i = 1, n do for l = 1, k do at[(l - 1) * n + i] = av[(i - 1) * k + l] end end
+      for l = 1, k do for j = 1, m do bt[(j - 1) * k + l] = bv[(l - 1) * m + j] end end
+      local a, b = upload(av, dtype, {n, k}), upload(bv, dtype, {k, m})
+      local a_t, b_t = upload(at, dtype, {k, n}).T, upload(bt, dtype, {m, k}).T
+      for _, operands_ in ipairs{{a, b, "row-major"}, {a_t, b, "a transposed"}, {a, b_t, "b transposed"}} do
+        local r = gpu.gpuarray.matmul(operands_[1], operands_[2])
+        assert.are.equal(dtype, r.dtype)
+        check_sampled(r:get(), av, bv, n, k, m, dtype, ("%s %s (%d, %d, %d)"):format(dtype, operands_[3], n, k, m))
+      end
     end
   end)
 

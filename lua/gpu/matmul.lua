@@ -79,19 +79,37 @@ function M.float64_tensor_cores()
   return rows
 end
 
+-- Whether the product is of two float16, or two bfloat16, matrices (whose products the
+-- tensor cores compute exactly, in float).
+local function takes_half_tensor_cores(a_dtype, b_dtype, out)
+  return (out == "float16" or out == "bfloat16") and a_dtype == out and b_dtype == out
+end
+
+-- The rows of the tensor-core instruction that a product of a_dtype and b_dtype matrices into
+-- out takes on the current device (kernels/matmul.cu's GPU_MMA_ROWS), or false for the CUDA
+-- cores: float64 and complex128 results (float64_tensor_cores), and products of two float16,
+-- or two bfloat16, matrices (mma.m16n8k16, from compute capability 8.0 on).
+function M.tensor_cores(a_dtype, b_dtype, out)
+  if out == "float64" or out == "complex128" then return M.float64_tensor_cores() end
+  return takes_half_tensor_cores(a_dtype, b_dtype, out) and M.float64_tensor_cores() and 16
+end
+
+local tensor_core_paths = {complex128 = "2", float16 = "3", bfloat16 = "4"}   -- else "1"
+
 -- The module source of the product of a_dtype and b_dtype matrices into out's dtype; with
--- tensor_cores (float64 and complex128 results only: 8 or 16, float64_tensor_cores' rows) on
--- the tensor cores.
+-- tensor_cores (M.tensor_cores' rows) on the tensor cores.
 function M.source(a_dtype, b_dtype, out, per_thread, tensor_cores)
-  assert(not tensor_cores or out == "float64" or out == "complex128",
-         "tensor cores take float64 and complex128 products only")
+  assert(not tensor_cores or out == "float64" or out == "complex128" or
+         takes_half_tensor_cores(a_dtype, b_dtype, out),
+         "tensor cores take float64 and complex128 products, and float16 or bfloat16 ones")
   local acc, multiply_add, store = arithmetic(out)
   return core.kernel_sources["common.cu"] .. "\n" .. reduction.fill(core.kernel_sources["matmul.cu"], {
     A_T = dtypes[a_dtype].ctype, B_T = dtypes[b_dtype].ctype, ACC_T = acc, OUT_T = dtypes[out].ctype,
     LOAD_A = load(a_dtype, acc), LOAD_B = load(b_dtype, acc), MULTIPLY_ADD = multiply_add,
     STORE = store, PER_THREAD = tostring(per_thread),
-    TENSOR_CORES = not tensor_cores and "0" or out == "complex128" and "2" or "1",
+    TENSOR_CORES = not tensor_cores and "0" or tensor_core_paths[out] or "1",
     MMA_ROWS = tostring(tensor_cores or 8),
+    MIN_BLOCKS = tensor_cores and takes_half_tensor_cores(a_dtype, b_dtype, out) and "2" or "1",
   })
 end
 
@@ -143,7 +161,7 @@ end
 -- The kernel called name (default gpu_matmul) of the source of those dtypes and per_thread.
 local function kernel(a_dtype, b_dtype, out, per_thread, name)
   name = name or "gpu_matmul"
-  local tensor_cores = (out == "float64" or out == "complex128") and M.float64_tensor_cores()
+  local tensor_cores = M.tensor_cores(a_dtype, b_dtype, out)
   local key = kernel_key(a_dtype, b_dtype, out, per_thread, tensor_cores, name)
   return kernel_cache.get(key, function()
     return M.source(a_dtype, b_dtype, out, per_thread, tensor_cores), name, nil,

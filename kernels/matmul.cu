@@ -11,8 +11,8 @@
 // ones, so it reads each run from shared memory in one vector load.  While a block computes
 // with one pair of tiles, its loads of the next are in flight into registers.  Correct for
 // every size and dtype, and below a tuned BLAS's speed.  Elements convert to the accumulator
-// as they are staged (integers accumulate in 64 unsigned bits, which wraps as NumPy's
-// fixed-width sums do once the store truncates).  On devices of compute capability 8.0 and
+// as they are staged (integers accumulate in unsigned arithmetic as wide as the result or
+// wider, which wraps as NumPy's fixed-width sums do once the store truncates).  On devices of compute capability 8.0 and
 // later, float64 and complex128 products, and products of two float16 or two bfloat16
 // matrices, multiply the same staged tiles on the tensor cores instead (GPU_TENSOR_CORES).
 

@@ -218,7 +218,7 @@ describe("matmul", function()
     -- integer accumulators keep 4 x 4)
     local side = math.ceil(math.sqrt(require("gpu.reduction").multiprocessors()))
     local n, k, m = 128 * (side - 1) + 37, 40, 128 * (side - 1) + 100
-    for _, dtype in ipairs{"float32", "float64", "int64", "float16", "bool"} do
+    for _, dtype in ipairs{"float32", "float64", "int64", "int32", "int8", "float16", "bool"} do
       assert.are.equal(dtype == "int64" and 4 or 8, matmul.per_thread(dtype, n, m, 1))
       local av, bv = random_values(dtype, n * k), random_values(dtype, k * m)
       local h = gpu.gpuarray.matmul(upload(av, dtype, {n, k}), upload(bv, dtype, {k, m})):get()

@@ -25,13 +25,16 @@ local MAX_GRID_YZ = 65535
 local OPTIONS = {out = true, stream = true}
 
 -- The accumulator of a result dtype, and C expressions for x * y added to acc and for the
--- store of acc.
+-- store of acc.  Integer sums wrap as NumPy's do: in unsigned arithmetic at least as wide as
+-- the result, which the store truncates (32 bits for results of up to 32: one register an
+-- accumulator, so their products take the 8 x 8 tiles).
 local function arithmetic(out)
   local d = dtypes[out]
   if d.kind == "b" then
     return "unsigned int", "acc | (x & y)", "(bool)(acc)"
   elseif d.kind == "i" or d.kind == "u" then
-    return "unsigned long long", "acc + x * y", ("(%s)(acc)"):format(d.ctype)
+    return d.size <= 4 and "unsigned int" or "unsigned long long", "acc + x * y",
+           ("(%s)(acc)"):format(d.ctype)
   elseif d.kind == "c" then
     return d.ctype, "acc + x * y", "acc"
   end
@@ -41,26 +44,27 @@ local function arithmetic(out)
   return acc, "acc + x * y", store
 end
 
--- C expression converting x of dtype to the accumulator acc.
-local function load(dtype, acc)
+-- C expression converting x of dtype to the accumulator acc of a product into out.
+local signed_of = {["unsigned int"] = "int", ["unsigned long long"] = "long long"}
+local function load(dtype, acc, out)
   if dtype == "float16" then return ("(%s)gpu_half_to_float(x)"):format(acc) end
   if dtype == "bfloat16" then return ("(%s)gpu_bf16_to_float(x)"):format(acc) end
-  if acc == "unsigned long long" and dtypes[dtype].kind == "i" then
-    return "(unsigned long long)(long long)x"          -- sign-extended, then wrapping
+  if dtypes[out].kind == "b" then return "(unsigned int)(x != 0)" end
+  if signed_of[acc] and dtypes[dtype].kind == "i" then
+    return ("(%s)(%s)x"):format(acc, signed_of[acc])   -- sign-extended, then wrapping
   end
-  if acc == "unsigned int" then return "(unsigned int)(x != 0)" end
   return ("(%s)(x)"):format(acc)
 end
 
 -- Rows, and columns, of out that a thread computes (kernels/matmul.cu's GPU_PER_THREAD) for
 -- products of n x m matrices: 8 x 8, unless the accumulators are complex or 64-bit integers
--- (they would not fit in registers: int32 2048^3 ran at 4.1 TOP/s in 8 x 8 and 5.5 in 4 x 4)
--- or there would be fewer 128 x 128 tiles than multiprocessors.  (On the H100, float32: 1024^3
+-- (they would not fit in registers: int32 2048^3 with 64-bit accumulators ran at 4.1 TOP/s in
+-- 8 x 8 and 5.5 in 4 x 4) or there would be fewer 128 x 128 tiles than multiprocessors.  (On the H100, float32: 1024^3
 -- ran at 8.5 TFLOP/s in big tiles and 10 in 64 x 64 ones; 2048^3 at 18.8 in big ones, 64
 -- tiles a multiprocessor short of two each, and 13 in small ones.)
 function M.per_thread(out, n, m, batches)
   local kind = dtypes[out].kind
-  if kind == "c" or kind == "i" or kind == "u" then return 4 end
+  if kind == "c" or ((kind == "i" or kind == "u") and dtypes[out].size == 8) then return 4 end
   local big_tiles = ((n + 127) // 128) * ((m + 127) // 128) * batches
   return big_tiles >= reduction.multiprocessors() and 8 or 4
 end
@@ -105,7 +109,7 @@ function M.source(a_dtype, b_dtype, out, per_thread, tensor_cores)
   local acc, multiply_add, store = arithmetic(out)
   return core.kernel_sources["common.cu"] .. "\n" .. reduction.fill(core.kernel_sources["matmul.cu"], {
     A_T = dtypes[a_dtype].ctype, B_T = dtypes[b_dtype].ctype, ACC_T = acc, OUT_T = dtypes[out].ctype,
-    LOAD_A = load(a_dtype, acc), LOAD_B = load(b_dtype, acc), MULTIPLY_ADD = multiply_add,
+    LOAD_A = load(a_dtype, acc, out), LOAD_B = load(b_dtype, acc, out), MULTIPLY_ADD = multiply_add,
     STORE = store, PER_THREAD = tostring(per_thread),
     TENSOR_CORES = not tensor_cores and "0" or tensor_core_paths[out] or "1",
     MMA_ROWS = tostring(tensor_cores or 8),
@@ -119,7 +123,7 @@ function M.matvec_source(mat_dtype, vec_dtype, out)
   local acc, multiply_add, store = arithmetic(out)
   return core.kernel_sources["common.cu"] .. "\n" .. reduction.fill(core.kernel_sources["matvec.cu"], {
     MAT_T = dtypes[mat_dtype].ctype, VEC_T = dtypes[vec_dtype].ctype, ACC_T = acc,
-    OUT_T = dtypes[out].ctype, LOAD_MAT = load(mat_dtype, acc), LOAD_VEC = load(vec_dtype, acc),
+    OUT_T = dtypes[out].ctype, LOAD_MAT = load(mat_dtype, acc, out), LOAD_VEC = load(vec_dtype, acc, out),
     MULTIPLY_ADD = multiply_add, STORE = store,
   })
 end

@@ -59,9 +59,9 @@ end
 -- Rows, and columns, of out that a thread computes (kernels/matmul.cu's GPU_PER_THREAD) for
 -- products of n x m matrices: 8 x 8, unless the accumulators are complex or 64-bit integers
 -- (they would not fit in registers: int32 2048^3 with 64-bit accumulators ran at 4.1 TOP/s in
--- 8 x 8 and 5.5 in 4 x 4) or there would be fewer 128 x 128 tiles than multiprocessors.  (On the H100, float32: 1024^3
--- ran at 8.5 TFLOP/s in big tiles and 10 in 64 x 64 ones; 2048^3 at 18.8 in big ones, 64
--- tiles a multiprocessor short of two each, and 13 in small ones.)
+-- 8 x 8 and 5.5 in 4 x 4) or there would be fewer 128 x 128 tiles than multiprocessors.  (On
+-- the H100, float32: 1024^3 ran at 8.5 TFLOP/s in big tiles and 10 in 64 x 64 ones; 2048^3 at
+-- 18.8 in big ones, 64 tiles a multiprocessor short of two each, and 13 in small ones.)
 function M.per_thread(out, n, m, batches)
   local kind = dtypes[out].kind
   if kind == "c" or ((kind == "i" or kind == "u") and dtypes[out].size == 8) then return 4 end

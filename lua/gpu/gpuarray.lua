@@ -187,14 +187,17 @@ local function dispatcher(op, target)
   return d
 end
 
--- apply(op, fname, values, opts[, target]) -> result array: the elementwise operation op of
--- gpu.operators over values (arrays and Lua numbers), into opts.out if given.  Operands the
--- program launchers' C paths take go straight to a launch (dispatcher); the rest, and every
--- error, take the checks below.
-local function apply(op, fname, values, opts, target)
-  local result = dispatcher(op, target)(opts.out, opts.stream,
-                                        table.unpack(values, 1, operators.arity[op]))
-  if result then return result end
+-- apply(op, fname, values, opts[, target[, dispatched]]) -> result array: the elementwise
+-- operation op of gpu.operators over values (arrays and Lua numbers), into opts.out if given.
+-- Operands the program launchers' C paths take go straight to a launch (dispatcher), unless
+-- dispatched says the caller's own try with these values, out and stream just missed; the
+-- rest, and every error, take the checks below.
+local function apply(op, fname, values, opts, target, dispatched)
+  if not dispatched then
+    local result = dispatcher(op, target)(opts.out, opts.stream,
+                                          table.unpack(values, 1, operators.arity[op]))
+    if result then return result end
+  end
   local types, any_array = {}, false
   for k = 1, operators.arity[op] do     -- not ipairs: a missing operand is an error too
     local v = values[k]
@@ -544,14 +547,14 @@ end
 
 function methods.astype(a, dtype, opts)
   -- a copy where dtype is a's own: the astype program's result is one too
-  local result = opts == nil and type(dtype) == "string" and promote.info[dtype] ~= nil and
-                 dispatcher("astype", dtype)(nil, nil, a)
+  local dispatched = opts == nil and type(dtype) == "string" and promote.info[dtype] ~= nil
+  local result = dispatched and dispatcher("astype", dtype)(nil, nil, a)
   if result then return result end
   check_array(a, 0, "astype")
   check_dtype(dtype, 1, "astype")
   opts = check_options(opts, 2, "astype", OUT_STREAM)
   if dtype == a.dtype and opts.out == nil then return a:copy(opts) end
-  return apply("astype", "astype", {a}, opts, dtype)
+  return apply("astype", "astype", {a}, opts, dtype, dispatched)
 end
 
 -- Views -----------------------------------------------------------------------------------
@@ -835,7 +838,8 @@ function M.where(c, x, y, opts)
   local result = opts == nil and dispatch_where(nil, nil, c, x, y)    -- traced values: false
   if result then return result end
   if traced(c, x, y) then return fuse.apply("where", c, x, y) end
-  return apply("where", "where", {c, x, y}, check_options(opts, 4, "where", OUT_STREAM))
+  return apply("where", "where", {c, x, y}, check_options(opts, 4, "where", OUT_STREAM), nil,
+               opts == nil)
 end
 
 -- PyCUDA's if_positive(criterion, then_, else_): then_ where criterion > 0, else else_.
@@ -874,7 +878,8 @@ function M.clip(a, lo, hi, opts)
   local result = opts == nil and dispatch_clip(nil, nil, a, lo, hi)   -- traced values: false
   if result then return result end
   if traced(a, lo, hi) then return fuse.apply("clip", a, lo, hi) end
-  return apply("clip", "clip", {a, lo, hi}, check_options(opts, 4, "clip", OUT_STREAM))
+  return apply("clip", "clip", {a, lo, hi}, check_options(opts, 4, "clip", OUT_STREAM), nil,
+               opts == nil)
 end
 function methods.clip(a, lo, hi, opts) return M.clip(a, lo, hi, opts) end
 

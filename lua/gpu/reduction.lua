@@ -504,8 +504,8 @@ local function reduce_axis(fname, op, a, axis, stream)
   run(kernel_cache.get(plan.axis_key, plan.axis_build), {blocks, splits}, stream, a, m, k,
       axis_stride, layout, out, partials, split_k, shares, along and 1 or 0)
   if splits > 1 then
-    run(kernel_cache.get(plan.finish_key, plan.finish_build), math.min(max_grid(), ceil_div(m, BLOCK)),
-        stream, partials, m, splits, k, out)
+    run(kernel_cache.get(plan.finish_key, plan.finish_build),
+        math.min(max_grid(), ceil_div(m, BLOCK)), stream, partials, m, splits, k, out)
     core.free_after(partials, stream)
   end
   return out
@@ -549,9 +549,10 @@ end
 
 -- Argument checking ------------------------------------------------------------------------
 
-local typename, raise = require("gpu.args").typename, require("gpu.args").raise
+local gpu_args = require "gpu.args"
+local typename, raise = gpu_args.typename, gpu_args.raise
 
-M.argerror = require("gpu.args").argerror
+M.argerror = gpu_args.argerror
 local argerror = M.argerror
 
 function M.check_array(a, n, fname)

@@ -438,6 +438,10 @@ typedef struct gpu_Module {
 #define GPU_ARGHANDLER "gpu.ArgHandler"
 
 GPU_INTERNAL void gpu_nvrtc_open(lua_State *L);
+/* Finds a CUDA library where dlopen would: $env_var, else names, else $CUDA_HOME/lib64;
+** found (PATH_MAX bytes) gets its real path.  Returns whether one was found. */
+GPU_INTERNAL int gpu_find_library(const char *env_var, const char *const *names, size_t count,
+                                  char *found);
 GPU_INTERNAL void gpu_kernels_open(lua_State *L);
 GPU_INTERNAL void gpu_cache_open(lua_State *L);
 GPU_INTERNAL void gpu_module_open(lua_State *L);

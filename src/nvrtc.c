@@ -112,23 +112,29 @@ static int search_library (const char *name, char *found) {
   return 0;
 }
 
-/* The file open_nvrtc would load, in its order; 0 when the search finds none (then open_nvrtc
-** still asks dlopen, which also knows ld.so.cache entries outside these directories). */
-static int find_nvrtc (char *found) {
-  const char *env = getenv("GPU_NVRTC_LIBRARY");
+/* The file a library's loader would open, in its order: the environment variable env_var
+** (a name or path), else names, else the same names under $CUDA_HOME/lib64 (default
+** /usr/local/cuda); 0 when the search finds none (the loader then still asks dlopen, which
+** also knows ld.so.cache entries outside these directories). */
+int gpu_find_library (const char *env_var, const char *const *names, size_t count, char *found) {
+  const char *env = getenv(env_var);
   const char *home = getenv("CUDA_HOME");
   size_t i;
   if (env != NULL && *env != '\0') return search_library(env, found);
-  for (i = 0; i < NVRTC_NAME_COUNT; i++)
-    if (search_library(nvrtc_names[i], found)) return 1;
+  for (i = 0; i < count; i++)
+    if (search_library(names[i], found)) return 1;
   if (home == NULL || *home == '\0') home = "/usr/local/cuda";
-  for (i = 0; i < NVRTC_NAME_COUNT; i++) {
+  for (i = 0; i < count; i++) {
     char path[PATH_MAX];
     if ((size_t)snprintf(path, sizeof path, "%s/lib64", home) < sizeof path
-        && try_dir(path, strlen(path), nvrtc_names[i], found))
+        && try_dir(path, strlen(path), names[i], found))
       return 1;
   }
   return 0;
+}
+
+static int find_nvrtc (char *found) {
+  return gpu_find_library("GPU_NVRTC_LIBRARY", nvrtc_names, NVRTC_NAME_COUNT, found);
 }
 
 static void *open_nvrtc (void) {

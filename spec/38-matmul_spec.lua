@@ -3,6 +3,7 @@ local helpers = require "helpers"
 local gpu = helpers.gpu
 local promote = require "gpu.promote"
 local matmul = require "gpu.matmul"
+local core = require "gpu.core"
 local A = require "array_reference"
 
 local function upload(values, dtype, shape)
@@ -179,6 +180,49 @@ describe("matmul (CPU: NVRTC only)", function()
   it("names a bad argument", function()
     helpers.assert_error("bad argument #1 to 'matmul' (GPUArray expected, got number)",
                          gpu.gpuarray.matmul, 1, 2)
+    helpers.assert_error("bad argument #1 to 'blas_matmul' (gpu.GPUArray expected, got nil)",
+                         function() core.blas_matmul(nil) end)
+  end)
+
+  it("finds cuBLAS where it finds NVRTC, or says why not", function()
+    local version, path = gpu.cublas_version()
+    if version then
+      assert.is_true(math.type(version) == "integer" and version >= 120000, tostring(version))
+      assert.matches("libcublas", path)
+    else
+      assert.matches("cuBLAS", path)
+    end
+    local show = 'local gpu = require "gpu"; print(gpu.cublas_version())'
+    assert.are.equal("nil\tcuBLAS is turned off (GPU_CUBLAS_DISABLE=1)\n",
+                     helpers.run_lua(show, {GPU_CUBLAS_DISABLE = "1"}))
+    assert.matches("^nil\tGPU_CUBLAS_LIBRARY=/nonexistent/libcublas%.so%.13 cannot be loaded: ",
+                   (helpers.run_lua(show, {GPU_CUBLAS_LIBRARY = "/nonexistent/libcublas.so.13"})))
+    assert.matches("^nil\t/%S*libc%.so%.6 lacks cublasGetProperty\n$",
+                   (helpers.run_lua(show, {GPU_CUBLAS_LIBRARY = "libc.so.6"})))
+  end)
+
+  it("turns cuBLAS off and on for a Lua state", function()
+    assert.is_true(gpu.use_cublas())
+    assert.is_true(gpu.use_cublas(false))
+    assert.is_false(gpu.use_cublas())
+    assert.is_false(gpu.use_cublas(true))
+    assert.is_true(gpu.use_cublas())
+    helpers.assert_error("bad argument #1 to 'use_cublas' (boolean expected, got number)",
+                         function() gpu.use_cublas(1) end)
+  end)
+
+  it("hands big products to cuBLAS, and keeps small ones and those by a few columns", function()
+    assert.is_false(matmul.takes_cublas("small", 32, 256, 32, 1, "float16"))
+    assert.is_false(matmul.takes_cublas("matvec", 1, 2 ^ 20, 2 ^ 20, 1, "float32"))
+    assert.is_false(matmul.takes_cublas("tile", 255, 256, 256, 1, "float64"))
+    assert.is_true(matmul.takes_cublas("tile", 256, 256, 256, 1, "float64"))
+    assert.is_true(matmul.takes_cublas("tile", 256, 256, 256, 1, "bfloat16"))
+    assert.is_false(matmul.takes_cublas("tile", 256, 256, 256, 1, "float32"))
+    assert.is_true(matmul.takes_cublas("tile", 512, 512, 512, 1, "float32"))
+    assert.is_true(matmul.takes_cublas("tile", 64, 64, 64, 64, "complex64"))   -- a stack's work
+    assert.is_false(matmul.takes_cublas("narrow", 8192, 8192, 8, 1, "float32"))
+    assert.is_true(matmul.takes_cublas("narrow", 8192, 8192, 9, 1, "float32"))
+    assert.is_true(matmul.takes_cublas("across", 16, 8192, 8192, 1, "float64"))
   end)
 end)
 
@@ -599,6 +643,117 @@ describe("matmul", function()
     local strided = wide.T                           -- (6, 4) through strides
     gpu.gpuarray.matmul(a, b, {out = strided})
     check(flat(strided:get()), want, scale, "float32", "strided out")
+  end)
+
+  -- a's values as the rows x cols matrix they are, laid out as at^T (upload(at, {cols, rows}).T)
+  -- or inside wider rows (extra columns of noise): the layouts cuBLAS reads besides row-major
+  local function transposed_values(v, rows, cols)
+    local t = {}
+    for j = 1, cols do for i = 1, rows do t[#t + 1] = v[(i - 1) * cols + j] end end
+    return t
+  end
+  local function layout(values, dtype, rows, cols, how)
+    if how == "transposed" then
+      return upload(transposed_values(values, rows, cols), dtype, {cols, rows}).T
+    elseif how == "wide" then
+      local w, noise = {}, random_values(dtype, rows * 3)
+      for i = 1, rows do
+        for j = 1, cols do w[#w + 1] = values[(i - 1) * cols + j] end
+        for j = 1, 3 do w[#w + 1] = noise[(i - 1) * 3 + j] end
+      end
+      local wide = upload(w, dtype, {rows, cols + 3})
+      local size = wide.itemsize
+      return gpu.GPUArray({rows, cols}, dtype, {gpudata = wide.gpudata, strides = {(cols + 3) * size, size}})
+    end
+    return upload(values, dtype, {rows, cols})
+  end
+
+  helpers.gpu_it("multiplies float and complex matrices on cuBLAS, in every layout it reads", function()
+    assert(gpu.cublas_version())
+    local n, k, m = 37, 45, 29
+    for _, dtype in ipairs{"float16", "bfloat16", "float32", "float64", "complex64", "complex128"} do
+      local av, bv = random_values(dtype, n * k), random_values(dtype, k * m)
+      local want, scale = reference(av, bv, n, k, m, dtype)
+      for _, how in ipairs{{"plain", "plain"}, {"transposed", "wide"}, {"wide", "transposed"},
+                           {"transposed", "transposed"}} do
+        local a, b = layout(av, dtype, n, k, how[1]), layout(bv, dtype, k, m, how[2])
+        local target = gpu.empty({n, m}, dtype)
+        assert.is_true(core.blas_matmul(target, a, b))
+        check(flat(target:get()), want, scale, dtype, ("%s: %s a, %s b"):format(dtype, how[1], how[2]))
+      end
+    end
+  end)
+
+  helpers.gpu_it("takes stacks one stride apart to cuBLAS, and leaves it the rest", function()
+    local n, k, m = 9, 12, 10
+    local av, bv = random_values("float64", 6 * n * k), random_values("float64", 6 * k * m)
+    local function matrix(values, index, count)
+      return {table.unpack(values, (index - 1) * count + 1, index * count)}
+    end
+    local function check_stack(result, stacks, a_index, b_index, what)
+      local h = flat(result:get())
+      for p = 1, stacks do
+        local want, scale = reference(matrix(av, a_index(p), n * k), matrix(bv, b_index(p), k * m),
+                                      n, k, m, "float64")
+        check({table.unpack(h, (p - 1) * n * m + 1, p * n * m)}, want, scale, "float64",
+              ("%s, matrix %d"):format(what, p))
+      end
+    end
+    -- (2, 3) stacks of both: one stride each; a stack times one matrix: b's stride 0
+    local a, b = upload(av, "float64", {2, 3, n, k}), upload(bv, "float64", {2, 3, k, m})
+    local target = gpu.empty({2, 3, n, m}, "float64")
+    assert.is_true(core.blas_matmul(target, a, b))
+    check_stack(target, 6, function(p) return p end, function(p) return p end, "stacks")
+    local one_b = upload(matrix(bv, 1, k * m), "float64", {k, m})
+    target = gpu.empty({2, 3, n, m}, "float64")
+    assert.is_true(core.blas_matmul(target, a, one_b))
+    check_stack(target, 6, function(p) return p end, function() return 1 end, "broadcast b")
+    -- on a stream of the caller's
+    local s = gpu.Stream()
+    target = gpu.empty({2, 3, n, m}, "float64")
+    assert.is_true(core.blas_matmul(target, a, b, s))
+    s:synchronize()
+    check_stack(target, 6, function(p) return p end, function(p) return p end, "on a stream")
+    -- not one stride apart: (2, 1) stacks against (3,) ones; matmul's kernels take them
+    local a21 = upload({table.unpack(av, 1, 2 * n * k)}, "float64", {2, 1, n, k})
+    local b3 = upload({table.unpack(bv, 1, 3 * k * m)}, "float64", {3, k, m})
+    assert.is_false(core.blas_matmul(gpu.empty({2, 3, n, m}, "float64"), a21, b3))
+    check_stack(gpu.gpuarray.matmul(a21, b3), 6, function(p) return (p - 1) // 3 + 1 end,
+                function(p) return (p - 1) % 3 + 1 end, "(2, 1) by (3,)")
+    -- what cuBLAS does not read: every other column, integers, mixed dtypes, a strided target
+    local plain_a, plain_b = upload(matrix(av, 1, n * k), "float64", {n, k}), one_b
+    local wide = upload(random_values("float64", n * 2 * k), "float64", {n, 2 * k})
+    local stepped = gpu.GPUArray({n, k}, "float64", {gpudata = wide.gpudata, strides = {2 * k * 8, 16}})
+    assert.is_false(core.blas_matmul(gpu.empty({n, m}, "float64"), stepped, plain_b))
+    assert.is_false(core.blas_matmul(gpu.empty({n, m}, "int32"), plain_a:astype("int32"),
+                                     plain_b:astype("int32")))
+    assert.is_false(core.blas_matmul(gpu.empty({n, m}, "float64"), plain_a:astype("float32"), plain_b))
+    assert.is_false(core.blas_matmul(gpu.empty({m, n}, "float64").T, plain_a, plain_b))
+    -- turned off, and while the stream captures a graph (cuBLAS may allocate)
+    gpu.use_cublas(false)
+    local off = core.blas_matmul(gpu.empty({n, m}, "float64"), plain_a, plain_b)
+    gpu.use_cublas(true)
+    assert.is_false(off)
+    local capturing, captured_target = gpu.Stream(), gpu.empty({n, m}, "float64")
+    capturing:begin_capture()
+    local during = core.blas_matmul(captured_target, plain_a, plain_b, capturing)
+    capturing:end_capture():free()
+    assert.is_false(during)
+    plain_a:free()
+    helpers.assert_error("bad argument #2 to 'blas_matmul' (array has been freed)",
+                         function() core.blas_matmul(gpu.empty({n, m}, "float64"), plain_a, plain_b) end)
+  end)
+
+  helpers.gpu_it("gives products above the limits to cuBLAS, as NumPy's", function()
+    for _, case in ipairs{{"float32", 520, 530, 510}, {"float16", 300, 260, 270},
+                          {"complex128", 260, 256, 258}} do
+      local dtype, n, k, m = case[1], case[2], case[3], case[4]
+      local av, bv, a, b = operands(dtype, dtype, n, k, m)
+      local size = a.itemsize
+      local how = matmul.kernel_for(n, k, m, size, k * size, size, size, m * size, size)
+      assert.is_true(matmul.takes_cublas(how, n, k, m, 1, dtype))
+      check_sampled(gpu.gpuarray.matmul(a, b):get(), av, bv, n, k, m, dtype, dtype .. " on cuBLAS")
+    end
   end)
 
   helpers.gpu_it("refuses what NumPy refuses, naming the argument", function()

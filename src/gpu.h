@@ -2,9 +2,9 @@
 ** gpu.h: what the C core's subsystems share.
 **
 ** The core is split by subsystem (driver.c, error.c, device.c, memory.c, host.c, nvrtc.c,
-** module.c, launch.c, stream.c); each exports gpu_<area>_open(L), called by core.c, which
-** holds the one exported symbol, luaopen_gpu_core.  Nothing here links against libcuda or
-** NVRTC: their entry points are resolved at run time (driver.c, nvrtc.c).
+** blas.c, module.c, launch.c, stream.c); each exports gpu_<area>_open(L), called by core.c,
+** which holds the one exported symbol, luaopen_gpu_core.  Nothing here links against libcuda,
+** NVRTC or cuBLAS: their entry points are resolved at run time (driver.c, nvrtc.c, blas.c).
 */
 #ifndef GPU_H
 #define GPU_H
@@ -192,6 +192,7 @@ typedef struct gpu_State {
   struct gpu_Context *current;  /* the Context of `device` once looked up (gpu_context_push) */
   int captures;           /* this state's streams between begin_capture and end_capture */
   int general_only;       /* the arrays' C fast paths are off (gpu.fast_paths(false)) */
+  int blas_off;           /* matmul leaves cuBLAS alone (gpu.use_cublas(false)) */
   struct gpu_Release *held;     /* releases waiting for those captures to end (release.c) */
   size_t nheld, held_capacity;
 } gpu_State;
@@ -220,6 +221,7 @@ typedef struct gpu_Context {
   int max_block[3], max_grid[3], max_threads;
   int cc_major, cc_minor;
   CUstream stream;        /* the host's stream for work that names none (lua_gpu_use_stream) */
+  void *blas;             /* this state's cuBLAS handle in this context, made on first use */
   int ref;                /* registry reference: hot paths push it without a table lookup */
 } gpu_Context;
 
@@ -471,6 +473,13 @@ GPU_INTERNAL gpu_Stream *gpu_fast_stream(lua_State *L, int idx, const gpu_Contex
 /* Pushes a new Function for handle fn of the Module at module_idx (launch.c). */
 GPU_INTERNAL void gpu_function_new(lua_State *L, int module_idx, CUfunction fn,
                                    const char *name, const char *signature);
+
+/* ---------------------------------------------------------------- blas.c */
+
+/* Products of matrices through cuBLAS, when it can be loaded (core.blas_matmul). */
+GPU_INTERNAL void gpu_blas_open(lua_State *L);
+/* Destroys c's cuBLAS handle, if any, with c current (device.c's context_release). */
+GPU_INTERNAL void gpu_blas_release(gpu_Context *c);
 
 /* ---------------------------------------------------------------- embed.c, dlpack.c */
 

@@ -268,7 +268,7 @@ local ACROSS_GROUPS = MATVEC_BLOCK // 4   -- kernels/matvec.cu's GPU_ACROSS_GROU
 -- a tile idle; for a few columns (or rows), "narrow" where the other operand runs along k in
 -- memory and "across" where its rows (a's) or columns (b's) are adjacent, with the operand
 -- ("a" or "b"); else "tile".  Tests change the limits to reach each kernel.
-M.limits = {small_elements = 1024, small_k = 256}
+M.limits = {small_elements = 1024, small_k = 256, cublas_work = 2 ^ 24, cublas_work_float32 = 2 ^ 27}
 
 -- Whether elements of size bytes run along k (their byte stride there k_stride) for at least
 -- a warp's 16-byte runs.
@@ -285,6 +285,21 @@ function M.kernel_for(n, k, m, a_size, a_row, a_col, b_size, b_row, b_col)
   if m <= ACROSS_COLS and a_row == a_size then return "across", "a" end
   if n <= ACROSS_COLS and b_col == b_size then return "across", "b" end
   return "tile"
+end
+
+-- Whether a product goes to cuBLAS first (core.blas_matmul, which also says whether it can
+-- take it; else the kernels compute it), given the kernel kernel_for chose.  On the H100
+-- (tools/matmul_backends.lua), cuBLAS was as fast as the tile kernel at 256^3 multiply-adds
+-- (limits.cublas_work; float16 1.3x faster there) and 1.6-1.8x faster from 1024^3 on (6.7x in
+-- float16), float32 1.14x from 512^3 (limits.cublas_work_float32) and behind below; up to
+-- 2.5x faster by 16 to 32 columns.  The kernels stay ahead for small products (the host's
+-- time a call as well) and by up to 8 columns, as for matrix-vector products.
+function M.takes_cublas(how, n, k, m, batches, out_dtype)
+  if how == "matvec" or how == "small" then return false end
+  if how ~= "tile" and math.min(n, m) <= 8 then return false end   -- narrow or across
+  local limits = M.limits
+  return n * k * m * batches >= (out_dtype == "float32" and limits.cublas_work_float32
+                                 or limits.cublas_work)
 end
 
 -- The rows of mat a warp of gpu_matmul_narrow4, 8 or 16 takes (gpu_narrow_rows), for
@@ -400,6 +415,9 @@ function M.matmul(a, b, opts)
   end
   local how, side = M.kernel_for(n, k, m, dtypes[a_dtype].size, a_row, a_col, dtypes[b_dtype].size,
                                  b_row, b_col)
+  if M.takes_cublas(how, n, k, m, batches, out_dtype) and core.blas_matmul(target, a, b, stream) then
+    how = "cublas"
+  end
   if how == "narrow" or how == "across" then
     local done
     if side == "a" then     -- a few columns: a times the columns of b

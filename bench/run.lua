@@ -124,11 +124,14 @@ local FIGURES = {
   {id = "graph_replay", what = "the same 100 replayed as a graph", unit = "us", raw = "graph_replay"},
   {id = "graph_speedup", what = "graph speedup (one by one / replay)", unit = "x", raw = "graph_speedup",
    target = {abs_min = 3}},
-  {id = "matmul_f32", what = "gpuarray.matmul, 4096 x 4096 float32 (PyTorch: cuBLAS, TF32 off)",
+  {id = "matmul_f32", what = "gpuarray.matmul, 4096 x 4096 float32, on cuBLAS (all three: TF32 off)",
    unit = "TFLOP/s"},
-  {id = "matmul_f64", what = "gpuarray.matmul, 4096 x 4096 float64", unit = "TFLOP/s"},
-  {id = "matmul_f16", what = "gpuarray.matmul, 4096 x 4096 float16 (float sums; tensor cores)",
+  {id = "matmul_f32_kernels", what = "  (lua-gpu's own kernels: gpu.use_cublas(false))", unit = "TFLOP/s"},
+  {id = "matmul_f64", what = "gpuarray.matmul, 4096 x 4096 float64, on cuBLAS", unit = "TFLOP/s"},
+  {id = "matmul_f64_kernels", what = "  (lua-gpu's own kernels)", unit = "TFLOP/s"},
+  {id = "matmul_f16", what = "gpuarray.matmul, 4096 x 4096 float16, on cuBLAS (float sums)",
    unit = "TFLOP/s"},
+  {id = "matmul_f16_kernels", what = "  (lua-gpu's own kernels: tensor cores)", unit = "TFLOP/s"},
   {id = "matvec_f32", what = "gpuarray.matmul, 8192 x 8192 float32 by a vector (matrix bytes)",
    unit = "GB/s"},
   {id = "matvec_t_f32", what = "  (the matrix a transposed view)", unit = "GB/s"},
@@ -786,13 +789,16 @@ function lua_bench.graph()
 end
 
 -- matmul, matrix-vector products and sort: the library's kernels with no raw C twin (their
--- peers are cuBLAS and PyTorch's sort).
+-- peers are cuBLAS and PyTorch's sort), and matmul on cuBLAS, which big products take.
 function lua_bench.dense()
   local r = {}
   local n = 4096
-  for _, case in ipairs{{"matmul_f32", "float32"}, {"matmul_f64", "float64"}, {"matmul_f16", "float16"}} do
-    local id, dtype = case[1], case[2]
+  for _, case in ipairs{{"matmul_f32", "float32"}, {"matmul_f64", "float64"}, {"matmul_f16", "float16"},
+                        {"matmul_f32_kernels", "float32", true}, {"matmul_f64_kernels", "float64", true},
+                        {"matmul_f16_kernels", "float16", true}} do
+    local id, dtype, kernels_only = case[1], case[2], case[3]
     if selected(id) then
+      gpu.use_cublas(not kernels_only)
       local a32, b32 = empty_array(n * n), empty_array(n * n)
       fill_random(a32, n * n, 21)
       fill_random(b32, n * n, 22)
@@ -814,6 +820,7 @@ function lua_bench.dense()
               ("%s element %d, %d"):format(id, i, j))
       end
       r[id] = 2 * n ^ 3 / t / 1e6
+      gpu.use_cublas(true)
       close(a32); close(b32); close(a); close(b); close(c)
     end
   end
@@ -931,7 +938,8 @@ local function run_lua()
      run = function() return lua_bench.host_copies(LOG2N) end},
     {ids = {"compile_cold", "compile_hit", "compile_disk"}, run = lua_bench.compile},
     {ids = {"graph_loop", "graph_replay", "graph_speedup"}, run = lua_bench.graph},
-    {ids = {"matmul_f32", "matmul_f64", "matmul_f16", "matvec_f32", "matvec_t_f32", "matmul_cols_f32",
+    {ids = {"matmul_f32", "matmul_f64", "matmul_f16", "matmul_f32_kernels", "matmul_f64_kernels",
+            "matmul_f16_kernels", "matvec_f32", "matvec_t_f32", "matmul_cols_f32",
             "matmul_stack_f32", "sort_f32"},
      run = lua_bench.dense},
   }

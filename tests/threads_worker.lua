@@ -38,6 +38,23 @@ local function check(c, a, b, k, v, n)
   end
 end
 
+-- A size x size float64 product of small integers (exact sums), sampled against Lua.
+local products = 0
+local function matmul_checked(size)
+  local ha, hb = gpu.host.empty({size, size}, "float64"), gpu.host.empty({size, size}, "float64")
+  for i = 1, size * size do ha[i], hb[i] = math.random(-8, 8), math.random(-8, 8) end
+  local product = gpu.gpuarray.matmul(gpu.to_gpu(ha), gpu.to_gpu(hb)):get()
+  for _ = 1, 16 do
+    local i, j, want = math.random(size), math.random(size), 0
+    for l = 1, size do want = want + ha[(i - 1) * size + l] * hb[(l - 1) * size + j] end
+    local got = product[(i - 1) * size + j]
+    if got ~= want then
+      error(("worker %d: product element %d, %d is %s, expected %s"):format(id, i, j, got, want), 0)
+    end
+  end
+  products = products + 1
+end
+
 local iterations = 0
 local deadline = os.time() + seconds
 repeat
@@ -70,6 +87,9 @@ repeat
       gpu.memcpy_dtoh(c, dc)
       check(c, a, b, k, v, n)
     end
+    if math.random(8) == 1 then     -- a product cuBLAS takes, on this state's own handle
+      matmul_checked(256)
+    end
     if math.random(4) > 1 then      -- and now and then leave them to the collector
       da:free()
       db:free()
@@ -79,5 +99,5 @@ repeat
 until os.time() >= deadline
 
 local stats = gpu.compile_stats
-return ("%d iterations; %d NVRTC compiles, %d disk cache hits, %d module cache hits")
-  :format(iterations, stats.nvrtc, stats.disk_hits, stats.module_hits)
+return ("%d iterations, %d products; %d NVRTC compiles, %d disk cache hits, %d module cache hits")
+  :format(iterations, products, stats.nvrtc, stats.disk_hits, stats.module_hits)

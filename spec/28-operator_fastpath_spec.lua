@@ -73,6 +73,16 @@ describe("the operators' fast path", function()
                          function() core.array_binary_operator(f, f, 1, 0) end)
   end)
 
+  it("is turned off and on for a Lua state", function()
+    assert.is_true(gpu.fast_paths())
+    assert.is_true(gpu.fast_paths(false))
+    assert.is_false(gpu.fast_paths())
+    assert.is_false(gpu.fast_paths(true))
+    assert.is_true(gpu.fast_paths())
+    helpers.assert_error("bad argument #1 to 'fast_paths' (boolean expected, got string)",
+                         function() gpu.fast_paths("off") end)
+  end)
+
   it("runs the real Lua path down to the launch (tools/op_overhead.lua, fakes for the device)", function()
     local out, ok = helpers.run_lua(("arg = {'200'}\n") .. assert(io.open("tools/op_overhead.lua")):read("a"))
     assert(ok, out)

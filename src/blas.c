@@ -318,13 +318,7 @@ static int gpu_cublas_version (lua_State *L) {
 
 /* use_cublas([on]) -> whether matmul used cuBLAS for this state; off, only the kernels run */
 static int gpu_use_cublas (lua_State *L) {
-  gpu_State *s = gpu_state(L);
-  lua_pushboolean(L, !s->blas_off);
-  if (!lua_isnoneornil(L, 1)) {
-    luaL_checktype(L, 1, LUA_TBOOLEAN);
-    s->blas_off = !lua_toboolean(L, 1);
-  }
-  return 1;
+  return gpu_state_switch(L, &gpu_state(L)->blas_off);
 }
 
 void gpu_blas_open (lua_State *L) {

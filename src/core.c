@@ -100,6 +100,15 @@ int gpu_freed_error (lua_State *L, int arg, const char *what) {
   return luaL_argerror(L, arg, lua_pushfstring(L, "%s has been freed", what));
 }
 
+int gpu_state_switch (lua_State *L, int *off) {
+  lua_pushboolean(L, !*off);
+  if (!lua_isnoneornil(L, 1)) {
+    luaL_checktype(L, 1, LUA_TBOOLEAN);
+    *off = !lua_toboolean(L, 1);
+  }
+  return 1;
+}
+
 void gpu_pin (lua_State *L, int ud, int idx, int n) {
   ud = lua_absindex(L, ud);
   lua_pushvalue(L, idx);

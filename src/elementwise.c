@@ -802,13 +802,7 @@ static int gpu_program_dispatcher (lua_State *L) {
 /* fast_paths([on]) -> whether the arrays' C fast paths were on; off, every operation takes
 ** its general Lua path (to compare the two, or to debug one) */
 static int gpu_fast_paths (lua_State *L) {
-  gpu_State *s = gpu_state(L);
-  lua_pushboolean(L, !s->general_only);
-  if (!lua_isnoneornil(L, 1)) {
-    luaL_checktype(L, 1, LUA_TBOOLEAN);
-    s->general_only = !lua_toboolean(L, 1);
-  }
-  return 1;
+  return gpu_state_switch(L, &gpu_state(L)->general_only);
 }
 
 void gpu_elementwise_open (lua_State *L) {

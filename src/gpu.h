@@ -515,6 +515,9 @@ GPU_INTERNAL int gpu_hasmetatable(lua_State *L, int idx, int mt_idx);
 GPU_INTERNAL void *gpu_checkself(lua_State *L, int arg, const char *tname);
 /* Raises "<Type> used after free" style errors uniformly. */
 GPU_INTERNAL int gpu_freed_error(lua_State *L, int arg, const char *what);
+/* A per-state switch as a module function ([on]) -> whether it was on: *off is the flag,
+** set from the optional boolean argument 1 (gpu.fast_paths, gpu.use_cublas). */
+GPU_INTERNAL int gpu_state_switch(lua_State *L, int *off);
 /* Pins the value at idx as user value n of the userdata at ud. */
 GPU_INTERNAL void gpu_pin(lua_State *L, int ud, int idx, int n);
 

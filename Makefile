@@ -51,10 +51,10 @@ build:
 	@mkdir -p build
 
 # SPECS=spec/07-launch_spec.lua (or several) runs only those files
-test: all
+test: all fakecuda
 	$(BUSTED) $(SPECS)
 
-test-gpu: all
+test-gpu: all fakecuda
 	$(BUSTED) --run=gpu $(SPECS)
 
 demo: all
@@ -123,8 +123,11 @@ bench: bench-build
 #   make fakecuda bench-build && GPU_CUDA_LIBRARY=$PWD/build/libfakecuda.so \
 #     lua5.4 tools/small_add_parts.lua
 .PHONY: fakecuda
-fakecuda: build/libfakecuda.so
+fakecuda: build/libfakecuda.so build/libfakecublas.so
 build/libfakecuda.so: tools/fakecuda.c | build
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -shared -o $@ $<
+# and a stand-in libcublas on it, which spec/38 checks matmul's cuBLAS layouts against
+build/libfakecublas.so: tools/fakecublas.c | build
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -shared -o $@ $<
 
 # ---------------------------------------------------------------- embedding (docs/embedding.md)

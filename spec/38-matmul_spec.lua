@@ -201,6 +201,57 @@ describe("matmul (CPU: NVRTC only)", function()
                    (helpers.run_lua(show, {GPU_CUBLAS_LIBRARY = "libc.so.6"})))
   end)
 
+  -- tools/fakecuda.c (host memory for device memory) and tools/fakecublas.c, built by make test
+  local fakes = {GPU_CUDA_LIBRARY = "build/libfakecuda.so", GPU_CUBLAS_LIBRARY = "build/libfakecublas.so"}
+  local function with_fakes(code, extra)
+    for _, path in pairs(fakes) do
+      assert(io.open(path), path .. " is missing: `make fakecuda` builds it (so does `make test`)"):close()
+    end
+    local env = {}
+    for k, v in pairs(fakes) do env[k] = v end
+    for k, v in pairs(extra or {}) do env[k] = v end
+    return helpers.run_lua(code, env)
+  end
+
+  it("hands cuBLAS each layout as it reads them (tools/fakecublas.c computes on the host)", function()
+    local out, ok = with_fakes(assert(io.open("spec/fake_blas_worker.lua")):read("a"))
+    assert(ok, out)
+    for _, dtype in ipairs{"float32", "float64"} do
+      for _, case in ipairs{"plain a plain b", "transposed a wide b", "wide a transposed b",
+                            "transposed a transposed b"} do
+        assert.truthy(out:find(("ok %s %s\n"):format(dtype, case), 1, true), out)
+      end
+    end
+    for _, case in ipairs{"stacks", "broadcast b", "gpuarray.matmul", "version 130000"} do
+      assert.truthy(out:find(case .. "\n", 1, true), out)
+    end
+    -- b^T times a^T, column-major: ops, m n k, leading dimensions, stack strides, stacks
+    for _, line in ipairs{"N N 6 5 7 6 7 6 0 0 30 1", "T T 6 5 7 7 5 6 0 0 30 1",
+                          "N T 6 5 7 9 5 6 0 0 30 1", "N N 6 5 7 6 7 6 42 35 30 6",
+                          "N N 6 5 7 6 7 6 0 35 30 6"} do
+      assert.truthy(out:find("fakecublas: gemm " .. line .. "\n", 1, true), out)
+    end
+    local _, destroyed = out:gsub("fakecublas: handle destroyed", "")
+    assert.are.equal(1, destroyed)          -- when the state closed
+  end)
+
+  it("leaves products to the kernels where cuBLAS cannot take them, and names its failures", function()
+    local probe = [[
+      local gpu = require "gpu"
+      local a = gpu.zeros({4, 4}, "float64")
+      print(pcall(require("gpu.core").blas_matmul, gpu.empty({4, 4}, "float64"), a, a))
+    ]]
+    local out = with_fakes(probe, {FAKE_CUBLAS_CREATE = "fail"})
+    assert.are.equal("true\tfalse\n", out)              -- no handle: no product, nothing to destroy
+    out = with_fakes(probe, {FAKE_CUBLAS_GEMM = "alloc"})
+    assert.matches("^fakecublas: gemm N N 4 4 4 4 4 4 0 0 16 1\ntrue\tfalse\nfakecublas: handle destroyed\n$", out)
+    out = with_fakes(probe, {FAKE_CUBLAS_GEMM = "fail"})
+    assert.truthy(out:find("false\tcublasGemmStridedBatchedEx: CUBLAS_STATUS_EXECUTION_FAILED (the GPU "
+                           .. "program failed to execute)\n", 1, true), out)
+    out = with_fakes('print(require("gpu").cublas_version())', {FAKE_CUBLAS_MAJOR = "11"})
+    assert.matches("^nil\t/%S+/build/libfakecublas%.so is cuBLAS 11%.0; lua%-gpu needs 12 or newer\n$", out)
+  end)
+
   it("turns cuBLAS off and on for a Lua state", function()
     assert.is_true(gpu.use_cublas())
     assert.is_true(gpu.use_cublas(false))

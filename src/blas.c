@@ -122,12 +122,19 @@ static int blas_error (lua_State *L, cublasStatus_t status, const char *call) {
                    blas.cublasGetStatusString(status), call, NULL);
 }
 
-/* This state's handle in Context c, which the caller made current. */
+/*
+** This state's handle in Context c, which the caller made current; NULL where none can be
+** made (a driver older than the library needs, no memory for its workspace), and then never
+** again in c: cuBLAS is an accelerator, and the kernels compute the same products.
+*/
 static cublasHandle_t context_handle (lua_State *L, gpu_Context *c) {
-  if (c->blas == NULL) {
+  if (c->blas == NULL && !c->blas_failed) {
     cublasHandle_t handle = NULL;
     cublasStatus_t status = blas.cublasCreate_v2(&handle);
-    if (status != CUBLAS_STATUS_SUCCESS) blas_error(L, status, "cublasCreate");
+    if (status != CUBLAS_STATUS_SUCCESS) {
+      c->blas_failed = 1;
+      return NULL;
+    }
     c->blas = handle;
     /* split sums of 16-bit results added in float too, as the kernels add them */
     status = blas.cublasSetMathMode(handle, CUBLAS_DEFAULT_MATH |
@@ -248,7 +255,8 @@ static int matrix_operand (const gpu_Array *x, const gpu_Array *target, int nb, 
 ** dtype cuBLAS takes, in one Context, a and b of two axes or more, target contiguous with
 ** a's rows and b's columns after the broadcast batch axes.  False, with nothing done, when
 ** cuBLAS is missing or turned off, a graph is being captured (cuBLAS may allocate), the layout
-** is not one it reads, or its workspace cannot be allocated: the caller's kernels take those.
+** is not one it reads, a stream of another context is given, or no handle or workspace can be
+** had: the caller's kernels take those.
 */
 static int gpu_blas_matmul (lua_State *L) {
   gpu_Array *target = gpu_checkarray(L, 1), *a = gpu_checkarray(L, 2), *b = gpu_checkarray(L, 3);
@@ -267,7 +275,7 @@ static int gpu_blas_matmul (lua_State *L) {
   if (!lua_isnoneornil(L, 4)) {
     gpu_Stream *s = (gpu_Stream *)luaL_checkudata(L, 4, GPU_STREAM);
     if (!s->live) return gpu_freed_error(L, 4, "stream");
-    if (s->capturing) { lua_pushboolean(L, 0); return 1; }
+    if (s->capturing || s->ctx != c) { lua_pushboolean(L, 0); return 1; }
     stream = s->stream;
   }
   if (c->state->blas_off || c->state->captures > 0 || nb < 0 || !target->contiguous ||
@@ -288,7 +296,10 @@ static int gpu_blas_matmul (lua_State *L) {
   }
   single = type.compute == CUBLAS_COMPUTE_32F;   /* alpha and beta in the compute type */
   gpu_context_enter(L, c);
-  handle = context_handle(L, c);
+  if ((handle = context_handle(L, c)) == NULL) {
+    lua_pushboolean(L, 0);
+    return 1;
+  }
   status = blas.cublasSetStream_v2(handle, (cudaStream_t)stream);
   if (status != CUBLAS_STATUS_SUCCESS) blas_error(L, status, "cublasSetStream");
   /* target^T (m x n, column-major, ld m) = b^T (m x k) times a^T (k x n) */

@@ -222,6 +222,7 @@ typedef struct gpu_Context {
   int cc_major, cc_minor;
   CUstream stream;        /* the host's stream for work that names none (lua_gpu_use_stream) */
   void *blas;             /* this state's cuBLAS handle in this context, made on first use */
+  int blas_failed;        /* cublasCreate failed here once: the kernels take every product */
   int ref;                /* registry reference: hot paths push it without a table lookup */
 } gpu_Context;
 

@@ -248,6 +248,18 @@ describe("matmul (CPU: NVRTC only)", function()
     out = with_fakes(probe, {FAKE_CUBLAS_GEMM = "fail"})
     assert.truthy(out:find("false\tcublasGemmStridedBatchedEx: CUBLAS_STATUS_EXECUTION_FAILED (the GPU "
                            .. "program failed to execute)\n", 1, true), out)
+    -- a bad stream: the same error whether cuBLAS would have taken the product or not
+    out = with_fakes([[
+      local gpu = require "gpu"
+      local limits, a = require("gpu.matmul").limits, gpu.zeros({40, 40}, "float32")
+      for _, work in ipairs{2 ^ 40, 0} do
+        limits.cublas_work_float32 = work
+        print(select(2, pcall(gpu.gpuarray.matmul, a, a, {stream = 5})))
+      end
+    ]])
+    local first, second = out:match("^([^\n]+)\n([^\n]+)\n")
+    assert.truthy(first and first:find("stream must be a gpu.Stream, got number", 1, true), out)
+    assert.are.equal(first, second)
     out = with_fakes('print(require("gpu").cublas_version())', {FAKE_CUBLAS_MAJOR = "11"})
     assert.matches("^nil\t/%S+/build/libfakecublas%.so is cuBLAS 11%.0; lua%-gpu needs 12 or newer\n$", out)
   end)

@@ -255,8 +255,8 @@ static int matrix_operand (const gpu_Array *x, const gpu_Array *target, int nb, 
 ** dtype cuBLAS takes, in one Context, a and b of two axes or more, target contiguous with
 ** a's rows and b's columns after the broadcast batch axes.  False, with nothing done, when
 ** cuBLAS is missing or turned off, a graph is being captured (cuBLAS may allocate), the layout
-** is not one it reads, a stream of another context is given, or no handle or workspace can be
-** had: the caller's kernels take those.
+** is not one it reads, the stream is not a live one of this context, or no handle or workspace
+** can be had: the caller's kernels take those (and name a bad stream).
 */
 static int gpu_blas_matmul (lua_State *L) {
   gpu_Array *target = gpu_checkarray(L, 1), *a = gpu_checkarray(L, 2), *b = gpu_checkarray(L, 3);
@@ -272,10 +272,12 @@ static int gpu_blas_matmul (lua_State *L) {
   double one[2] = {1, 0}, zero[2] = {0, 0};
   float one_f[2] = {1, 0}, zero_f[2] = {0, 0};
   int single = 0;
-  if (!lua_isnoneornil(L, 4)) {
-    gpu_Stream *s = (gpu_Stream *)luaL_checkudata(L, 4, GPU_STREAM);
-    if (!s->live) return gpu_freed_error(L, 4, "stream");
-    if (s->capturing || s->ctx != c) { lua_pushboolean(L, 0); return 1; }
+  if (!lua_isnoneornil(L, 4)) {       /* a bad or freed one too: the kernels' launch names it */
+    gpu_Stream *s = (gpu_Stream *)luaL_testudata(L, 4, GPU_STREAM);
+    if (s == NULL || !s->live || s->capturing || s->ctx != c) {
+      lua_pushboolean(L, 0);
+      return 1;
+    }
     stream = s->stream;
   }
   if (c->state->blas_off || c->state->captures > 0 || nb < 0 || !target->contiguous ||

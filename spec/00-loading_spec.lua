@@ -26,6 +26,20 @@ describe("require 'gpu'", function()
     assert.are.equal("table", type(gpu.host))
   end)
 
+  it("keeps the Lua layer's building blocks in gpu.core, out of gpu", function()
+    local core = require "gpu.core"
+    for _, name in ipairs{"array_binary_operator", "array_unary_operator", "elementwise_caller",
+                          "reduction_caller", "program_launcher", "program_dispatcher",
+                          "view_method", "axis_layout", "blas_matmul", "cache_hash", "cache_load",
+                          "cache_store", "nvrtc_identity"} do
+      assert.are.equal("function", type(core[name]), name)
+      assert.is_nil(gpu[name], name)
+    end
+    assert.is_nil(gpu.types)
+    assert.are.equal(core.array_empty, gpu.array_empty)      -- what scripts may call stays
+    assert.are.equal(core.free_after, gpu.free_after)
+  end)
+
   it("is loaded once per state: gpu.core is the same table every time", function()
     assert.are.equal(require "gpu.core", require "gpu.core")
     assert.are.equal(gpu, require "gpu")

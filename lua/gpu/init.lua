@@ -7,8 +7,19 @@ local signature = require "gpu.signature"
 
 local gpu = {}
 
+-- The core's building blocks for the Lua layer stay in gpu.core: its launchers trust their
+-- caller to pair a kernel with its operands' dtypes and layouts (a mismatch writes out of
+-- bounds on the device), and the rest (the compile cache's files, view and layout helpers)
+-- is plumbing with no promise of stability.
+local internal = {
+  types = true, complex_metatable = true, array_binary_operator = true,
+  array_unary_operator = true, elementwise_caller = true, reduction_caller = true,
+  program_launcher = true, program_dispatcher = true, view_method = true, axis_layout = true,
+  blas_matmul = true, cache_hash = true, cache_load = true, cache_store = true,
+  nvrtc_identity = true,
+}
 for name, value in pairs(core) do
-  if name ~= "types" and name ~= "complex_metatable" then gpu[name] = value end
+  if not internal[name] then gpu[name] = value end
 end
 
 gpu.VERSION = "0.1.0"

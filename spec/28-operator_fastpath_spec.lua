@@ -74,13 +74,7 @@ describe("the operators' fast path", function()
   end)
 
   it("is turned off and on for a Lua state", function()
-    assert.is_true(gpu.fast_paths())
-    assert.is_true(gpu.fast_paths(false))
-    assert.is_false(gpu.fast_paths())
-    assert.is_false(gpu.fast_paths(true))
-    assert.is_true(gpu.fast_paths())
-    helpers.assert_error("bad argument #1 to 'fast_paths' (boolean expected, got string)",
-                         function() gpu.fast_paths("off") end)
+    helpers.assert_switch(function(on) local was = gpu.fast_paths(on); return was end, "fast_paths")
   end)
 
   it("runs the real Lua path down to the launch (tools/op_overhead.lua, fakes for the device)", function()

@@ -265,13 +265,7 @@ describe("matmul (CPU: NVRTC only)", function()
   end)
 
   it("turns cuBLAS off and on for a Lua state", function()
-    assert.is_true(gpu.use_cublas())
-    assert.is_true(gpu.use_cublas(false))
-    assert.is_false(gpu.use_cublas())
-    assert.is_false(gpu.use_cublas(true))
-    assert.is_true(gpu.use_cublas())
-    helpers.assert_error("bad argument #1 to 'use_cublas' (boolean expected, got number)",
-                         function() gpu.use_cublas(1) end)
+    helpers.assert_switch(function(on) local was = gpu.use_cublas(on); return was end, "use_cublas")
   end)
 
   it("hands big products to cuBLAS, and keeps small ones and those by a few columns", function()

@@ -76,6 +76,19 @@ function helpers.assert_close(expected, actual, rtol, what)
     what or "value", expected, actual, err, tol))
 end
 
+-- Checks a per-state switch (gpu.fast_paths, gpu.use_cublas), called through switch(value)
+-- (a closure that calls it by its field, so the error names it): on at first, each call
+-- returns the setting before it, and a non-boolean is refused with luaL_checktype's message.
+function helpers.assert_switch(switch, name)
+  assert.is_true(switch())
+  assert.is_true(switch(false))
+  assert.is_false(switch())
+  assert.is_false(switch(true))
+  assert.is_true(switch())
+  helpers.assert_error(("bad argument #1 to '%s' (boolean expected, got number)"):format(name),
+                       function() return (switch(1)) end)
+end
+
 -- Runs Lua code in a child interpreter that finds this tree's modules, with extra
 -- environment variables; returns its output (stdout and stderr) and whether it succeeded.
 function helpers.run_lua(code, env)

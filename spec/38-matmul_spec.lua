@@ -4,6 +4,7 @@ local gpu = helpers.gpu
 local promote = require "gpu.promote"
 local matmul = require "gpu.matmul"
 local core = require "gpu.core"
+local layouts = require "matrix_layouts"
 local A = require "array_reference"
 
 local function upload(values, dtype, shape)
@@ -702,27 +703,9 @@ describe("matmul", function()
     check(flat(strided:get()), want, scale, "float32", "strided out")
   end)
 
-  -- a's values as the rows x cols matrix they are, laid out as at^T (upload(at, {cols, rows}).T)
-  -- or inside wider rows (extra columns of noise): the layouts cuBLAS reads besides row-major
-  local function transposed_values(v, rows, cols)
-    local t = {}
-    for j = 1, cols do for i = 1, rows do t[#t + 1] = v[(i - 1) * cols + j] end end
-    return t
-  end
+  -- plain, transposed and wider-row operands (spec/matrix_layouts.lua), noise of dtype
   local function layout(values, dtype, rows, cols, how)
-    if how == "transposed" then
-      return upload(transposed_values(values, rows, cols), dtype, {cols, rows}).T
-    elseif how == "wide" then
-      local w, noise = {}, random_values(dtype, rows * 3)
-      for i = 1, rows do
-        for j = 1, cols do w[#w + 1] = values[(i - 1) * cols + j] end
-        for j = 1, 3 do w[#w + 1] = noise[(i - 1) * 3 + j] end
-      end
-      local wide = upload(w, dtype, {rows, cols + 3})
-      local size = wide.itemsize
-      return gpu.GPUArray({rows, cols}, dtype, {gpudata = wide.gpudata, strides = {(cols + 3) * size, size}})
-    end
-    return upload(values, dtype, {rows, cols})
+    return layouts.layout(values, dtype, rows, cols, how, random_values(dtype, rows * 3))
   end
 
   helpers.gpu_it("multiplies float and complex matrices on cuBLAS, in every layout it reads", function()

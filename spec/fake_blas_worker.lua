@@ -11,23 +11,11 @@ local function values(count)
   return t
 end
 
--- row-major rows x cols values laid out plain, as a transposed view, or inside wider rows
+-- plain, transposed and wider-row operands (spec/matrix_layouts.lua), noise 99
 local function layout(v, dtype, rows, cols, how)
-  if how == "transposed" then
-    local t = {}
-    for j = 1, cols do for i = 1, rows do t[#t + 1] = v[(i - 1) * cols + j] end end
-    return gpu.to_gpu(gpu.host.from_table(t, dtype)):reshape({cols, rows}).T
-  elseif how == "wide" then
-    local w = {}
-    for i = 1, rows do
-      for j = 1, cols do w[#w + 1] = v[(i - 1) * cols + j] end
-      for _ = 1, 3 do w[#w + 1] = 99 end
-    end
-    local wide = gpu.to_gpu(gpu.host.from_table(w, dtype)):reshape({rows, cols + 3})
-    return gpu.GPUArray({rows, cols}, dtype, {gpudata = wide.gpudata,
-                                              strides = {(cols + 3) * wide.itemsize, wide.itemsize}})
-  end
-  return gpu.to_gpu(gpu.host.from_table(v, dtype)):reshape({rows, cols})
+  local noise = {}
+  for i = 1, rows * 3 do noise[i] = 99 end
+  return require("matrix_layouts").layout(v, dtype, rows, cols, how, noise)
 end
 
 -- the stacks' products, matrix p of a times matrix p of b (a_at, b_at: which matrix)

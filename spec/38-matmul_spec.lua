@@ -202,17 +202,7 @@ describe("matmul (CPU: NVRTC only)", function()
                    (helpers.run_lua(show, {GPU_CUBLAS_LIBRARY = "libc.so.6"})))
   end)
 
-  -- tools/fakecuda.c (host memory for device memory) and tools/fakecublas.c, built by make test
-  local fakes = {GPU_CUDA_LIBRARY = "build/libfakecuda.so", GPU_CUBLAS_LIBRARY = "build/libfakecublas.so"}
-  local function with_fakes(code, extra)
-    for _, path in pairs(fakes) do
-      assert(io.open(path), path .. " is missing: `make fakecuda` builds it (so does `make test`)"):close()
-    end
-    local env = {}
-    for k, v in pairs(fakes) do env[k] = v end
-    for k, v in pairs(extra or {}) do env[k] = v end
-    return helpers.run_lua(code, env)
-  end
+  local with_fakes = helpers.run_with_fakes
 
   it("hands cuBLAS each layout as it reads them (tools/fakecublas.c computes on the host)", function()
     local out, ok = with_fakes(assert(io.open("spec/fake_blas_worker.lua")):read("a"))

@@ -106,6 +106,19 @@ function helpers.run_lua(code, env)
   return out, ok
 end
 
+-- run_lua on the stand-ins for the driver and cuBLAS (tools/fakecuda.c: host memory for
+-- device memory, launches that run nothing; tools/fakecublas.c), built by make test.
+local fakes = {GPU_CUDA_LIBRARY = "build/libfakecuda.so", GPU_CUBLAS_LIBRARY = "build/libfakecublas.so"}
+function helpers.run_with_fakes(code, extra)
+  local env = {}
+  for k, path in pairs(fakes) do
+    assert(io.open(path), path .. " is missing: `make fakecuda` builds it (so does `make test`)"):close()
+    env[k] = path
+  end
+  for k, v in pairs(extra or {}) do env[k] = v end
+  return helpers.run_lua(code, env)
+end
+
 -- A fresh, empty directory under /tmp.
 function helpers.temp_dir()
   local path = os.tmpname()

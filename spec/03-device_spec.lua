@@ -91,6 +91,69 @@ describe("devices", function()
   end)
 end)
 
+describe("context limits", function()
+  it("get_limit and set_limit check their arguments before the driver", function()
+    helpers.assert_error("bad argument #1 to 'get_limit' (unknown context limit 'NO_SUCH')",
+                         function() gpu.get_limit("NO_SUCH") end)
+    helpers.assert_error("bad argument #1 to 'get_limit' (string expected, got no value)",
+                         function() gpu.get_limit() end)
+    helpers.assert_error("bad argument #1 to 'set_limit' (unknown context limit 'stack_size')",
+                         function() gpu.set_limit("stack_size", 1024) end)
+    helpers.assert_error("bad argument #2 to 'set_limit' (number expected, got no value)",
+                         function() gpu.set_limit("STACK_SIZE") end)
+    helpers.assert_error("bad argument #2 to 'set_limit' (a limit is 0 or more)",
+                         function() gpu.set_limit("STACK_SIZE", -1) end)
+    helpers.assert_error("bad argument #2 to 'set_limit' (number has no integer representation)",
+                         function() gpu.set_limit("STACK_SIZE", 0.5) end)
+  end)
+
+  -- On the stand-in driver (tools/fakecuda.c remembers limits and rounds stacks to 16 bytes)
+  -- so that CI checks what reaches the driver, and what the module answers.
+  it("set_limit answers the value in effect, refuses during a capture, names a failed call", function()
+    local out, ok = helpers.run_with_fakes([[
+      local gpu = require "gpu"
+      print(gpu.get_limit("STACK_SIZE"), gpu.get_limit("CU_LIMIT_MALLOC_HEAP_SIZE"))
+      print(gpu.set_limit("STACK_SIZE", 1000), gpu.get_limit("STACK_SIZE"))
+      print(gpu.set_limit("CU_LIMIT_PRINTF_FIFO_SIZE", 4 << 20), gpu.get_limit("PRINTF_FIFO_SIZE"))
+      local s = gpu.Stream()
+      s:begin_capture()
+      print(pcall(gpu.set_limit, "STACK_SIZE", 4096))
+      s:end_capture()
+      print(gpu.get_limit("STACK_SIZE"), gpu.set_limit("STACK_SIZE", 4096))
+    ]])
+    assert(ok, out)
+    assert.are.equal("1024\t8388608\n1008\t1008\n4194304\t4194304\n" ..
+                     "false\tcannot set a context limit while a stream capture is open (in any " ..
+                     "thread): end the capture first\n1008\t4096\n", out)
+    out, ok = helpers.run_with_fakes([[
+      local gpu = require "gpu"
+      local ok, err = pcall(gpu.set_limit, "STACK_SIZE", 2048)
+      print(ok, gpu.Error.is(err), err.call, err.name)
+    ]], {FAKE_CUDA_LIMIT = "fail"})
+    assert(ok, out)
+    assert.are.equal("false\ttrue\tcuCtxSetLimit\tCUDA_ERROR_FAKE\n", out)
+  end)
+
+  helpers.gpu_it("set_limit changes a limit of the current device's context", function()
+    local stack = gpu.get_limit("STACK_SIZE")
+    assert.are.equal("integer", math.type(stack))
+    assert.is_true(stack > 0)
+    assert.are.equal(stack, gpu.get_limit("CU_LIMIT_STACK_SIZE"))
+    assert.is_true(gpu.get_limit("MALLOC_HEAP_SIZE") > 0)
+    local set = gpu.set_limit("STACK_SIZE", stack + 1000)
+    assert.is_true(set >= stack + 1000 and set < stack + 1000 + 256, set)
+    assert.are.equal(set, gpu.get_limit("STACK_SIZE"))
+    assert.are.equal(stack, gpu.set_limit("STACK_SIZE", stack))
+    local s <close> = gpu.Stream()
+    s:begin_capture()
+    helpers.assert_error("cannot set a context limit while a stream capture is open (in any " ..
+                         "thread): end the capture first",
+                         function() gpu.set_limit("STACK_SIZE", stack + 16) end)
+    local graph <close> = s:end_capture()
+    assert.are.equal(stack, gpu.get_limit("STACK_SIZE"))
+  end)
+end)
+
 describe("devices without a driver", function()
   if not helpers.has_gpu then
     it("Device() and synchronize() raise the no-driver gpu.Error; device_count() is 0", function()

@@ -168,3 +168,43 @@ describe("the memory pool", function()
     assert.are.equal(1 << 20, #again)
   end)
 end)
+
+-- The driver grows a context's stack for any kernel that needs more local memory, for every
+-- thread the device can hold, and keeps it (1.8 GiB on an H100 for 8 KiB a thread).
+describe("the stack a deep kernel makes the driver grow", function()
+  helpers.gpu_it("stays held until set_limit('STACK_SIZE', n) gives it back", function()
+    local function free_now()
+      collectgarbage()
+      collectgarbage()
+      gpu.synchronize()
+      gpu.free_pool()
+      return (gpu.mem_get_info())
+    end
+    local dev = gpu.get_device()
+    local threads = dev:attribute("MULTIPROCESSOR_COUNT") *
+                    dev:attribute("MAX_THREADS_PER_MULTIPROCESSOR")
+    local deep = gpu.SourceModule([[
+      __global__ void deep(long long *out, int k) {
+        volatile long long frame[1024];      /* 8 KiB of local memory a thread */
+        for (int i = 0; i < 1024; i++) frame[i] = (long long)i * k;
+        out[threadIdx.x] = frame[(threadIdx.x * 7 + k) % 1024];
+      }]]):get_function("deep")
+    assert.is_true(deep.local_size_bytes >= 8192, deep.local_size_bytes)
+    local out <close> = gpu.gpuarray.empty(256, "int64")
+    local k = math.random(2, 1000)
+    assert.are.equal(1024, gpu.set_limit("STACK_SIZE", 1024))   -- what earlier specs grew
+    local before = free_now()
+    deep(out, k, {block = 256, grid = 1})
+    local got = out:get():totable()
+    for t = 0, 255 do assert.are.equal((t * 7 + k) % 1024 * k, got[t + 1]) end
+    assert.is_true(gpu.get_limit("STACK_SIZE") >= 8192, gpu.get_limit("STACK_SIZE"))
+    local grown = free_now()
+    local stack_bytes = threads * (8192 - 1024)
+    assert.is_true(before - grown >= stack_bytes // 2,
+                   ("free %d MiB -> %d MiB"):format(before >> 20, grown >> 20))
+    assert.are.equal(1024, gpu.set_limit("STACK_SIZE", 1024))
+    local after = free_now()
+    assert.is_true(after - grown >= stack_bytes // 2,
+                   ("free %d MiB -> %d MiB after set_limit"):format(grown >> 20, after >> 20))
+  end)
+end)

@@ -365,6 +365,75 @@ static int gpu_free_pool (lua_State *L) {
   return 0;
 }
 
+/*
+** Context limits, named as CUlimit without its CU_LIMIT_ prefix (as device attributes are).
+** The driver grows STACK_SIZE for any kernel that needs more local memory and never shrinks
+** it, holding stack bytes for every thread the device can run (an 8 KiB stack: about 2 GiB
+** on an H100) until the context goes: set_limit("STACK_SIZE", n) is how to get it back.
+*/
+static const struct { const char *name; CUlimit limit; } limits[] = {
+  {"STACK_SIZE", CU_LIMIT_STACK_SIZE}, {"PRINTF_FIFO_SIZE", CU_LIMIT_PRINTF_FIFO_SIZE},
+  {"MALLOC_HEAP_SIZE", CU_LIMIT_MALLOC_HEAP_SIZE},
+  {"DEV_RUNTIME_SYNC_DEPTH", CU_LIMIT_DEV_RUNTIME_SYNC_DEPTH},
+  {"DEV_RUNTIME_PENDING_LAUNCH_COUNT", CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT},
+  {"MAX_L2_FETCH_GRANULARITY", CU_LIMIT_MAX_L2_FETCH_GRANULARITY},
+  {"PERSISTING_L2_CACHE_SIZE", CU_LIMIT_PERSISTING_L2_CACHE_SIZE},
+};
+
+static CUlimit check_limit (lua_State *L, int arg) {
+  const char *name = luaL_checkstring(L, arg);
+  size_t i;
+  if (strncmp(name, "CU_LIMIT_", 9) == 0) name += 9;
+  for (i = 0; i < sizeof limits / sizeof limits[0]; i++)
+    if (strcmp(name, limits[i].name) == 0) return limits[i].limit;
+  return (CUlimit)luaL_argerror(L, arg, lua_pushfstring(L, "unknown context limit '%s'", name));
+}
+
+static lua_Integer context_limit (lua_State *L, const gpu_Driver *d, CUlimit limit) {
+  size_t value = 0;
+  gpu_check(L, d->cuCtxGetLimit(&value, limit), "cuCtxGetLimit");
+  return (lua_Integer)value;
+}
+
+/* get_limit(name) -> the current device's context limit */
+static int gpu_get_limit (lua_State *L) {
+  CUlimit limit = check_limit(L, 1);
+  const gpu_Driver *d = gpu_driver(L);
+  gpu_context_push(L);
+  lua_pushinteger(L, context_limit(L, d, limit));
+  return 1;
+}
+
+typedef struct { CUlimit limit; size_t value; } LimitRequest;
+
+static CUresult set_context_limit (const gpu_Driver *d, void *request) {
+  const LimitRequest *r = (const LimitRequest *)request;
+  return d->cuCtxSetLimit(r->limit, r->value);
+}
+
+/* set_limit(name, value) -> the value in effect (the driver may round or clamp it).  Setting
+** a limit can wait for the device, which no open capture allows: refused then. */
+static int gpu_set_limit (lua_State *L) {
+  const gpu_Driver *d;
+  LimitRequest request;
+  lua_Integer value;
+  int refused;
+  CUresult r;
+  request.limit = check_limit(L, 1);
+  value = luaL_checkinteger(L, 2);
+  luaL_argcheck(L, value >= 0, 2, "a limit is 0 or more");
+  request.value = (size_t)value;
+  d = gpu_driver(L);
+  gpu_context_push(L);
+  r = gpu_outside_captures(d, set_context_limit, &request, &refused);
+  if (refused)
+    return luaL_error(L, "cannot set a context limit while a stream capture is open (in any "
+                      "thread): end the capture first");
+  gpu_check(L, r, "cuCtxSetLimit");
+  lua_pushinteger(L, context_limit(L, d, request.limit));
+  return 1;
+}
+
 static int gpu_mem_get_info (lua_State *L) {
   const gpu_Driver *d = gpu_driver(L);
   size_t free_bytes, total;
@@ -473,7 +542,8 @@ void gpu_device_open (lua_State *L) {
     {"set_device", gpu_set_device}, {"get_device", gpu_get_device},
     {"device_ordinal", gpu_device_ordinal},
     {"synchronize", gpu_synchronize}, {"mem_get_info", gpu_mem_get_info},
-    {"mem_pool_info", gpu_mem_pool_info}, {"free_pool", gpu_free_pool}, {NULL, NULL},
+    {"mem_pool_info", gpu_mem_pool_info}, {"free_pool", gpu_free_pool},
+    {"get_limit", gpu_get_limit}, {"set_limit", gpu_set_limit}, {NULL, NULL},
   };
   static const luaL_Reg device_meta[] = {
     {"__tostring", device_tostring}, {"__eq", device_eq}, {NULL, NULL},

@@ -48,6 +48,8 @@ __attribute__((visibility("default"))) int luaopen_gpu_core(lua_State *L);
   X(cuCtxSetCurrent, 4000)                         \
   X(cuCtxSynchronize, 2000)                        \
   X(cuCtxGetDevice, 2000)                          \
+  X(cuCtxGetLimit, 3010)                           \
+  X(cuCtxSetLimit, 3010)                           \
   X(cuMemGetInfo, 3020)                            \
   X(cuMemAlloc, 3020)                              \
   X(cuMemFree, 3020)                               \
@@ -411,8 +413,13 @@ GPU_INTERNAL void gpu_capture_opening(gpu_State *s);
 GPU_INTERNAL void gpu_capture_ended(gpu_State *s);
 /* Runs the held releases (with no capture left: the last one ended, or the state closes). */
 GPU_INTERNAL void gpu_release_held(gpu_State *s);
-/* cuCtxSynchronize, unless a capture is open anywhere in the process (any state, any
-** thread): then *refused is set and nothing is called. */
+/* A driver call that waits for the whole device (the current context's work). */
+typedef CUresult (*gpu_DeviceWideCall)(const gpu_Driver *d, void *arg);
+/* call(d, arg), unless a capture is open anywhere in the process (any state, any thread):
+** then *refused is set and nothing is called.  No capture opens while it runs. */
+GPU_INTERNAL CUresult gpu_outside_captures(const gpu_Driver *d, gpu_DeviceWideCall call,
+                                           void *arg, int *refused);
+/* cuCtxSynchronize through gpu_outside_captures. */
 GPU_INTERNAL CUresult gpu_synchronize_device(const gpu_Driver *d, int *refused);
 /* The same for a Lua function: raises when refused or on failure. */
 GPU_INTERNAL void gpu_synchronize_checked(lua_State *L, const gpu_Driver *d);

@@ -87,18 +87,28 @@ void gpu_capture_ended (gpu_State *s) {
   if (--s->captures == 0) gpu_release_held(s);
 }
 
-CUresult gpu_synchronize_device (const gpu_Driver *d, int *refused) {
+CUresult gpu_outside_captures (const gpu_Driver *d, gpu_DeviceWideCall call, void *arg,
+                               int *refused) {
   CUresult r;
   pthread_mutex_lock(&capture_lock);
   *refused = open_captures > 0;
   if (!*refused) synchronizing++;
   pthread_mutex_unlock(&capture_lock);
   if (*refused) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-  r = d->cuCtxSynchronize();
+  r = call(d, arg);
   pthread_mutex_lock(&capture_lock);
   if (--synchronizing == 0) pthread_cond_broadcast(&synchronized);
   pthread_mutex_unlock(&capture_lock);
   return r;
+}
+
+static CUresult synchronize_context (const gpu_Driver *d, void *unused) {
+  (void)unused;
+  return d->cuCtxSynchronize();
+}
+
+CUresult gpu_synchronize_device (const gpu_Driver *d, int *refused) {
+  return gpu_outside_captures(d, synchronize_context, NULL, refused);
 }
 
 void gpu_synchronize_checked (lua_State *L, const gpu_Driver *d) {

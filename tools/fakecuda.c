@@ -223,6 +223,22 @@ static CUresult instantiate (CUgraphExec *e, CUgraph g, unsigned long long flags
   return CUDA_SUCCESS;
 }
 
+/* Context limits, remembered as the driver would (STACK_SIZE rounded up to 16 bytes);
+** FAKE_CUDA_LIMIT=fail makes setting one fail, for the module's error path. */
+static size_t limits[CU_LIMIT_MAX] = {1024, 1 << 20, 8 << 20, 2, 2048, 64};
+static CUresult get_limit (size_t *value, CUlimit limit) {
+  if ((unsigned)limit >= CU_LIMIT_MAX) return CUDA_ERROR_UNSUPPORTED_LIMIT;
+  *value = limits[limit];
+  return CUDA_SUCCESS;
+}
+static CUresult set_limit (CUlimit limit, size_t value) {
+  const char *fail = getenv("FAKE_CUDA_LIMIT");
+  if (fail != NULL && strcmp(fail, "fail") == 0) return CUDA_ERROR_INVALID_VALUE;
+  if ((unsigned)limit >= CU_LIMIT_MAX) return CUDA_ERROR_UNSUPPORTED_LIMIT;
+  limits[limit] = limit == CU_LIMIT_STACK_SIZE ? (value + 15) / 16 * 16 : value;
+  return CUDA_SUCCESS;
+}
+
 static const struct { const char *name; void *fn; } stubs[] = {
 #define STUB(name, fn) {#name, (void *)(fn)},
   STUB(cuInit, ok) STUB(cuDriverGetVersion, driver_version) STUB(cuGetErrorName, error_name)
@@ -232,7 +248,7 @@ static const struct { const char *name; void *fn; } stubs[] = {
   STUB(cuDeviceGetPCIBusId, pci_bus_id) STUB(cuDevicePrimaryCtxRetain, retain)
   STUB(cuDevicePrimaryCtxRelease, ok) STUB(cuCtxGetCurrent, get_current)
   STUB(cuCtxSetCurrent, set_current) STUB(cuCtxSynchronize, cuCtxSynchronize)
-  STUB(cuCtxGetDevice, ctx_device)
+  STUB(cuCtxGetDevice, ctx_device) STUB(cuCtxGetLimit, get_limit) STUB(cuCtxSetLimit, set_limit)
   STUB(cuMemGetInfo, mem_info) STUB(cuMemAlloc, mem_alloc) STUB(cuMemFree, mem_free)
   STUB(cuMemAllocFromPoolAsync, pool_alloc) STUB(cuMemFreeAsync, free_async)
   STUB(cuMemPoolCreate, pool_create) STUB(cuMemPoolDestroy, ok) STUB(cuMemPoolSetAttribute, ok)

@@ -39,6 +39,20 @@ local x = gpu.to_gpu(gpu.host.from_table((function()
   for i = 1, 1000 do t[i] = math.random(-1000, 1000) end
   return t
 end)(), "float32"))
+-- A float64 product checked against the host: its kernels (cuBLAS's or the library's own)
+-- need more stack than the default, which the driver grows and keeps for the context.
+local function product_check()
+  local size = 256
+  local ha, hb = gpu.host.empty({size, size}, "float64"), gpu.host.empty({size, size}, "float64")
+  for i = 1, size * size do ha[i], hb[i] = math.random(-8, 8), math.random(-8, 8) end
+  local product = gpu.gpuarray.matmul(gpu.to_gpu(ha), gpu.to_gpu(hb)):get()
+  local i, j, want = math.random(size), math.random(size), 0
+  for l = 1, size do want = want + ha[(i - 1) * size + l] * hb[(l - 1) * size + j] end
+  if product[(i - 1) * size + j] ~= want then
+    error(("product element %d, %d is %s, expected %s"):format(i, j, product[(i - 1) * size + j], want))
+  end
+end
+
 local deadline = os.time() + seconds
 repeat
   rounds = rounds + 1
@@ -56,6 +70,7 @@ repeat
     for _ = 1, 50 do y = x + x end
     local want = 2 * x:get()[1]
     if y:get()[1] ~= want then error(("x + x: %s, expected %s"):format(y:get()[1], want)) end
+    if math.random(8) == 1 then product_check() end
   end
   if math.random(4) == 1 then synchronize_device() end
 until os.time() >= deadline

@@ -69,11 +69,14 @@ static int run (lua_State *L, const char *code, int nresults) {
   return 1;
 }
 
-/* Device bytes free after the pool gave back what it caches. */
+/* Device bytes free after the pool gave back what it caches, and the driver the stack that
+** deep kernels made it grow (the first call notes the stack limit, later ones restore it). */
 static long long free_memory (lua_State *L) {
   long long bytes = -1;
   if (run(L, "local gpu = require 'gpu'; collectgarbage(); collectgarbage();"
-             "if gpu.free_pool then gpu.free_pool() end; return (gpu.mem_get_info())", 1)) {
+             "THREADS_STACK = THREADS_STACK or gpu.get_limit('STACK_SIZE');"
+             "gpu.set_limit('STACK_SIZE', THREADS_STACK);"
+             "gpu.free_pool(); return (gpu.mem_get_info())", 1)) {
     bytes = (long long)lua_tointeger(L, -1);
     lua_pop(L, 1);
   }

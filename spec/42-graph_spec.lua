@@ -74,6 +74,18 @@ describe("graphs", function()
     helpers.assert_error("stream is not capturing (call begin_capture first)", s.end_capture, s)
   end)
 
+  helpers.gpu_it("free the stream gpu.capture made when the capture ends, even after an error", function()
+    local made
+    local graph <close> = gpu.capture(function(s) made = s end)
+    assert.are.equal("gpu.Stream(freed)", tostring(made))
+    helpers.assert_error("boom", gpu.capture, function(s) made = s; error("boom", 0) end)
+    assert.are.equal("gpu.Stream(freed)", tostring(made))
+    local given <close> = gpu.Stream()
+    local again <close> = gpu.capture(function() end, given)
+    assert.are_not.equal("gpu.Stream(freed)", tostring(given))   -- the caller's stays open
+    given:synchronize()
+  end)
+
   helpers.gpu_it("reject In/Out handlers, which copy synchronously", function()
     local bump = gpu.SourceModule(source):get_function("bump")
     local h = gpu.host.zeros(8, "int32")

@@ -328,14 +328,17 @@ function gpu.capture(fn, stream)
   if stream ~= nil and getmetatable(stream) ~= core.types.Stream then
     argerror(2, "capture", "gpu.Stream expected, got " .. type(stream))
   end
-  stream = stream or core.Stream({non_blocking = true})
+  -- a stream of its own is freed as soon as the capture ends, not left to the collector:
+  -- streams cost the driver more than their userdata tells the collector
+  local own = stream == nil and core.Stream({non_blocking = true})
+  stream = stream or own
   stream:begin_capture()
   local ok, err = pcall(fn, stream)
-  if not ok then
-    pcall(stream.end_capture, stream)   -- leave capture mode; the fn's error is the one to see
-    error(err, 0)
-  end
-  return stream:end_capture()
+  local ended, graph = pcall(stream.end_capture, stream)   -- leaves capture mode in any case
+  if own then own:free() end
+  if not ok then error(err, 0) end      -- the fn's error is the one to see
+  if not ended then error(graph, 0) end
+  return graph
 end
 
 -- GPU arrays: gpu.gpuarray and its shortcuts, then what builds on it.

@@ -36,6 +36,7 @@ static int gpu_Stream_new (lua_State *L) {
     if (lua_toboolean(L, -1)) flags = CU_STREAM_NON_BLOCKING;
     lua_pop(L, 1);
   }
+  gpu_gc_account(L, gpu_state(L), GPU_STREAM_DEVICE_BYTES);
   s = (gpu_Stream *)lua_newuserdatauv(L, sizeof(gpu_Stream), 2);
   memset(s, 0, sizeof *s);
   luaL_setmetatable(L, GPU_STREAM);
@@ -151,6 +152,7 @@ static int stream_end_capture (lua_State *L) {
   CUresult r;
   int n = 0;
   if (!s->capturing) return luaL_error(L, "stream is not capturing (call begin_capture first)");
+  gpu_gc_account(L, s->ctx->state, GPU_GRAPH_DEVICE_BYTES);   /* frees stay held: capturing */
   g = (gpu_Graph *)lua_newuserdatauv(L, sizeof(gpu_Graph), 2);
   memset(g, 0, sizeof *g);
   luaL_setmetatable(L, GPU_GRAPH);

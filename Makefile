@@ -235,11 +235,9 @@ threads: all build/threads
 	build/threads --at-exit before tests/exit_worker.lua
 	build/threads --at-exit after tests/exit_worker.lua
 
-# Graph captures racing other threads' work and device synchronizations.  The driver keeps
-# about 230 MiB for each thread that captured graphs while the main thread holds the context
-# (none without captures; the same with the pool or cuBLAS off), hence the larger slack.
+# Graph captures racing other threads' work and device synchronizations.
 threads-capture: all build/threads
-	THREADS_SLACK_MB=512 build/threads -n 4 -t $(SECONDS) -w tests/capture_worker.lua
+	build/threads -n 4 -t $(SECONDS) -w tests/capture_worker.lua
 
 # The GPU suite under compute-sanitizer's memcheck (the #faults specs provoke errors on
 # purpose and are left out).  Only the device's memory is checked; API errors are not reported

@@ -39,8 +39,8 @@ local x = gpu.to_gpu(gpu.host.from_table((function()
   for i = 1, 1000 do t[i] = math.random(-1000, 1000) end
   return t
 end)(), "float32"))
--- A float64 product checked against the host: its kernels (cuBLAS's or the library's own)
--- need more stack than the default, which the driver grows and keeps for the context.
+-- A float64 product (cuBLAS's kernels or the library's own) checked against the host, so
+-- that library work with handles and workspaces of its own runs beside the captures too.
 local function product_check()
   local size = 256
   local ha, hb = gpu.host.empty({size, size}, "float64"), gpu.host.empty({size, size}, "float64")

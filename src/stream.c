@@ -152,7 +152,6 @@ static int stream_end_capture (lua_State *L) {
   CUresult r;
   int n = 0;
   if (!s->capturing) return luaL_error(L, "stream is not capturing (call begin_capture first)");
-  gpu_gc_account(L, s->ctx->state, GPU_GRAPH_DEVICE_BYTES);   /* frees stay held: capturing */
   g = (gpu_Graph *)lua_newuserdatauv(L, sizeof(gpu_Graph), 2);
   memset(g, 0, sizeof *g);
   luaL_setmetatable(L, GPU_GRAPH);
@@ -183,6 +182,9 @@ static int stream_end_capture (lua_State *L) {
   lua_setiuservalue(L, -2, 2);
   lua_pushnil(L);
   lua_setiuservalue(L, 1, 2);
+  /* told to the collector once the graph is whole: a collection during the capture would run
+  ** finalizers whose work on the legacy stream could invalidate it */
+  gpu_gc_account(L, s->ctx->state, GPU_GRAPH_DEVICE_BYTES);
   return 1;
 }
 

@@ -55,35 +55,6 @@ static const char *const cublas_names[] = {"libcublas.so.13", "libcublas.so.12"}
 
 /* ---------------------------------------------------------------- loading */
 
-static void *open_cublas (void) {
-  const char *env = getenv("GPU_CUBLAS_LIBRARY");
-  char found[PATH_MAX];
-  void *lib;
-  size_t i;
-  if (gpu_find_library("GPU_CUBLAS_LIBRARY", cublas_names, CUBLAS_NAME_COUNT, found)) {
-    if ((lib = dlopen(found, RTLD_NOW | RTLD_LOCAL)) == NULL)
-      snprintf(blas.why, sizeof blas.why, "%s cannot be loaded: %s", found, dlerror());
-    else snprintf(blas.path, sizeof blas.path, "%s", found);
-    return lib;
-  }
-  if (env != NULL && *env != '\0') {
-    if ((lib = dlopen(env, RTLD_NOW | RTLD_LOCAL)) == NULL)
-      snprintf(blas.why, sizeof blas.why, "GPU_CUBLAS_LIBRARY=%s cannot be loaded: %s", env,
-               dlerror());
-    else snprintf(blas.path, sizeof blas.path, "%s", env);
-    return lib;
-  }
-  for (i = 0; i < CUBLAS_NAME_COUNT; i++) {     /* ld.so.cache entries the search missed */
-    if ((lib = dlopen(cublas_names[i], RTLD_NOW | RTLD_LOCAL)) != NULL) {
-      snprintf(blas.path, sizeof blas.path, "%s", cublas_names[i]);
-      return lib;
-    }
-  }
-  snprintf(blas.why, sizeof blas.why, "cuBLAS not found (tried libcublas.so.13, .12 and "
-           "$CUDA_HOME/lib64; set GPU_CUBLAS_LIBRARY or CUDA_HOME)");
-  return NULL;
-}
-
 static void load_cublas (void) {
   const char *disable = getenv("GPU_CUBLAS_DISABLE");
   int major = 0, minor = 0, patch = 0;
@@ -92,7 +63,9 @@ static void load_cublas (void) {
     snprintf(blas.why, sizeof blas.why, "cuBLAS is turned off (GPU_CUBLAS_DISABLE=%s)", disable);
     return;
   }
-  if ((lib = open_cublas()) == NULL) return;
+  if ((lib = gpu_open_library("cuBLAS", "GPU_CUBLAS_LIBRARY", cublas_names, CUBLAS_NAME_COUNT,
+                              blas.path, blas.why, sizeof blas.why)) == NULL)
+    return;
 #define GPU_CUBLAS_RESOLVE(name, ret, args)                                           \
   if ((*(void **)&blas.name = dlsym(lib, #name)) == NULL) {                           \
     snprintf(blas.why, sizeof blas.why, "%s lacks %s", blas.path, #name);             \

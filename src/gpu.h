@@ -457,6 +457,11 @@ GPU_INTERNAL void gpu_nvrtc_open(lua_State *L);
 ** found (PATH_MAX bytes) gets its real path.  Returns whether one was found. */
 GPU_INTERNAL int gpu_find_library(const char *env_var, const char *const *names, size_t count,
                                   char *found);
+/* dlopen's the library: what gpu_find_library finds, else $env_var as given, else names as
+** dlopen finds them; path (PATH_MAX bytes) gets what was loaded, or why says why none was. */
+GPU_INTERNAL void *gpu_open_library(const char *what, const char *env_var,
+                                    const char *const *names, size_t count, char *path,
+                                    char *why, size_t why_size);
 GPU_INTERNAL void gpu_kernels_open(lua_State *L);
 GPU_INTERNAL void gpu_cache_open(lua_State *L);
 GPU_INTERNAL void gpu_module_open(lua_State *L);

@@ -137,38 +137,45 @@ static int find_nvrtc (char *found) {
   return gpu_find_library("GPU_NVRTC_LIBRARY", nvrtc_names, NVRTC_NAME_COUNT, found);
 }
 
-static void *open_nvrtc (void) {
-  const char *env = getenv("GPU_NVRTC_LIBRARY");
+/*
+** dlopen's a CUDA library as lua-gpu looks for one: the file gpu_find_library finds, else
+** $env_var as given (it may name something only dlopen knows), else names and the same under
+** $CUDA_HOME/lib64 as dlopen finds them.  path (PATH_MAX bytes) gets what was loaded; on
+** failure why (why_size bytes) says what was tried, what names the library in messages.
+*/
+void *gpu_open_library (const char *what, const char *env_var, const char *const *names,
+                        size_t count, char *path, char *why, size_t why_size) {
+  const char *env = getenv(env_var);
   const char *home = getenv("CUDA_HOME");
-  char found[PATH_MAX];
+  char tried[512] = "";
   void *lib;
   size_t i;
-  if (find_nvrtc(found) && (lib = dlopen(found, RTLD_NOW | RTLD_LOCAL)) != NULL) {
-    snprintf(nv.path, sizeof nv.path, "%s", found);
+  if (gpu_find_library(env_var, names, count, path) &&
+      (lib = dlopen(path, RTLD_NOW | RTLD_LOCAL)) != NULL)
     return lib;
-  }
   if (env != NULL && *env != '\0') {
-    lib = dlopen(env, RTLD_NOW | RTLD_LOCAL);
-    if (lib == NULL)
-      snprintf(nv.why, sizeof nv.why, "GPU_NVRTC_LIBRARY=%s cannot be loaded: %s", env, dlerror());
-    else snprintf(nv.path, sizeof nv.path, "%s", env);
+    if ((lib = dlopen(env, RTLD_NOW | RTLD_LOCAL)) == NULL)
+      snprintf(why, why_size, "%s=%s cannot be loaded: %s", env_var, env, dlerror());
+    else snprintf(path, PATH_MAX, "%s", env);
     return lib;
   }
   if (home == NULL || *home == '\0') home = "/usr/local/cuda";
-  for (i = 0; i < 2 * NVRTC_NAME_COUNT; i++) {
-    const char *name = nvrtc_names[i % NVRTC_NAME_COUNT];
-    if (i >= NVRTC_NAME_COUNT) {
-      snprintf(nv.path, sizeof nv.path, "%s/lib64/%s", home, nvrtc_names[i - NVRTC_NAME_COUNT]);
-      name = nv.path;
-    }
-    if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != NULL) {
-      if (name != nv.path) snprintf(nv.path, sizeof nv.path, "%s", name);
-      return lib;
-    }
+  for (i = 0; i < 2 * count; i++) {     /* ld.so.cache entries the search missed */
+    if (i < count) snprintf(path, PATH_MAX, "%s", names[i]);
+    else snprintf(path, PATH_MAX, "%s/lib64/%s", home, names[i - count]);
+    if ((lib = dlopen(path, RTLD_NOW | RTLD_LOCAL)) != NULL) return lib;
   }
-  snprintf(nv.why, sizeof nv.why, "NVRTC not found (tried libnvrtc.so.13, .12, libnvrtc.so "
-           "and %s/lib64; set GPU_NVRTC_LIBRARY or CUDA_HOME)", home);
+  for (i = 0; i < count; i++)
+    snprintf(tried + strlen(tried), sizeof tried - strlen(tried), "%s%s", i ? ", " : "", names[i]);
+  snprintf(why, why_size, "%s not found (tried %s and %s/lib64; set %s or CUDA_HOME)", what,
+           tried, home, env_var);
+  path[0] = '\0';
   return NULL;
+}
+
+static void *open_nvrtc (void) {
+  return gpu_open_library("NVRTC", "GPU_NVRTC_LIBRARY", nvrtc_names, NVRTC_NAME_COUNT, nv.path,
+                          nv.why, sizeof nv.why);
 }
 
 static void load_nvrtc (void) {

@@ -41,17 +41,8 @@ local x = gpu.to_gpu(gpu.host.from_table((function()
 end)(), "float32"))
 -- A float64 product (cuBLAS's kernels or the library's own) checked against the host, so
 -- that library work with handles and workspaces of its own runs beside the captures too.
-local function product_check()
-  local size = 256
-  local ha, hb = gpu.host.empty({size, size}, "float64"), gpu.host.empty({size, size}, "float64")
-  for i = 1, size * size do ha[i], hb[i] = math.random(-8, 8), math.random(-8, 8) end
-  local product = gpu.gpuarray.matmul(gpu.to_gpu(ha), gpu.to_gpu(hb)):get()
-  local i, j, want = math.random(size), math.random(size), 0
-  for l = 1, size do want = want + ha[(i - 1) * size + l] * hb[(l - 1) * size + j] end
-  if product[(i - 1) * size + j] ~= want then
-    error(("product element %d, %d is %s, expected %s"):format(i, j, product[(i - 1) * size + j], want))
-  end
-end
+local matmul_check = dofile("tests/matmul_check.lua")
+local function product_check() matmul_check(gpu, 256, "product") end
 
 local deadline = os.time() + seconds
 repeat

@@ -38,20 +38,11 @@ local function check(c, a, b, k, v, n)
   end
 end
 
--- A size x size float64 product of small integers (exact sums), sampled against Lua.
+-- A 256 x 256 float64 product now and then (tests/matmul_check.lua).
+local matmul_check = dofile("tests/matmul_check.lua")
 local products = 0
 local function matmul_checked(size)
-  local ha, hb = gpu.host.empty({size, size}, "float64"), gpu.host.empty({size, size}, "float64")
-  for i = 1, size * size do ha[i], hb[i] = math.random(-8, 8), math.random(-8, 8) end
-  local product = gpu.gpuarray.matmul(gpu.to_gpu(ha), gpu.to_gpu(hb)):get()
-  for _ = 1, 16 do
-    local i, j, want = math.random(size), math.random(size), 0
-    for l = 1, size do want = want + ha[(i - 1) * size + l] * hb[(l - 1) * size + j] end
-    local got = product[(i - 1) * size + j]
-    if got ~= want then
-      error(("worker %d: product element %d, %d is %s, expected %s"):format(id, i, j, got, want), 0)
-    end
-  end
+  matmul_check(gpu, size, ("worker %d"):format(id))
   products = products + 1
 end
 

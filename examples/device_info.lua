@@ -1,11 +1,17 @@
--- What CUDA this process finds: NVRTC's version, the driver's, and each device's name,
--- compute capability, memory and multiprocessors.
+-- What CUDA this process finds: the libraries it loaded (NVRTC, cuBLAS), their versions and
+-- the driver's, and each device's name, compute capability, memory and multiprocessors.
 -- Twin of seeds/004 (CUDA Python 简介), section "3. cuda.pathfinder:CUDA组件定位" (finding the
--- CUDA libraries): lua-gpu finds NVRTC and the driver itself at run time, and this is what
--- it found.  Works without a GPU (NVRTC only).
+-- CUDA libraries): lua-gpu finds NVRTC, cuBLAS and the driver itself at run time (README,
+-- "Environment"), and this is what it found.  Works without a GPU (NVRTC only).
 local gpu = require "gpu"
 
-print(("lua-gpu %s, NVRTC %d"):format(gpu.VERSION, gpu.nvrtc_version()))
+print(("lua-gpu %s, NVRTC %d from %s"):format(gpu.VERSION, gpu.nvrtc_version(), gpu.nvrtc_path()))
+local cublas_version, cublas_where = gpu.cublas_version()
+if cublas_version then
+  print(("cuBLAS %d from %s"):format(cublas_version, cublas_where))
+else
+  print(("no cuBLAS: %s"):format(cublas_where))
+end
 
 local available, why = gpu.available()
 if not available then

@@ -1,8 +1,8 @@
 -- Doubling a 4x4 float32 array in place: mem_alloc, memcpy_htod, a kernel, memcpy_dtoh.
--- Twin of
---   seeds/001 (PyCUDA blog), section "mem_alloc,memcpy_htod,memcpy_dtoh", and
---   seeds/002 (PyCUDA Tutorial 中文版), sections "转移数据" and "运行一个内核函数"
---   (PyCUDA's examples/demo.py).
+-- Twin of seeds/001 (PyCUDA blog), section "mem_alloc,memcpy_htod,memcpy_dtoh": a 32 x 32
+-- block for 16 elements, so the kernel's `idx >= N` guard keeps 1008 threads out.  The same
+-- transfers open seeds/002 (PyCUDA Tutorial 中文版, "转移数据"); its kernel and 4 x 4 block
+-- ("运行一个内核函数") are in doublify_prepared.lua.
 -- The seeds double numpy.ones or numpy.random.randn data; random data makes the check count.
 local gpu = require "gpu"
 
@@ -33,7 +33,7 @@ gpu.memcpy_htod(a_gpu, a)                    -- CPU --> GPU
 
 local mod = gpu.SourceModule(source)
 local func = mod:get_function("doublify")
-func(a_gpu, {block = {4, 4, 1}, grid = {1, 1, 1}})
+func(a_gpu, {grid = {1, 1, 1}, block = {32, 32, 1}})
 
 local a_doubled = gpu.host.empty(a.shape, a.dtype)   -- numpy.empty_like(a)
 gpu.memcpy_dtoh(a_doubled, a_gpu)            -- GPU --> CPU

@@ -1,6 +1,8 @@
--- Doubling with prepared calls: f:prepare("P") fixes the parameter types once (Python struct
--- letters), so f:prepared_call(grid, block, ...) skips the per-call type inspection.
--- Twin of seeds/002 (PyCUDA Tutorial 中文版), section "有准备地调用函数" (prepared invocations).
+-- Doubling a 4 x 4 array with a plain call, then with prepared calls: f:prepare("P") fixes the
+-- parameter types once (Python struct letters), so f:prepared_call(grid, block, ...) skips the
+-- per-call type inspection.
+-- Twin of seeds/002 (PyCUDA Tutorial 中文版), sections "运行一个内核函数" (PyCUDA's
+-- examples/demo.py: func(a_gpu, block=(4,4,1))) and "有准备地调用函数" (prepared invocations).
 local gpu = require "gpu"
 
 local source = [[
@@ -25,25 +27,30 @@ local a_gpu = gpu.to_device(a)
 
 local mod = gpu.SourceModule(source)
 local func = mod:get_function("doublify")
+func(a_gpu, {block = {4, 4, 1}})                              -- a * 2, as demo.py
+print(gpu.from_device(a_gpu, a.shape, a.dtype))
+print(a)
+
 local grid = {1, 1}
 local block = {4, 4, 1}
 func:prepare("P")
-func:prepared_call(grid, block, a_gpu)                        -- a * 2
-local seconds = func:prepared_timed_call(grid, block, a_gpu)  -- a * 4, timed
+func:prepared_call(grid, block, a_gpu)                        -- a * 4
+local seconds = func:prepared_timed_call(grid, block, a_gpu)  -- a * 8, timed
 print(("the timed call took %.1f microseconds"):format(seconds * 1e6))
 
-local a_quadrupled = gpu.from_device(a_gpu, a.shape, a.dtype)
-print(a_quadrupled)
+local a_times_8 = gpu.from_device(a_gpu, a.shape, a.dtype)
+print(a_times_8)
 
+-- doubling a float32 is exact, so each factor of 2 must match the CPU bit for bit
 local wrong = 0
 for i = 1, a.size do
-  if a_quadrupled[i] ~= 4 * a[i] then
+  if a_times_8[i] ~= 8 * a[i] then
     wrong = wrong + 1
-    io.stderr:write(("element %d: got %.9g, expected %.9g\n"):format(i, a_quadrupled[i], 4 * a[i]))
+    io.stderr:write(("element %d: got %.9g, expected %.9g\n"):format(i, a_times_8[i], 8 * a[i]))
   end
 end
 if wrong > 0 then
   io.stderr:write(("FAILED: %d of %d elements differ from the CPU\n"):format(wrong, a.size))
   os.exit(1)
 end
-print(("OK: two prepared calls of doublify quadrupled all %d elements"):format(a.size))
+print(("OK: a plain call and two prepared calls of doublify multiplied all %d elements by 8"):format(a.size))

@@ -54,14 +54,19 @@ local method_result = a:sum()
 local reduce = gpu.ReductionKernel("float32", "0", "a + b", "x[i]", "const float *x")
 local custom_result = gpu.from_device(reduce(a).gpudata, 1, "float32")[1]
 
+local wrong = 0
 local function report(what, got)
   local rel = math.abs(got - expected) / expected
   print(("%-22s %.6f  (relative error %.2e)"):format(what, got, rel))
-  assert(rel < 1e-5, what .. " does not match the CPU sum")
+  if not (rel < 1e-5) then wrong = wrong + 1 end
 end
 print(("%s: sum of %d random float32 numbers"):format(gpu.get_device():name(), n))
 print(("%-22s %.6f"):format("CPU (double):", expected))
 report("SourceModule kernel:", kernel_result)
 report("a:sum():", method_result)
 report("ReductionKernel:", custom_result)
+if wrong > 0 then
+  io.stderr:write(("FAILED: %d of the 3 GPU sums differ from the CPU sum by 1e-5 or more\n"):format(wrong))
+  os.exit(1)
+end
 print("OK: all three GPU sums match the CPU.")

@@ -16,13 +16,17 @@ extern "C" __global__ void saxpy(float a, float *x, float *y, int n) {
 
 -- 1. NVRTC: source -> PTX.  The seed asks for compute_70, which CUDA 13's NVRTC no longer
 -- supports; PTX for the oldest architecture this NVRTC knows runs on every newer GPU (the
--- driver compiles it when loading).  A compile error would raise gpu.Error with NVRTC's log.
+-- driver compiles it when loading).  A compile error raises gpu.Error, whose log field holds
+-- what nvrtcGetProgramLog gives the seed.
 local oldest = math.huge
 for _, arch in ipairs(gpu.nvrtc_supported_archs()) do oldest = math.min(oldest, arch) end
-local ptx = gpu.compile(kernel_code, {arch = "compute_" .. oldest, target = "ptx", no_extern_c = true,
-                                      name = "saxpy.cu"})
+local compiled, ptx = pcall(gpu.compile, kernel_code, {arch = "compute_" .. oldest, target = "ptx",
+                                                        no_extern_c = true, name = "saxpy.cu"})
+if not compiled then
+  error("compile failed: " .. (gpu.Error.is(ptx) and ptx.log or tostring(ptx)), 0)
+end
 print(("PTX for compute_%d, %d bytes; it begins:"):format(oldest, #ptx))
-print(ptx:sub(1, 300))
+print(ptx:sub(1, 500))
 
 local available, why = gpu.available()
 if not available then
@@ -33,7 +37,7 @@ if not available then
 end
 
 -- 2. Driver: device memory, copies, the module, the launch
-print("device: " .. gpu.Device(0):name())
+print("device: " .. gpu.get_device():name())
 local n = 1024
 local a = 2.0
 local x = gpu.host.empty(n, "float32")

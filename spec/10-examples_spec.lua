@@ -51,6 +51,17 @@ describe("examples", function()
       end)
     end
 
+    -- The stand-in driver runs no kernels, so an example's comparison with the CPU fails
+    -- there, and says so on a line of its own; any other ending (a Lua error from a renamed
+    -- function, a misspelt option, a wrong argument) fails this spec.  So the CPU suite
+    -- checks every call an example makes, not only that it sees no device.
+    it(path .. " makes each of its calls on the stand-in driver", function()
+      local out, ok = helpers.run_with_fakes(("arg = {[0] = %q}\ndofile(%q)\n"):format(path, path))
+      assert.is_falsy(out:find("stack traceback", 1, true), path .. " raised an error:\n" .. out)
+      local finished = ok and ("\n" .. out):find("\nOK") or not ok and ("\n" .. out):find("\nFAILED: ")
+      assert.is_truthy(finished, path .. " ended neither with OK nor with FAILED:\n" .. out)
+    end)
+
     helpers.gpu_it(path .. " matches its CPU reference", function()
       local out, ok = run_example(path)
       assert.is_true(ok, path .. " failed:\n" .. out)

@@ -13,6 +13,67 @@ describe("gpuarray bad input", function()
     E("calling 'index' on bad self (GPUArray expected, got string)", GPUArray.__methods.__element, "x", 1)
   end)
 
+  it("checks constructors' options, arange's dtype option, to_gpu's ranges and stream options", function()
+    -- each constructor takes a trailing options table, checked like every other; an integer a
+    -- table gives to_gpu out of the dtype's range is an error (NumPy's OverflowError), where a
+    -- fraction converts as astype does; a stream option that is not a gpu.Stream is named
+    -- before any launch (stand-in driver: the messages only)
+    local out, ok = helpers.run_with_fakes([[
+      local gpu = require "gpu"
+      local ga = gpu.gpuarray
+      local a = ga.zeros(4, "float32")
+      local function try(f, ...) print((select(2, pcall(f, ...)):gsub("^[^\n]*:%d+: ", ""))) end
+      try(ga.zeros, 3, "float32", {bogus = 1})
+      try(ga.empty, 3, "float32", {bogus = 1})
+      try(ga.ones, 3, "float32", {bogus = 1})
+      try(ga.full, 3, 1, "float32", {bogus = 1})
+      try(ga.to_gpu, {1, 2}, "float32", {bogus = 1})
+      try(ga.empty_like, a, {bogus = 1})
+      try(ga.zeros_like, a, {bogus = 1})
+      try(ga.ones_like, a, {bogus = 1})
+      try(a.set, a, {1, 2, 3, 4}, {bogus = 1})
+      try(ga.arange, 0, 4, 1, "float32", {bogus = 1})
+      try(ga.arange, 0, 4, "float32", {dtype = "int8"})
+      try(ga.arange, 0, 4, {dtype = "flot"})
+      print(ga.arange(0, 4, 1, {dtype = "float32"}).dtype, ga.arange(4, {dtype = "int16"}).dtype, ga.arange(4, "int32").dtype)
+      try(ga.to_gpu, {300}, "uint8")
+      try(ga.to_gpu, {{1, 2}, {3, -1}}, "uint32")
+      print(ga.to_gpu({1.5, 2}, "int32").dtype)
+      try(ga.add, a, a, {stream = 3})
+      try(a.copy, a, {stream = "s"})
+      try(gpu.cumath.exp, a, {stream = 3})
+      try(gpu.ElementwiseKernel("float *x", "x[i] = 1"), a, {stream = 3})
+      try(a.get_async, a, 3)
+      try(ga.to_gpu_async, gpu.host.pagelocked_empty(4, "float32"), 3)
+    ]])
+    assert.is_truthy(ok, out)
+    assert.are.equal(table.concat({
+      "bad argument #3 to 'zeros' (unknown option 'bogus')",
+      "bad argument #3 to 'empty' (unknown option 'bogus')",
+      "bad argument #3 to 'ones' (unknown option 'bogus')",
+      "bad argument #4 to 'full' (unknown option 'bogus')",
+      "bad argument #3 to 'to_gpu' (unknown option 'bogus')",
+      "bad argument #2 to 'empty_like' (unknown option 'bogus')",
+      "bad argument #2 to 'zeros_like' (unknown option 'bogus')",
+      "bad argument #2 to 'ones_like' (unknown option 'bogus')",
+      "bad argument #2 to 'set' (unknown option 'bogus')",
+      "bad argument #5 to 'arange' (unknown option 'bogus')",
+      "bad argument #3 to 'arange' (dtype given twice (here and as option 'dtype'))",
+      "bad argument #3 to 'arange' (unknown dtype 'flot')",
+      "float32\tint16\tint32",
+      "bad argument #1 to 'to_gpu' (item 1: 300 is out of range for uint8)",
+      "bad argument #1 to 'to_gpu' (item 4: -1 is out of range for uint32)",
+      "int32",
+      "bad argument #3 to 'add' (option 'stream' must be a gpu.Stream, got number)",
+      "bad argument #1 to 'copy' (option 'stream' must be a gpu.Stream, got string)",
+      "bad argument #2 to 'exp' (option 'stream' must be a gpu.Stream, got number)",
+      "bad argument #2 to 'kernel' (option 'stream' must be a gpu.Stream, got number)",
+      "bad argument #1 to 'get_async' (gpu.Stream expected, got number)",
+      "bad argument #2 to 'to_gpu_async' (gpu.Stream expected, got number)",
+      "",
+    }, "\n"), out)
+  end)
+
   helpers.gpu_it("names mismatched shapes, dtypes and sizes", function()
     local a, b = gpu.zeros(3, "float32"), gpu.zeros(4, "float32")
     E("bad argument #2 to 'add' (operands could not be broadcast together with shapes (3,) (4,))",

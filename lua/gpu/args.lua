@@ -33,6 +33,13 @@ function M.raise(msg, level)
   error(msg, blamed_level((level or 1) + 2))
 end
 
+-- gpu.int32(x) and the other typed scalars (gpu.Scalar): whether v is one.
+local scalar_mt = require("gpu.core").types.Scalar
+local stream_mt = require("gpu.core").types.Stream
+function M.is_scalar(v)
+  return getmetatable(v) == scalar_mt
+end
+
 -- A value's type for messages: its metatable's __name (gpu.GPUArray, ...) or its Lua type.
 function M.typename(v)
   local mt = getmetatable(v)
@@ -41,7 +48,8 @@ function M.typename(v)
 end
 
 -- check_options(opts, n, fname, known[, level]) -> opts, or {} for nil: argument n must be a
--- table whose keys are all in the set known (a misspelt key is an error, not ignored).
+-- table whose keys are all in the set known (a misspelt key is an error, not ignored), and a
+-- stream option a gpu.Stream (caught here, it names the user's argument, not a launch's).
 -- level as for argerror: 1 blames the caller of the function that calls check_options.
 function M.check_options(opts, n, fname, known, level)
   level = (level or 1) + 1
@@ -54,7 +62,17 @@ function M.check_options(opts, n, fname, known, level)
       M.argerror(n, fname, ("unknown option '%s'"):format(tostring(key)), level)
     end
   end
+  if opts.stream ~= nil and getmetatable(opts.stream) ~= stream_mt then
+    M.argerror(n, fname, "option 'stream' must be a gpu.Stream, got " .. M.typename(opts.stream), level)
+  end
   return opts
+end
+
+-- check_stream(stream, n, fname[, level]): argument n must be a gpu.Stream or nil.
+function M.check_stream(stream, n, fname, level)
+  if stream ~= nil and getmetatable(stream) ~= stream_mt then
+    M.argerror(n, fname, "gpu.Stream expected, got " .. M.typename(stream), (level or 1) + 1)
+  end
 end
 
 -- check_axis(axis, ndim, n, fname[, level]) -> the 1-based axis of an ndim-d array that the

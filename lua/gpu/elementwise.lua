@@ -45,6 +45,7 @@ local letters = {
 M.letters = letters
 
 local argerror, raise = require("gpu.args").argerror, require("gpu.args").raise
+local is_scalar = require("gpu.args").is_scalar
 
 function M.is_array(v) return getmetatable(v) == GPUArray end
 
@@ -368,8 +369,13 @@ local function collapse(shape, strides)
 end
 M.collapse = collapse
 
--- Checks a scalar value for operand dtype; returns the value to pass.
+-- Checks a scalar value for operand dtype; returns the value to pass.  A typed scalar
+-- (gpu.float32(x)) of that dtype passes as it is, its bytes; of another, as its value.
 local function scalar_value(v, dtype, n, fname)
+  if is_scalar(v) then
+    if v.dtype == dtype then return v end
+    v = v.value
+  end
   local bad = promote.scalar_problem(v, dtype)
   if bad then argerror(n, fname, bad, 2) end
   local kind = promote.kind(dtype)
@@ -754,12 +760,9 @@ function call_general(k, ...)
   local values = {...}
   local opts = {}
   if n == #k.arguments + 1 and type(values[n]) == "table" and not M.is_array(values[n]) then
-    opts = values[n]
+    opts = require("gpu.args").check_options(values[n], n, k.name, RANGE_STREAM)
     values[n] = nil
     n = n - 1
-    for key in pairs(opts) do
-      if not RANGE_STREAM[key] then argerror(n + 1, k.name, ("unknown option '%s'"):format(tostring(key))) end
-    end
   end
   if n ~= #k.arguments then
     raise(("kernel '%s' takes %d arguments, got %d"):format(k.name, #k.arguments, n))

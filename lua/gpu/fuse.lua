@@ -32,11 +32,15 @@ local function node(op, args, extra)
 end
 
 local is_complex = require("gpu.complex").is_complex
+local is_scalar = require("gpu.args").is_scalar
 
--- Operands as nodes: traced arrays stay, Lua numbers and complex values become constants.
+-- Operands as nodes: traced arrays stay, Lua numbers and complex values become constants,
+-- typed scalars (gpu.float32(2)) constants of their dtype.
 local function operand(v, op)
   if is_traced(v) then return v end
   if math.type(v) or is_complex(v) then return node("const", {}, {value = v}) end
+  if is_scalar(v) and v.dtype:match("^complex") then return node("const", {}, {value = v.value}) end
+  if is_scalar(v) then return node("const", {}, {value = v.value, dtype = v.dtype}) end
   refuse(("'%s' on a %s (only traced arrays and Lua numbers can be combined)")
          :format(op, type(v) == "userdata" and (getmetatable(v) or {}).__name or type(v)))
 end
@@ -146,6 +150,10 @@ local function program_spec(result, inputs, kernel_name)
     local op, info = rawget(n, "op"), nil
     if op == "input" then
       info = {expr = "in" .. rawget(n, "index"), type = rawget(n, "dtype") or "weak-" .. rawget(n, "scalar")}
+    elseif op == "const" and rawget(n, "dtype") then      -- a typed scalar's value
+      local value, dtype = rawget(n, "value"), rawget(n, "dtype")
+      local expr = type(value) == "boolean" and tostring(value) or literal(value)
+      info = {expr = ("((%s)%s)"):format(ctype(dtype), expr), type = dtype}
     elseif op == "const" then
       local value = rawget(n, "value")
       info = {expr = literal(value), type = is_complex(value) and "weak-complex" or
@@ -174,7 +182,7 @@ local function program_spec(result, inputs, kernel_name)
   for i, input in ipairs(inputs) do
     local dtype = input.dtype or ({int = "int64", float = "float64", complex = "complex128"})[input.scalar]
     params[i] = ("%s in%d"):format(ctype(input.dtype or "weak-" .. input.scalar), i)
-    operands[i] = {name = "in" .. i, dtype = dtype, scalar = input.scalar ~= nil}
+    operands[i] = {name = "in" .. i, dtype = dtype, scalar = input.scalar ~= nil or input.typed}
     call[i] = "in" .. i
   end
   local fn = kernel_name .. "_expr"
@@ -231,11 +239,13 @@ function M.fuse(fn, name)
         inputs[i] = {scalar = math.type(v) == "integer" and "int" or "float"}
       elseif is_complex(v) then
         inputs[i] = {scalar = "complex"}
+      elseif is_scalar(v) then      -- a typed scalar: its dtype counts, as a NumPy scalar's
+        inputs[i] = {dtype = v.dtype, typed = true}
       else
         gpu._argerror(i, name, "GPUArray or number expected, got " ..
                       ((getmetatable(v) or {}).__name or type(v)))
       end
-      key[i] = inputs[i].dtype or inputs[i].scalar
+      key[i] = (inputs[i].typed and "scalar " or "") .. (inputs[i].dtype or inputs[i].scalar)
     end
     if arrays == 0 then gpu._argerror(1, name, "at least one GPUArray argument expected") end
     key = table.concat(key, ",")

@@ -26,6 +26,8 @@ local function is_array(v) return getmetatable(v) == GPUArray end
 M.is_array = is_array
 
 local typename = require("gpu.args").typename
+local is_scalar = require("gpu.args").is_scalar
+local check_stream = require("gpu.args").check_stream
 
 -- The array at argument n of fname, alive.
 -- (n = 0: the method's self, reported as luaL_argerror does.)
@@ -98,6 +100,7 @@ local function operand_type(v, n, fname)
   if mt == "float" then return "weak-float" end
   if is_complex(v) then return "weak-complex" end
   if type(v) == "boolean" then return "bool" end
+  if is_scalar(v) then return v.dtype end       -- gpu.float32(2): typed, as NumPy's scalars are
   argerror(n, fname, "GPUArray or number expected, got " .. typename(v), 3)
 end
 
@@ -277,46 +280,90 @@ local copy_program = ew.copy_program
 
 -- Constructors ----------------------------------------------------------------------------
 
-function M.empty(shape, dtype)
+-- The constructors take no options yet; a trailing table is checked all the same, so a
+-- misspelt {dtpye = ...} is an error, not ignored.
+local NO_OPTIONS = {}
+
+function M.empty(shape, dtype, opts)
   shape = check_shape(shape, 1, "empty")
+  check_options(opts, 3, "empty", NO_OPTIONS)
   return core.array_empty(shape, dtype == nil and "float64" or check_dtype(dtype, 2, "empty"))
 end
 
-function M.zeros(shape, dtype)
+function M.zeros(shape, dtype, opts)
   shape = check_shape(shape, 1, "zeros")
+  check_options(opts, 3, "zeros", NO_OPTIONS)
   return core.array_zeros(shape, dtype == nil and "float64" or check_dtype(dtype, 2, "zeros"))
 end
 
-function M.full(shape, value, dtype)
+-- A value stores take as it is: a typed scalar's own value (gpu.float32(2) -> 2.0), and a
+-- uint64 beyond 2^63 as the typed scalar of its bits (a negative Lua integer is not in
+-- uint64's range where arithmetic reads it).
+local function store_value(value, dtype)
+  if is_scalar(value) then value = value.value end
+  if dtype == "uint64" and math.type(value) == "integer" and value < 0 then
+    return core.uint64(value)
+  end
+  return value
+end
+
+function M.full(shape, value, dtype, opts)
   shape = check_shape(shape, 1, "full")
+  check_options(opts, 4, "full", NO_OPTIONS)
   if dtype == nil then
-    dtype = math.type(value) == "integer" and "int64" or type(value) == "boolean" and "bool"
+    dtype = is_scalar(value) and value.dtype
+            or math.type(value) == "integer" and "int64" or type(value) == "boolean" and "bool"
             or is_complex(value) and "complex128"
             or "float64"
   end
   check_dtype(dtype, 3, "full")
-  local bad = promote.scalar_problem(value, dtype)
+  local bad = promote.scalar_problem(is_scalar(value) and value.value or value, dtype, true)
   if bad then argerror(2, "full", bad) end
   return core.array_empty(shape, dtype):fill(value)
 end
 
-function M.ones(shape, dtype)
+function M.ones(shape, dtype, opts)
   shape = check_shape(shape, 1, "ones")
+  check_options(opts, 3, "ones", NO_OPTIONS)
   dtype = dtype == nil and "float64" or check_dtype(dtype, 2, "ones")
   return core.array_empty(shape, dtype):fill(1)
 end
 
-function M.empty_like(a) check_array(a, 1, "empty_like"); return core.array_empty(a.shape, a.dtype) end
-function M.zeros_like(a) check_array(a, 1, "zeros_like"); return M.zeros(a.shape, a.dtype) end
-function M.ones_like(a) check_array(a, 1, "ones_like"); return M.ones(a.shape, a.dtype) end
+function M.empty_like(a, opts)
+  check_array(a, 1, "empty_like")
+  check_options(opts, 2, "empty_like", NO_OPTIONS)
+  return core.array_empty(a.shape, a.dtype)
+end
+function M.zeros_like(a, opts)
+  check_array(a, 1, "zeros_like")
+  check_options(opts, 2, "zeros_like", NO_OPTIONS)
+  return M.zeros(a.shape, a.dtype)
+end
+function M.ones_like(a, opts)
+  check_array(a, 1, "ones_like")
+  check_options(opts, 2, "ones_like", NO_OPTIONS)
+  return M.ones(a.shape, a.dtype)
+end
 
--- arange([start,] stop[, step][, dtype]): start + i * step for i = 0 .. n - 1, NumPy's count.
+-- arange([start,] stop[, step][, dtype][, {dtype =}]): start + i * step for i = 0 .. n - 1,
+-- NumPy's count.
 local arange_programs = {}     -- dtype -> its program
+local ARANGE_OPTIONS = {dtype = true}
 
 function M.arange(...)
   local args = table.pack(...)
-  local dtype
-  if type(args[args.n]) == "string" then dtype = args[args.n]; args.n = args.n - 1 end
+  local dtype, dtype_at
+  if type(args[args.n]) == "table" then
+    dtype, dtype_at = check_options(args[args.n], args.n, "arange", ARANGE_OPTIONS).dtype, args.n
+    args.n = args.n - 1
+    if dtype ~= nil and type(args[args.n]) == "string" then
+      argerror(args.n, "arange", "dtype given twice (here and as option 'dtype')")
+    end
+  end
+  if dtype == nil and type(args[args.n]) == "string" then
+    dtype, dtype_at = args[args.n], args.n
+    args.n = args.n - 1
+  end
   local start, stop, step
   if args.n == 1 then start, stop, step = 0, args[1], 1
   elseif args.n == 2 then start, stop, step = args[1], args[2], 1
@@ -333,7 +380,7 @@ function M.arange(...)
   if step == 0 then argerror(3, "arange", "step must not be 0") end
   local all_int = math.type(start) == "integer" and math.type(stop) == "integer" and
                   math.type(step) == "integer"
-  dtype = dtype and check_dtype(dtype, args.n + 1, "arange") or (all_int and "int64" or "float64")
+  dtype = dtype and check_dtype(dtype, dtype_at, "arange") or (all_int and "int64" or "float64")
   local n = math.ceil((stop - start) / step)
   if all_int then n = (stop - start + step + (step > 0 and -1 or 1)) // step end
   if n < 0 then n = 0 end
@@ -392,13 +439,39 @@ function M.linspace(start, stop, num, opts)
   return ew.launch(p, a, nil, "linspace", start + 0.0, step, stop + 0.0, last)
 end
 
+-- The first integer among a (nested) table's values that dtype cannot hold, and its flat
+-- position: nil, or the position and what is wrong.
+local function integer_out_of_range(t, dtype, position)
+  position = position or 0
+  for _, v in ipairs(t) do
+    if type(v) == "table" and not is_complex(v) then
+      local bad
+      position, bad = integer_out_of_range(v, dtype, position)
+      if bad then return position, bad end
+    else
+      position = position + 1
+      if math.type(v) == "integer" then
+        local bad = promote.scalar_problem(v, dtype, true)
+        if bad then return position, bad end
+      end
+    end
+  end
+  return position, nil
+end
+
 local function host_of(data, dtype, n, fname)
   local mt = getmetatable(data)
   if mt == HostArray then return data end
   if type(data) == "table" then
-    -- values that dtype cannot hold exactly (1.5 for int32) convert like astype
     local ok, h = pcall(host.from_table, data, dtype)
-    return ok and h or host.from_table(data)
+    if ok then return h end
+    -- values that dtype cannot hold exactly (1.5 for int32) convert like astype, but an
+    -- integer out of its range is an error, as in NumPy
+    if dtype ~= nil and promote.limits[dtype] then
+      local position, bad = integer_out_of_range(data, dtype)
+      if bad then argerror(n, fname, ("item %d: %s"):format(position, bad), 2) end
+    end
+    return host.from_table(data)
   end
   if type(data) == "string" then
     if dtype == nil then argerror(n + 1, fname, "a dtype is needed with a string of bytes") end
@@ -408,8 +481,9 @@ local function host_of(data, dtype, n, fname)
 end
 
 -- to_gpu(host_or_table[, dtype])
-function M.to_gpu(data, dtype)
+function M.to_gpu(data, dtype, opts)
   if dtype ~= nil then check_dtype(dtype, 2, "to_gpu") end
+  check_options(opts, 3, "to_gpu", NO_OPTIONS)
   local h = host_of(data, dtype, 1, "to_gpu")
   local a = core.array_empty(h.shape, h.dtype)
   if a.nbytes > 0 then core.memcpy_htod(a.gpudata, h) end
@@ -446,6 +520,7 @@ end
 -- a:get_async(stream[, host]) -> page-locked HostArray, filled when the stream gets there
 function methods.get_async(a, stream, h)
   check_array(a, 0, "get_async")
+  check_stream(stream, 1, "get_async")
   if h ~= nil then
     check_host_for(a, h, 2, "get_async")
     if not h:is_pagelocked() then
@@ -473,8 +548,9 @@ local function host_for_set(a, data, fname)
 end
 
 -- a:set(host_or_table): copies host data of the same size and dtype into a.
-function methods.set(a, data)
+function methods.set(a, data, opts)
   check_array(a, 0, "set")
+  check_options(opts, 2, "set", NO_OPTIONS)
   local h = host_for_set(a, data, "set")
   if a.size == 0 then return a end
   if a.is_contiguous then
@@ -491,6 +567,7 @@ end
 -- a:set_async(host, stream): host must be page-locked.
 function methods.set_async(a, data, stream)
   check_array(a, 0, "set_async")
+  check_stream(stream, 2, "set_async")
   local h = host_for_set(a, data, "set_async")
   if not h:is_pagelocked() then
     argerror(1, "set_async", "async copies need page-locked host memory (gpu.host.pagelocked_empty)")
@@ -510,6 +587,7 @@ end
 -- gpuarray.to_gpu_async(host[, stream]): PyCUDA's; a new array, filled by an asynchronous
 -- copy from page-locked host memory on stream.
 function M.to_gpu_async(h, stream)
+  check_stream(stream, 2, "to_gpu_async")
   if getmetatable(h) ~= HostArray then argerror(1, "to_gpu_async", "HostArray expected, got " .. typename(h)) end
   if not h:is_pagelocked() then
     argerror(1, "to_gpu_async", "async copies need page-locked host memory (gpu.host.pagelocked_empty)")
@@ -542,7 +620,11 @@ function methods.fill(a, value, opts)
                    operands = {{name = "value", dtype = a.dtype, scalar = true}}}
     fill_programs[a.dtype] = p
   end
-  return ew.launch(p, a, opts.stream, "fill", value)
+  if not is_scalar(value) then
+    local bad = promote.scalar_problem(value, a.dtype, true)
+    if bad then argerror(1, "fill", bad) end
+  end
+  return ew.launch(p, a, opts.stream, "fill", store_value(value, a.dtype))
 end
 
 function methods.astype(a, dtype, opts)
@@ -728,7 +810,8 @@ end
 
 methods.__setelement = function(a, i, value)
   local off = element_offset(a, i, "index")
-  local bad = promote.scalar_problem(value, a.dtype)
+  if is_scalar(value) then value = value.value end
+  local bad = promote.scalar_problem(value, a.dtype, true)
   if bad then error(("cannot store %s in a %s GPUArray: %s"):format(tostring(value), a.dtype, bad), 2) end
   local h = host.empty(1, a.dtype)
   h[1] = value

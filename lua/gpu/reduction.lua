@@ -551,6 +551,7 @@ end
 
 local gpu_args = require "gpu.args"
 local typename, raise = gpu_args.typename, gpu_args.raise
+local is_scalar = gpu_args.is_scalar
 
 M.argerror = gpu_args.argerror
 local argerror = M.argerror
@@ -564,13 +565,9 @@ function M.check_array(a, n, fname)
 end
 local check_array = M.check_array
 
--- The shared option check, plus: a stream option must be a gpu.Stream.
+-- The shared option check (which also checks a stream option).
 function M.check_options(opts, n, fname, known)
-  opts = require("gpu.args").check_options(opts, n, fname, known, 2)
-  if opts.stream ~= nil and getmetatable(opts.stream) ~= core.types.Stream then
-    argerror(n, fname, "option 'stream' must be a gpu.Stream, got " .. typename(opts.stream), 2)
-  end
-  return opts
+  return require("gpu.args").check_options(opts, n, fname, known, 2)
 end
 local check_options = M.check_options
 
@@ -813,6 +810,9 @@ function call_general(self, ...)
         args[i] = v:copy(opts.stream and {stream = opts.stream})
         copies[#copies + 1] = args[i]
       end
+    elseif self.declared and is_scalar(v) then
+      -- a typed scalar of the parameter's dtype goes in as its bytes; another, by its value
+      if v.dtype ~= self.declared[i].dtype then args[i] = v.value end
     elseif self.declared and type(v) ~= "number" and type(v) ~= "boolean" then
       argerror(i, self.name, ("expected a number for %s, got %s"):format(self.declared[i].dtype,
                                                                           typename(v)))

@@ -384,8 +384,8 @@ static int view_slice (lua_State *L) {
   const gpu_Array *a = view_source(L);
   int64_t shape[GPU_MAXDIM], strides[GPU_MAXDIM], n, count, stride;
   lua_Integer first, last, step = 1;
-  if (a == NULL || a->ndim == 0 || !optional_whole_number(L, 4, &step) || step == 0 ||
-      step == LUA_MININTEGER)
+  if (a == NULL || a->ndim == 0 || lua_gettop(L) > 4 ||     /* {axis = k}: the general one */
+      !optional_whole_number(L, 4, &step) || step == 0 || step == LUA_MININTEGER)
     return view_general(L);
   n = a->shape[0];
   first = step > 0 ? 1 : n;

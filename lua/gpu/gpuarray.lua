@@ -741,12 +741,16 @@ function methods.transpose(a, axes)
   return core.array_view(a, 0, a.dtype, new_shape, new_strides)
 end
 
--- a:slice(first, last[, step]): elements first..last (1-based, inclusive; negatives count
--- from the end) of the first axis, every step-th; a view.  Out-of-range bounds are clipped.
-function methods.slice(a, first, last, step)
+-- a:slice(first, last[, step][, {axis = k}]): elements first..last (1-based, inclusive;
+-- negatives count from the end) of axis k (the first by default), every step-th; a view.
+-- Out-of-range bounds are clipped.
+function methods.slice(a, first, last, step, opts)
   check_array(a, 0, "slice")
+  if type(step) == "table" and opts == nil then step, opts = nil, step end
+  opts = check_options(opts, step == nil and 3 or 4, "slice", AXIS)
   if a.ndim == 0 then argerror(0, "slice", "cannot slice a 0-d array") end
-  local n = a.shape[1]
+  local axis = opts.axis == nil and 1 or check_axis(opts.axis, a.ndim, step == nil and 3 or 4, "slice")
+  local n = a.shape[axis]
   step = step == nil and 1 or math.tointeger(step)
   if step == nil then argerror(3, "slice", "integer step expected") end
   if step == 0 then argerror(3, "slice", "step must not be 0") end
@@ -769,10 +773,90 @@ function methods.slice(a, first, last, step)
     count = first >= last and (first - last) // (-step) + 1 or 0
   end
   local shape, strides = a.shape, a.strides
-  local offset = count > 0 and (first - 1) * strides[1] or 0
-  shape[1] = count
-  strides[1] = strides[1] * step
+  local offset = count > 0 and (first - 1) * strides[axis] or 0
+  shape[axis] = count
+  strides[axis] = strides[axis] * step
   return core.array_view(a, offset, a.dtype, shape, strides)
+end
+
+-- An axis given as argument argn (not an option): 1-based, negatives from the end.
+local function axis_argument(axis, ndim, argn, fname)
+  if math.type(axis) ~= "integer" then
+    argerror(argn, fname, "axis must be an integer, got " .. (math.type(axis) or typename(axis)), 2)
+  end
+  return check_axis(axis, ndim, argn, fname, 2)
+end
+
+-- A 1-based index along an axis of length n (negatives count from the end), or an error.
+local function axis_index(i, n, argn, fname, what)
+  local k = math.tointeger(i)
+  if k == nil then argerror(argn, fname, "integer index expected, got " .. typename(i), 2) end
+  local j = k < 0 and n + 1 + k or k
+  if j < 1 or j > n then
+    argerror(argn, fname, ("%s %d is out of range for an axis of length %d"):format(what, k, n), 2)
+  end
+  return j
+end
+
+-- a:select(axis, index): Torch7's, NumPy's a[..., index, ...]: the view of one index along
+-- axis (1-based, negatives from the end), without that axis.
+function methods.select(a, axis, index)
+  check_array(a, 0, "select")
+  if a.ndim == 0 then argerror(0, "select", "cannot select from a 0-d array") end
+  axis = axis_argument(axis, a.ndim, 1, "select")
+  index = axis_index(index, a.shape[axis], 2, "select", "index")
+  local shape, strides, new_shape, new_strides = a.shape, a.strides, {}, {}
+  for d = 1, a.ndim do
+    if d ~= axis then new_shape[#new_shape + 1], new_strides[#new_strides + 1] = shape[d], strides[d] end
+  end
+  return core.array_view(a, (index - 1) * strides[axis], a.dtype, new_shape, new_strides)
+end
+
+-- a:narrow(axis, first, length): Torch7's: the view of length elements along axis from
+-- first on (1-based, negatives from the end).
+function methods.narrow(a, axis, first, length)
+  check_array(a, 0, "narrow")
+  if a.ndim == 0 then argerror(0, "narrow", "cannot narrow a 0-d array") end
+  axis = axis_argument(axis, a.ndim, 1, "narrow")
+  local n = a.shape[axis]
+  first = axis_index(first, n, 2, "narrow", "first")
+  local count = math.tointeger(length)
+  if count == nil or count < 0 or first + count - 1 > n then
+    argerror(3, "narrow", ("length must be a whole number from 0 to %d, got %s"):format(n - first + 1,
+             tostring(length)))
+  end
+  local shape, strides = a.shape, a.strides
+  shape[axis] = count
+  return core.array_view(a, count > 0 and (first - 1) * strides[axis] or 0, a.dtype, shape, strides)
+end
+
+-- a:flip([{axis = k}]): NumPy's flip: the view with axis k (every axis by default) reversed.
+function methods.flip(a, opts)
+  check_array(a, 0, "flip")
+  opts = check_options(opts, 1, "flip", AXIS)
+  local only = opts.axis ~= nil and check_axis(opts.axis, a.ndim, 1, "flip")
+  local shape, strides, offset = a.shape, a.strides, 0
+  for d = 1, a.ndim do
+    if (not only or d == only) and shape[d] > 0 then
+      offset = offset + (shape[d] - 1) * strides[d]
+      strides[d] = -strides[d]
+    end
+  end
+  return core.array_view(a, offset, a.dtype, shape, strides)
+end
+
+-- a:expand_dims(axis): NumPy's: the view with a new axis of length 1 at position axis
+-- (1 to ndim + 1, negatives from the end).
+function methods.expand_dims(a, axis)
+  check_array(a, 0, "expand_dims")
+  axis = axis_argument(axis, a.ndim + 1, 1, "expand_dims")
+  local shape, strides = a.shape, a.strides
+  local itemsize = a.itemsize
+  -- the new axis's stride is never used to step (its length is 1): that of the axis it
+  -- precedes keeps contiguous arrays contiguous
+  table.insert(shape, axis, 1)
+  table.insert(strides, axis, strides[axis] and strides[axis] * (shape[axis + 1] or 1) or itemsize)
+  return core.array_view(a, 0, a.dtype, shape, strides)
 end
 
 -- The common calls of these take C paths (src/array.c's view methods), which hand the rest,

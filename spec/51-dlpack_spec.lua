@@ -265,3 +265,338 @@ describe("DLPack round trips", function()
     assert.are.equal(gpu.device_ordinal(), ordinal)
   end)
 end)
+
+-- DLPack's contract: the producer keeps the memory until the consumer's deleter has run.  A
+-- :free() of the producing array (its a.gpudata, the Buffer under it) while an export is alive
+-- makes the producer unusable, but the memory stays the consumer's until the sweep after the
+-- last deleter.  On the stand-in driver, whose cuMemGetInfo counts the bytes allocated and not
+-- freed (and FAKE_CUDA_REPORT=1 prints them at exit), with the pool and without it.
+describe("DLPack exports of an array freed explicitly", function()
+  -- Lua code for the child: expect_error, used() (device bytes allocated), and check(arr, t)
+  -- (arr's elements are t's).
+  local prelude = expect_error .. [[
+    local gpu = require "gpu"
+    local function used()
+      local free, total = gpu.mem_get_info()
+      return total - free
+    end
+    local function check(arr, t, what)
+      local got = arr:get():totable()
+      assert(#got == #t, what)
+      for i = 1, #t do
+        if got[i] ~= t[i] then error(("%s: element %d is %s, not %s"):format(what, i, got[i], t[i]), 2) end
+      end
+    end
+  ]]
+
+  -- values: n random integers (exact as float64), as a Lua table constructor
+  local function random_values(n)
+    return "{" .. table.concat(helpers.random_integers(n, -2^40, 2^40), ", ") .. "}"
+  end
+
+  local released = "fakecuda: 0 device bytes not freed at exit\n"
+
+  local function run(code, pool)
+    local env = {FAKE_CUDA_REPORT = "1", GPU_POOL_DISABLE = pool == "off" and "1" or nil}
+    local out, ok = helpers.run_with_fakes(prelude .. code, env)
+    assert(ok, out)
+    return out
+  end
+
+  for _, pool in ipairs{"on", "off"} do
+    it("a capsule keeps its producer's memory through a:free() until the consumer is done (pool "
+       .. pool .. ")", function()
+      local out = run(([[
+        local values = %s
+        local n, nbytes = #values, #values * 8
+        local base = used()
+        local a = gpu.to_gpu(gpu.host.from_table(values, "float64"))
+        assert(used() == base + nbytes)
+        local ptr = a.ptr
+        local cap = a:to_dlpack()
+        a:free()
+        a:free()                                   -- idempotent, as ever
+        expect_error("calling 'get' on bad self (array has been freed)", function() return a:get() end)
+        expect_error("bad argument #1 to 'index' (array has been freed)", function() return a.ptr end)
+        expect_error("calling 'to_dlpack' on bad self (array has been freed)",
+                     function() return a:to_dlpack() end)
+        assert(a.freed and used() == base + nbytes, "the export keeps the memory")
+        local b = gpu.zeros(n, "float64")          -- may not land on the exported memory
+        assert(b.ptr ~= ptr and used() == base + 2 * nbytes, "a new allocation on kept memory")
+        local z = gpu.from_dlpack(cap)
+        assert(z.ptr == ptr and z.ptr ~= b.ptr, "the import aliases a new allocation")
+        check(z, values, "imported after the producer's free")
+        local zeros = {}
+        for i = 1, n do zeros[i] = 0 end
+        check(b, zeros, "the new allocation")
+        assert(gpu._dlpack_exports() == 1 and used() == base + 2 * nbytes)
+        z:free()
+        z:free()
+        expect_error("calling 'get' on bad self (array has been freed)", function() return z:get() end)
+        assert(gpu._dlpack_exports() == 0, "the sweep lets go of the export")
+        assert(used() == base + nbytes, "and releases its memory")
+        b:free()
+        assert(used() == base)
+        -- a capsule never consumed: freed (or collected), its deleter lets the memory go
+        local c = gpu.to_gpu(gpu.host.from_table(values, "float64"))
+        local unused = c:to_dlpack()
+        c:free()
+        assert(used() == base + nbytes)
+        unused:free()
+        assert(gpu._dlpack_exports() == 0 and used() == base)
+        -- several exports: the last one's deleter releases it
+        local d = gpu.to_gpu(gpu.host.from_table(values, "float64"))
+        local cap1, cap2 = d:to_dlpack(), d:to_dlpack()
+        local z1 = gpu.from_dlpack(cap1)
+        d:free()
+        z1:free()
+        assert(gpu._dlpack_exports() == 1 and used() == base + nbytes, "one export is left")
+        local z2 = gpu.from_dlpack(cap2)
+        check(z2, values, "the second consumer")
+        z2:free()
+        assert(gpu._dlpack_exports() == 0 and used() == base)
+        -- a free with no export alive releases at once, as before
+        local e = gpu.to_gpu(gpu.host.from_table(values, "float64"))
+        e:free()
+        assert(used() == base)
+        -- and so does one whose consumers are done, though no DLPack call has swept them yet
+        for _, free in ipairs{function(x) x:free() end, function(x) x.gpudata:free() end,
+                              function(x) gpu.free_after(x) end} do
+          local f = gpu.to_gpu(gpu.host.from_table(values, "float64"))
+          local w = gpu.from_dlpack(f)
+          w:free()
+          free(f)
+          assert(f.freed and used() == base, "released at the free")
+        end
+        local buf = gpu.mem_alloc(nbytes)
+        local w = gpu.from_dlpack(gpu.array_view(buf, 0, "float64", {n}))
+        w:free()
+        buf:free()
+        assert(used() == base and gpu._dlpack_exports() == 0)
+        print "kept"
+      ]]):format(random_values(1024)), pool)
+      assert.are.equal("kept\n" .. released, out)
+    end)
+
+    it("gpu.from_dlpack(a) keeps a's memory through a:free() (pool " .. pool .. ")", function()
+      local out = run(([[
+        local values, later = %s, %s
+        local n, nbytes = #values, #values * 8
+        local base = used()
+        local a = gpu.to_gpu(gpu.host.from_table(values, "float64"))
+        local z = gpu.from_dlpack(a)               -- a:__dlpack__(), consumed at once
+        a:free()
+        expect_error("calling 'get' on bad self (array has been freed)", function() return a:get() end)
+        local b = gpu.to_gpu(gpu.host.from_table(later, "float64"))
+        assert(b.ptr ~= z.ptr and used() == base + 2 * nbytes, "a new allocation on kept memory")
+        check(z, values, "the consumer after a:free()")
+        z:set(gpu.host.from_table(later, "float64"))   -- still writable: the memory is z's
+        check(z, later, "written through the consumer")
+        z:free()
+        assert(gpu._dlpack_exports() == 0 and used() == base + nbytes)
+        b:free()
+        -- a consumer left to the collector: the collection that a large allocation runs sweeps
+        local c = gpu.to_gpu(gpu.host.from_table(values, "float64"))
+        local function consume() local w = gpu.from_dlpack(c); return w.ptr end
+        assert(consume() == c.ptr)
+        c:free()
+        assert(used() == base + nbytes)
+        local big = gpu.empty(40 << 20, "uint8")   -- past the collector's 32 MiB of device bytes
+        assert(used() == base + (40 << 20), "released by the collection's sweep")
+        big:free()
+        -- an imported array exported again keeps the first producer's memory too
+        local p = gpu.to_gpu(gpu.host.from_table(values, "float64"))
+        local q = gpu.from_dlpack(p)
+        local cap = q:to_dlpack()
+        p:free()
+        q:free()
+        assert(used() == base + nbytes and gpu._dlpack_exports() == 2)
+        local r = gpu.from_dlpack(cap)
+        check(r, values, "imported twice")
+        r:free()
+        assert(gpu._dlpack_exports() == 0 and used() == base, "both exports let go in one sweep")
+        print "consumed"
+      ]]):format(random_values(512), random_values(512)), pool)
+      assert.are.equal("consumed\n" .. released, out)
+    end)
+
+    it("views, a.gpudata and the Buffers under an export keep its memory too (pool " .. pool .. ")",
+       function()
+      local out = run(([[
+        local values = %s
+        local n, nbytes = #values, #values * 8
+        local base = used()
+        -- a view exported, its owner freed
+        local a = gpu.to_gpu(gpu.host.from_table(values, "float64"))
+        local v = a:reshape(2, n // 2)
+        local cap = v:to_dlpack()
+        a:free()
+        expect_error("calling 'get' on bad self (array has been freed)", function() return v:get() end)
+        assert(used() == base + nbytes, "a view's export keeps the memory")
+        local z = gpu.from_dlpack(cap)
+        check(z:reshape(n), values, "a view's export")
+        z:free()
+        assert(gpu._dlpack_exports() == 0 and used() == base)
+        -- the array exported, its a.gpudata freed
+        a = gpu.to_gpu(gpu.host.from_table(values, "float64"))
+        local g = a.gpudata
+        cap = a:to_dlpack()
+        g:free()
+        g:free()
+        expect_error("bad argument #1 to 'len' (buffer has been freed)", function() return #g end)
+        expect_error("calling 'get' on bad self (array has been freed)", function() return a:get() end)
+        assert(tostring(g) == "gpu.Buffer(freed)" and used() == base + nbytes)
+        z = gpu.from_dlpack(cap)
+        check(z, values, "after a.gpudata:free()")
+        z:free()
+        a:free()
+        assert(gpu._dlpack_exports() == 0 and used() == base)
+        -- an array on a Buffer's view exported; freeing the view detaches it, the Buffer frees
+        local buf = gpu.mem_alloc(nbytes)
+        gpu.memcpy_htod(buf, gpu.host.from_table(values, "float64"))
+        local half = buf:offset(nbytes // 2)
+        local x = gpu.array_view(half, 0, "float64", {n // 2})
+        cap = x:to_dlpack()
+        half:free()
+        assert(#buf == nbytes and used() == base + nbytes)
+        buf:free()
+        buf:free()
+        expect_error("bad argument #1 to 'len' (buffer has been freed)", function() return #buf end)
+        expect_error("calling 'get' on bad self (array has been freed)", function() return x:get() end)
+        assert(used() == base + nbytes)
+        z = gpu.from_dlpack(cap)
+        check(z, table.move(values, n // 2 + 1, n, 1, {}), "a Buffer's second half")
+        z:free()
+        assert(gpu._dlpack_exports() == 0 and used() == base)
+        print "views"
+      ]]):format(random_values(256)), pool)
+      assert.are.equal("views\n" .. released, out)
+    end)
+
+    it("a state that closes releases the memory its exports kept (pool " .. pool .. ")", function()
+      local out = run([[
+        local values = {}
+        for i = 1, 300 do values[i] = i end
+        local a = gpu.to_gpu(gpu.host.from_table(values, "float64"))
+        unconsumed = a:to_dlpack()                 -- globals: alive when the state closes
+        a:free()
+        local b = gpu.to_gpu(gpu.host.from_table(values, "float64"))
+        consumer = gpu.from_dlpack(b)
+        b:free()
+        print(gpu._dlpack_exports())
+      ]], pool)
+      assert.are.equal("2\n" .. released, out)
+    end)
+  end
+end)
+
+-- The same on a device, in a child (a fresh state, and GPU_POOL_DISABLE=1 for plain
+-- cuMemAlloc/cuMemFree, where reading freed memory is an illegal address that ruins the
+-- context): fresh random data, checked against a Lua copy through copies and kernels.
+describe("DLPack exports of an array freed explicitly, on a device", function()
+  local child = expect_error .. [[
+    local gpu = require "gpu"
+    local pooled = os.getenv("GPU_POOL_DISABLE") ~= "1"
+    local n = 1 << 21                                -- 16 MiB of float64
+    local nbytes = n * 8
+    local function fresh()
+      local t = {}
+      for i = 1, n do t[i] = math.random(-2^40, 2^40) + math.random() end
+      return t
+    end
+    local function check(arr, f, what)
+      local got = arr:get():totable()
+      for i = 1, n do
+        local want = f(i)
+        if got[i] ~= want then
+          error(("%s: element %d is %.17g, not %.17g"):format(what, i, got[i], want), 2)
+        end
+      end
+    end
+    -- device bytes in use: the pool's exact figure, or the device's
+    local function in_use()
+      collectgarbage(); collectgarbage()
+      gpu.synchronize()
+      if pooled then return (gpu.mem_pool_info()) end
+      local free, total = gpu.mem_get_info()
+      return total - free
+    end
+    local function near(got, want, what)
+      local slack = pooled and 1 << 20 or nbytes // 2
+      if math.abs(got - want) > slack then
+        error(("%s: %d MiB in use, not %d MiB"):format(what, got >> 20, want >> 20), 2)
+      end
+    end
+    local warm = gpu.zeros(4, "float64")             -- the kernels' modules, loaded before u0
+    warm:fill(1)
+    warm = (warm * 2 + 1):get()
+    local u0 = in_use()
+
+    -- a capsule, its producer freed, a new allocation made, then the import
+    local values = fresh()
+    local a = gpu.to_gpu(gpu.host.from_table(values, "float64"))
+    local ptr = a.ptr
+    local cap = a:to_dlpack()
+    a:free()
+    expect_error("calling 'get' on bad self (array has been freed)", function() return a:get() end)
+    near(in_use(), u0 + nbytes, "kept for the capsule")
+    local b = gpu.empty(n, "float64")
+    b:fill(-1.5)
+    local z = gpu.from_dlpack(cap)
+    assert(z.ptr == ptr and z.ptr ~= b.ptr, "the import aliases a new allocation")
+    check(z, function(i) return values[i] end, "imported after the producer's free")
+    local doubled = z * 2                            -- a kernel reads the kept memory
+    check(doubled, function(i) return 2 * values[i] end, "2 * z")
+    doubled:free()
+    z:fill(0.25)                                     -- and one writes it
+    check(z, function() return 0.25 end, "z filled")
+    check(b, function() return -1.5 end, "the new allocation, untouched")
+    z:free()
+    assert(gpu._dlpack_exports() == 0, "the export is let go")
+    near(in_use(), u0 + nbytes, "released after the consumer's deleter")
+    b:free()
+
+    -- gpu.from_dlpack(a), then a.gpudata:free()
+    values = fresh()
+    a = gpu.to_gpu(gpu.host.from_table(values, "float64"))
+    z = gpu.from_dlpack(a)
+    local g = a.gpudata
+    g:free()
+    expect_error("bad argument #1 to 'len' (buffer has been freed)", function() return #g end)
+    expect_error("calling 'get' on bad self (array has been freed)", function() return a:get() end)
+    b = gpu.empty(n, "float64")
+    b:fill(7)
+    local plus = z + 1
+    check(plus, function(i) return values[i] + 1 end, "z + 1 after a.gpudata:free()")
+    check(z, function(i) return values[i] end, "the consumer after a.gpudata:free()")
+    plus:free()
+    z:free()
+    b:free()
+    assert(gpu._dlpack_exports() == 0)
+    near(in_use(), u0, "all released")
+
+    -- a view exported, its owner freed
+    values = fresh()
+    a = gpu.to_gpu(gpu.host.from_table(values, "float64"))
+    z = gpu.from_dlpack(a:reshape(2, n // 2))
+    a:free()
+    b = gpu.zeros(n, "float64")
+    check(z:reshape(n), function(i) return values[i] end, "a view's consumer")
+    z:free()
+    b:free()
+    assert(gpu._dlpack_exports() == 0)
+    near(in_use(), u0, "all released at the end")
+    print "device ok"
+  ]]
+
+  for _, pool in ipairs{"on", "off"} do
+    gpu_it("a producer freed while exported keeps the memory for its consumer (pool " .. pool .. ")",
+           function()
+      local env = pool == "off" and {GPU_POOL_DISABLE = "1"} or {}
+      local seed = ("math.randomseed(%d)\n"):format(math.random(1, 2^31))
+      local out, ok = helpers.run_lua(seed .. child, env)
+      assert(ok, out)
+      assert.are.equal("device ok\n", out)
+    end)
+  end
+end)

@@ -477,7 +477,10 @@ static int gpu_axis_layout (lua_State *L) {
 /* :free(), __close and __gc: an owner releases its memory, a view detaches. */
 static int array_free (lua_State *L) {
   gpu_Array *a = (gpu_Array *)gpu_checkself(L, 1, GPU_ARRAY);
-  if (a->owner && a->buffer != NULL) gpu_buffer_release(a->buffer);
+  if (a->owner && a->buffer != NULL) {
+    gpu_buffer_sweep_exports(L, a->buffer);
+    gpu_buffer_release(a->buffer);
+  }
   a->buffer = NULL;                      /* this array is unusable from now on */
   return 0;
 }
@@ -495,6 +498,8 @@ static void push_face (lua_State *L, int idx) {
   face->root = a->own;
   face->owned = 0;
   face->face = 1;
+  face->exports = 0;                     /* counted on the root only */
+  face->kept = 0;
   luaL_setmetatable(L, GPU_BUFFER);
   gpu_pin(L, -1, idx, 1);
   gpu_pin(L, idx, -1, 2);

@@ -4,7 +4,12 @@
 **
 ** Export: the tensor lives in a malloc'd record whose deleter may be called from any thread,
 ** so it never touches Lua: it only marks the record.  The state pins the exported array in a
-** registry table until it sees the mark (swept on each DLPack call, and when the state closes).
+** registry table until it sees the mark (swept on each DLPack call, at a free of an exported
+** allocation, after each collection that device allocations run, and when the state closes).
+** The memory is the consumer's until then: a :free() of the producer (the array, its
+** a.gpudata, the Buffer under it) while an export is alive makes it dead to Lua, but the
+** allocation counts its exports and is released only by the sweep that lets go of the last
+** one (memory.c's gpu_buffer_unexport).
 ** Import: the array gets a Buffer over the producer's memory whose release calls the deleter,
 ** once, whenever Lua lets go of it.
 */
@@ -17,7 +22,10 @@
 #include "lua_gpu.h"
 
 #define GPU_DLPACK "gpu.DLPack"
-#define GPU_DLEXPORTS "gpu.DLExports"
+
+/* The address keys the exports in the registry: looked up without making a string, so the
+** sweep of a collection cannot fail. */
+static const char exports_key = 'E';
 
 /* A capsule: the tensor until someone consumes it (t == NULL then, consumed set). */
 typedef struct gpu_DLPack {
@@ -29,6 +37,8 @@ typedef struct gpu_DLExport {
   DLManagedTensorVersioned tensor;
   atomic_int holders;     /* the consumer until its deleter, the state until it sees that */
   atomic_int deleted;
+  gpu_Buffer *root;       /* the allocation exported (Lua's thread only: the deleter never
+                             reads it); alive while the state pins the array */
   int64_t dims[];         /* shape, then strides in elements */
 } gpu_DLExport;
 
@@ -74,26 +84,42 @@ static void export_deleter (DLManagedTensorVersioned *t) {
   export_unhold(e);
 }
 
-/* Unpins the arrays whose consumers are done (all of them when the state closes). */
+/* Unpins the arrays whose consumers are done (all of them when the state closes), releasing
+** the memory their producers freed meanwhile.  Until a pass lets go of none: a release can
+** call the deleter of another export (an imported tensor exported again). */
 static int sweep_exports (lua_State *L, int all) {
-  int live = 0;
-  lua_getfield(L, LUA_REGISTRYINDEX, GPU_DLEXPORTS);
-  lua_getiuservalue(L, -1, 1);
-  lua_pushnil(L);
-  while (lua_next(L, -2) != 0) {
-    gpu_DLExport *e = (gpu_DLExport *)lua_touserdata(L, -2);
+  int live, swept;
+  if (!lua_checkstack(L, 5)) return -1;
+  if (lua_rawgetp(L, LUA_REGISTRYINDEX, &exports_key) != LUA_TUSERDATA) {   /* not open yet */
     lua_pop(L, 1);
-    if (all || atomic_load(&e->deleted)) {
-      lua_pushvalue(L, -1);
-      lua_pushnil(L);
-      lua_rawset(L, -4);                /* clearing a visited field keeps lua_next valid */
-      export_unhold(e);
-    } else {
-      live++;
-    }
+    return 0;
   }
+  lua_getiuservalue(L, -1, 1);
+  do {
+    live = swept = 0;
+    lua_pushnil(L);
+    while (lua_next(L, -2) != 0) {
+      gpu_DLExport *e = (gpu_DLExport *)lua_touserdata(L, -2);
+      lua_pop(L, 1);
+      if (all || atomic_load(&e->deleted)) {
+        gpu_Buffer *root = e->root;    /* still pinned: the entry goes below */
+        lua_pushvalue(L, -1);
+        lua_pushnil(L);
+        lua_rawset(L, -4);              /* clearing a visited field keeps lua_next valid */
+        export_unhold(e);
+        gpu_buffer_unexport(root);      /* touches no Lua object: gpu_release */
+        swept++;
+      } else {
+        live++;
+      }
+    }
+  } while (swept > 0 && live > 0);
   lua_pop(L, 2);
   return live;
+}
+
+int gpu_dlpack_sweep (lua_State *L) {
+  return sweep_exports(L, 0);
 }
 
 static int exports_gc (lua_State *L) {
@@ -151,12 +177,14 @@ static int array_to_dlpack (lua_State *L) {
   atomic_init(&e->holders, 1);          /* the consumer's share, held by the capsule */
   atomic_init(&e->deleted, 0);
   cap->t = &e->tensor;
-  lua_getfield(L, LUA_REGISTRYINDEX, GPU_DLEXPORTS);
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &exports_key);
   lua_getiuservalue(L, -1, 1);
   lua_pushlightuserdata(L, e);
   lua_pushvalue(L, 1);
   lua_rawset(L, -3);                    /* the array stays alive until the deleter runs */
-  atomic_fetch_add(&e->holders, 1);
+  atomic_fetch_add(&e->holders, 1);     /* from here on nothing raises: the sweep counts down */
+  e->root = a->buffer->root;
+  e->root->exports++;                   /* and so does the memory, even through a :free() */
   lua_pop(L, 2);
   return 1;
 }
@@ -418,5 +446,5 @@ void gpu_dlpack_open (lua_State *L) {
   lua_pushcfunction(L, exports_gc);
   lua_setfield(L, -2, "__gc");
   lua_setmetatable(L, -2);
-  lua_setfield(L, LUA_REGISTRYINDEX, GPU_DLEXPORTS);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &exports_key);
 }

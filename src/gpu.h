@@ -264,6 +264,8 @@ typedef struct gpu_Buffer {
   int pooled;             /* came from ctx->pool: freed stream-ordered, never blocking */
   void (*release)(void *data);  /* memory the host owns: called once when Lua is done with it */
   void *release_data;
+  int exports;            /* an allocation's DLPack exports whose consumers are not done yet */
+  CUdeviceptr kept;       /* freed by Lua while exported: the memory, released after them */
 } gpu_Buffer;
 
 #define GPU_BUFFER "gpu.Buffer"
@@ -291,8 +293,15 @@ GPU_INTERNAL void gpu_gc_account(lua_State *L, gpu_State *s, size_t nbytes);
 GPU_INTERNAL void gpu_gc_collect(lua_State *L, gpu_State *s);
 /* Frees an owned allocation now (idempotent, never raises): __gc, __close and :free(). */
 GPU_INTERNAL void gpu_buffer_release(gpu_Buffer *b);
-/* The same in the order of stream (NULL, or while the state captures: the legacy stream's). */
+/* The same in the order of stream (NULL, or while the state captures: the legacy stream's).
+** An allocation with DLPack exports alive is only dead to Lua: its memory is kept. */
 GPU_INTERNAL void gpu_buffer_release_on(gpu_Buffer *b, CUstream stream);
+/* One DLPack export of the allocation b (a root) is done: after the last, memory that Lua
+** freed meanwhile is released (dlpack.c's sweep). */
+GPU_INTERNAL void gpu_buffer_unexport(gpu_Buffer *b);
+/* Before a free of b (Lua's :free(), __gc, free_after): where its allocation was exported,
+** lets go of the exports already done with, so that it is released now if none is left. */
+GPU_INTERNAL void gpu_buffer_sweep_exports(lua_State *L, const gpu_Buffer *b);
 GPU_INTERNAL void gpu_memory_open(lua_State *L);
 
 /* ---------------------------------------------------------------- host.c */
@@ -502,6 +511,9 @@ GPU_INTERNAL void gpu_blas_release(gpu_Context *c);
 /* ---------------------------------------------------------------- embed.c, dlpack.c */
 
 GPU_INTERNAL void gpu_dlpack_open(lua_State *L);
+/* Lets go of the exports whose consumers are done (their memory, if freed, is released);
+** returns how many are left.  Uses a few stack slots; never raises. */
+GPU_INTERNAL int gpu_dlpack_sweep(lua_State *L);
 /*
 ** Pushes a GPUArray over device memory the host owns: base..base+span bytes holds it, its first
 ** element offset bytes in.  The array owns the Buffer (:free() releases it); the caller sets

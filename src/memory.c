@@ -4,8 +4,10 @@
 **
 ** A Buffer owns an allocation or is a view (:offset) of one; a view pins its parent with a
 ** user value and checks that the allocation it looks into (its root) is still alive, so use
-** after :free() is an error, never a dangling pointer.  The Lua collector is told about
-** device bytes (it cannot see them) and runs once more before an allocation gives up.
+** after :free() is an error, never a dangling pointer.  An allocation exported through DLPack
+** is the consumer's until its deleter runs: freed meanwhile, it is dead to Lua but released
+** only after the last export (dlpack.c).  The Lua collector is told about device bytes (it
+** cannot see them) and runs once more before an allocation gives up.
 */
 #include <string.h>
 
@@ -42,6 +44,7 @@ gpu_Buffer *gpu_checkbuffer (lua_State *L, int arg) {
 void gpu_gc_collect (lua_State *L, gpu_State *s) {
   size_t heap;
   if (lua_gc(L, LUA_GCCOLLECT) < 0) return;      /* refused inside a finalizer: debt stays */
+  gpu_dlpack_sweep(L);          /* consumers the collection let go of release their memory */
   heap = (size_t)lua_gc(L, LUA_GCCOUNT) << 10;
   s->gc_debt = 0;
   s->gc_threshold = GPU_GC_MIN_BYTES;
@@ -113,6 +116,13 @@ void gpu_buffer_release_on (gpu_Buffer *b, CUstream stream) {
     b->ptr = 0;
     return;
   }
+  if (b->root == b && b->exports > 0) {
+    /* DLPack consumers still use the memory, which its producer keeps until their deleters
+    ** have run: dead to Lua now, released by gpu_buffer_unexport (on the legacy stream) */
+    if (b->ptr != 0) b->kept = b->ptr;
+    b->ptr = 0;
+    return;
+  }
   if (b->owned && b->ptr != 0) {
     /* freed before a collection counted them: those bytes need no collecting */
     gpu_State *s = b->ctx->state;
@@ -138,8 +148,22 @@ void gpu_buffer_release (gpu_Buffer *b) {
   gpu_buffer_release_on(b, NULL);
 }
 
+void gpu_buffer_unexport (gpu_Buffer *b) {
+  if (b->exports > 0 && --b->exports == 0 && b->kept != 0) {
+    b->ptr = b->kept;                      /* alive again only for the release below */
+    b->kept = 0;
+    gpu_buffer_release_on(b, NULL);
+  }
+}
+
+void gpu_buffer_sweep_exports (lua_State *L, const gpu_Buffer *b) {
+  if (b->root != NULL && b->root->exports > 0) gpu_dlpack_sweep(L);
+}
+
 static int buffer_free (lua_State *L) {
-  gpu_buffer_release((gpu_Buffer *)gpu_checkself(L, 1, GPU_BUFFER));
+  gpu_Buffer *b = (gpu_Buffer *)gpu_checkself(L, 1, GPU_BUFFER);
+  gpu_buffer_sweep_exports(L, b);
+  gpu_buffer_release(b);
   return 0;
 }
 
@@ -158,6 +182,7 @@ static int gpu_free_after (lua_State *L) {
   luaL_argexpected(L, s != NULL || lua_isnoneornil(L, 2), 2, "gpu.Stream or nil");
   if (b == NULL) return 0;                 /* an array freed already */
   if (s != NULL && (!s->live || s->capturing || s->ctx != b->ctx)) s = NULL;
+  gpu_buffer_sweep_exports(L, b);
   gpu_buffer_release_on(b, s != NULL ? s->stream : NULL);
   return 0;
 }
@@ -197,6 +222,8 @@ static int buffer_offset (lua_State *L) {
   view->size = (size_t)size;
   view->owned = 0;
   view->face = 0;                          /* a view of a.gpudata frees only itself */
+  view->exports = 0;                       /* counted on the root only */
+  view->kept = 0;
   luaL_setmetatable(L, GPU_BUFFER);
   gpu_pin(L, -1, 1, 1);                    /* the view keeps its parent alive */
   return 1;

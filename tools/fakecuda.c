@@ -7,11 +7,17 @@
 **   make fakecuda bench-build
 **   GPU_CUDA_LIBRARY=$PWD/build/libfakecuda.so lua5.4 tools/small_add_parts.lua
 **
+** Device memory is counted: cuMemGetInfo's free figure is 79 GiB less the bytes allocated and
+** not freed, so specs can see when the module really releases memory; FAKE_CUDA_REPORT=1
+** prints that count when the process exits (after lua_close).
+**
 ** cuGetProcAddress_v2 hands out the stubs below by name and refuses every other symbol, so a
 ** new entry point the module needs shows up as a load error; cuLaunchKernel and
 ** cuCtxSynchronize and cuCtxGetCurrent are exported too, for bench_clock's raw launch loop.
 */
+#include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,18 +85,40 @@ static CUresult retain (CUcontext *c, CUdevice d) {
 static CUresult get_current (CUcontext *c) { *c = current; return CUDA_SUCCESS; }
 static CUresult set_current (CUcontext c) { current = c; return CUDA_SUCCESS; }
 static CUresult ctx_device (CUdevice *d) { *d = 0; return CUDA_SUCCESS; }
+/* Device bytes allocated and not freed; each allocation's size sits in a header before it
+** (16 bytes, which keeps malloc's alignment). */
+static atomic_size_t device_bytes;
+#define HEADER 16
 static CUresult mem_info (size_t *free_bytes, size_t *total) {
-  *free_bytes = (size_t)79 << 30;
+  *free_bytes = ((size_t)79 << 30) - atomic_load(&device_bytes);
   *total = (size_t)80 << 30;
   return CUDA_SUCCESS;
 }
 static CUresult mem_alloc (CUdeviceptr *p, size_t n) {
-  void *m = malloc(n ? n : 1);
+  char *m = (char *)malloc(HEADER + (n ? n : 1));
   if (m == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
-  *p = (CUdeviceptr)(uintptr_t)m;
+  memcpy(m, &n, sizeof n);
+  atomic_fetch_add(&device_bytes, n);
+  *p = (CUdeviceptr)(uintptr_t)(m + HEADER);
   return CUDA_SUCCESS;
 }
-static CUresult mem_free (CUdeviceptr p) { free((void *)(uintptr_t)p); return CUDA_SUCCESS; }
+__attribute__((destructor)) static void report (void) {
+  const char *report = getenv("FAKE_CUDA_REPORT");
+  if (report != NULL && strcmp(report, "1") == 0) {
+    printf("fakecuda: %zu device bytes not freed at exit\n", atomic_load(&device_bytes));
+    fflush(stdout);
+  }
+}
+static CUresult mem_free (CUdeviceptr p) {
+  char *m;
+  size_t n;
+  if (p == 0) return CUDA_SUCCESS;
+  m = (char *)(uintptr_t)p - HEADER;
+  memcpy(&n, m, sizeof n);
+  atomic_fetch_sub(&device_bytes, n);
+  free(m);
+  return CUDA_SUCCESS;
+}
 static CUresult pool_alloc (CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) {
   (void)pool; (void)s;
   return mem_alloc(p, n);

@@ -12,10 +12,9 @@ __global__ void add(float *out, const float *a, const float *b, int n)
 
 describe("gpu.compile", function()
   it("makes PTX for a virtual architecture and a cubin for a real one", function()
-    local ptx, log = gpu.compile(add, {arch = "compute_90", target = "ptx", cache = false})
+    local ptx = gpu.compile(add, {arch = "compute_90", target = "ptx", cache = false})
     assert.is_truthy(ptx:find(".target sm_90", 1, true))
     assert.is_truthy(ptx:find(".entry add(", 1, true))      -- extern "C": not mangled
-    assert.are.equal("string", type(log))
     local cubin = gpu.compile(add, {arch = "sm_90", cache = false})        -- cubin by default
     assert.are.equal("\127ELF", cubin:sub(1, 4))
     local ptx90 = gpu.compile(add, {arch = "sm_90", target = "ptx", cache = false})
@@ -47,10 +46,28 @@ describe("gpu.compile", function()
     assert.are.equal("\127ELF", gpu.compile(add, {arch = "sm_90"}):sub(1, 4))
   end)
 
-  it("returns warnings as the log #nvrtc", function()
-    local _, log = gpu.compile("__global__ void k(int *a) { int unused = 3; a[0] = 1; }",
-                               {arch = "sm_90", cache = false})
+  it("returns the image alone, even when NVRTC warns #nvrtc", function()
+    local warns = "__global__ void k(int *a) { int unused = 3; a[0] = 1; }"
+    assert.are.equal(1, select("#", gpu.compile(warns, {arch = "sm_90", cache = false})))
+    assert.are.equal(1, select("#", gpu.compile(warns, {arch = "sm_90"})))     -- a disk hit too
+    assert.are.equal(1, select("#", gpu.compile(add, {arch = "compute_90", target = "ptx"})))
+    -- the warnings are NVRTC's log, the core's second result, which gpu.compile drops
+    local _, log = require("gpu.core").compile(warns, {arch = "sm_90"})
     assert.is_truthy(log:find('variable "unused" was declared but never referenced', 1, true))
+  end)
+
+  it("feeds gpu.module_from_buffer directly: gpu.module_from_buffer(gpu.compile(src)) #nvrtc", function()
+    -- on the stand-in driver, which loads any image; gpu.compile once returned (image, log),
+    -- and the log landed in module_from_buffer's signatures parameter
+    local out, ok = helpers.run_with_fakes(([[
+      local gpu = require "gpu"
+      local mod = gpu.module_from_buffer(gpu.compile(%q, {arch = "sm_90"}))
+      print(mod:is_loaded(), mod.add.name)
+      local from_ptx <close> = gpu.module_from_buffer(gpu.compile(%q, {arch = "compute_90", target = "ptx"}))
+      print(from_ptx:get_function("add").name)
+    ]]):format(add, add))
+    assert(ok, out)
+    assert.are.equal("true\tadd\nadd\n", out)
   end)
 
   it("passes options, include_dirs and in-memory headers to NVRTC #nvrtc", function()

@@ -18,7 +18,7 @@ describe("API.md", function()
       "memcpy_dtod_async", "memset_d8", "memset_d16", "memset_d32", "to_device", "from_device",
       "In", "Out", "InOut", "SourceModule", "compile", "module_from_buffer", "module_from_file",
       "Stream", "Event", "to_gpu", "empty", "zeros", "ones", "full", "arange", "empty_like",
-      "zeros_like", "ElementwiseKernel", "ReductionKernel", "InclusiveScanKernel",
+      "zeros_like", "ones_like", "ElementwiseKernel", "ReductionKernel", "InclusiveScanKernel",
       "ExclusiveScanKernel", "cumsum", "fuse", "from_dlpack", "capture",
       "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32",
       "float64",
@@ -96,6 +96,77 @@ describe("API.md", function()
     for _, type_name in ipairs{"Buffer", "HostArray", "GPUArray", "Module", "Function", "Stream",
                                "Event", "Graph"} do
       assert.are.equal("gpu." .. type_name, core.types[type_name].__name)
+    end
+  end)
+
+  it("reaches the userdata types by those names: gpu.HostArray, gpu.Buffer, ...", function()
+    for _, type_name in ipairs{"HostArray", "Buffer", "Module", "Function", "Graph", "Scalar",
+                               "ArgHandler", "DLPack", "GPUArray"} do
+      assert.are.equal(core.types[type_name], gpu[type_name], type_name)
+      assert.are.equal("gpu." .. type_name, gpu[type_name].__name)
+    end
+    -- what API.md makes constructors stays so; their types are getmetatable of one
+    for _, name in ipairs{"Device", "Stream", "Event"} do
+      assert.are.equal("function", type(gpu[name]), name)
+    end
+    -- the Context is no user's object; the module image is not even a type in core.types
+    assert.is_nil(gpu.Context)
+    assert.is_nil(core.types.ModuleImage)
+    -- no __metatable hides a type: getmetatable answers the type itself
+    local h = gpu.host.zeros({2, 2}, "float32")
+    assert.are.equal(gpu.HostArray, getmetatable(h))
+    assert.are.equal(gpu.HostArray, getmetatable(gpu.host.from_table({1, 2}, "int8")))
+    assert.are.equal(gpu.Scalar, getmetatable(gpu.int32(3)))
+    assert.are.equal(gpu.Scalar, getmetatable(gpu.float64(0.5)))
+    assert.are.equal(gpu.ArgHandler, getmetatable(gpu.In(h)))
+    assert.are.equal(gpu.ArgHandler, getmetatable(gpu.InOut(h)))
+    assert.are_not.equal(gpu.Buffer, getmetatable(h))
+  end)
+
+  it("reaches the device objects' types by name too (on the stand-in driver)", function()
+    local out, ok = helpers.run_with_fakes([[
+      local gpu = require "gpu"
+      local buf = gpu.mem_alloc(64)
+      local mod = gpu.module_from_buffer("any image loads here", {k = "P"})
+      local graph = gpu.capture(function() end)
+      local a = gpu.zeros({4}, "float32")
+      local f = mod.k
+      print(getmetatable(buf) == gpu.Buffer, getmetatable(buf:offset(16)) == gpu.Buffer,
+            getmetatable(mod) == gpu.Module, getmetatable(graph) == gpu.Graph,
+            getmetatable(a) == gpu.GPUArray, getmetatable(a:to_dlpack()) == gpu.DLPack)
+      -- each Function has a metatable of its own (see launch.c), with gpu.Function's name
+      -- and methods
+      local mt = getmetatable(f)
+      print(mt == gpu.Function, mt.__name == gpu.Function.__name, mt.__methods == gpu.Function.__methods)
+      print(getmetatable(gpu.Stream()) == require("gpu.core").types.Stream,
+            getmetatable(gpu.Event()) == require("gpu.core").types.Event)
+    ]])
+    assert(ok, out)
+    assert.are.equal("true\ttrue\ttrue\ttrue\ttrue\ttrue\nfalse\ttrue\ttrue\ntrue\ttrue\n", out)
+  end)
+
+  it("has gpu.ones_like beside gpu.empty_like and gpu.zeros_like", function()
+    assert.are.equal(gpu.gpuarray.ones_like, gpu.ones_like)
+    helpers.assert_error("bad argument #1 to 'ones_like' (GPUArray expected, got number)",
+                         function() return gpu.ones_like(5) end)
+    local out, ok = helpers.run_with_fakes([[
+      local gpu = require "gpu"
+      local a = gpu.ones_like(gpu.empty({3, 5}, "int16"))
+      print(getmetatable(a) == gpu.GPUArray, a.dtype, table.concat(a.shape, "x"))
+    ]])
+    assert(ok, out)
+    assert.are.equal("true\tint16\t3x5\n", out)
+  end)
+
+  helpers.gpu_it("fills gpu.ones_like's array with ones", function()
+    local shape = {math.random(1, 40), math.random(1, 40)}
+    for _, dtype in ipairs{"float32", "float64", "int32", "uint8"} do
+      local like = gpu.to_gpu(gpu.host.from_table(helpers.random_integers(shape[1] * shape[2], 0, 100),
+                                                  dtype):reshape(shape))
+      local a = gpu.ones_like(like)
+      assert.are.same(shape, a.shape)
+      assert.are.equal(dtype, a.dtype)
+      for _, v in ipairs(a:get():reshape(a.size):totable()) do assert.are.equal(1, v) end
     end
   end)
 end)

@@ -227,22 +227,182 @@ describe("the disk cache", function()
 end)
 
 describe("the in-process module cache", function()
-  helpers.gpu_it("returns the loaded module for a repeated SourceModule", function()
+  -- SourceModule on the stand-in driver (tools/fakecuda.c: any image loads, launches run
+  -- nothing) in a child: its code, after a prelude that names the source `src`.
+  local function with_module_cache(code, env)
+    local out, ok = helpers.run_with_fakes(([[
+      local gpu = require "gpu"
+      local core = require "gpu.core"
+      local stats = gpu.compile_stats
+      local src = %q
+      local function error_of(fn)
+        local ok, err = pcall(fn)
+        assert(not ok, "expected an error")
+        return (tostring(err):gsub("^[^:\n]+:%%d+: ", ""))
+      end
+    ]]):format(unique_source()) .. code, env)
+    assert(ok, out)
+    return out
+  end
+
+  it("gives each SourceModule a Module of its own, sharing one load", function()
+    local out = with_module_cache([[
+      local m1 = gpu.SourceModule(src)
+      local f1 = m1.k
+      local hits = stats.module_hits
+      local g, image
+      do
+        local m2 <close> = gpu.SourceModule(src)
+        print(rawequal(m1, m2), stats.module_hits - hits)
+        g = m2.k
+        image = (core.module_image or print)(m2)
+      end
+      -- closing m2 ended its share only: m1 and its Functions still work
+      print(m1:is_loaded(), tostring(m1) ~= "gpu.Module(freed)")
+      local buf <close> = gpu.mem_alloc(64)
+      f1(buf, {block = {16}})
+      m1:get_function("k")(buf, {block = {16}})
+      m1.k:prepared_call(1, 16, buf)
+      -- and m2's are dead, with the usual messages
+      print(error_of(function() g(buf, {block = {16}}) end))
+      print(tostring(g))
+      print(rawequal(core.module_image(m1), image))     -- one loaded module
+    ]], {GPU_CACHE_DISABLE = "1"})
+    assert.are.equal("false\t1\n" .. "true\ttrue\n"
+                     .. "kernel 'k' belongs to a module that has been freed\n"
+                     .. "gpu.Function(k, module freed)\n" .. "true\n", out)
+  end)
+
+  it("keeps freeing a share idempotent and using it afterwards an error", function()
+    local out = with_module_cache([[
+      local a, b = gpu.SourceModule(src), gpu.SourceModule(src)
+      a:free()
+      a:free()
+      print(a:is_loaded(), b:is_loaded(), tostring(a))
+      print(error_of(function() a:get_function("k") end))
+      print(error_of(function() return a.k end))
+      print(error_of(function() a:get_global("g") end))
+      print(b:get_function("k").name, b.k.name)
+    ]])
+    assert.are.equal("false\ttrue\tgpu.Module(freed)\n"
+                     .. "calling 'get_function' on bad self (module has been freed)\n"
+                     .. "bad argument #1 to 'index' (module has been freed)\n"
+                     .. "calling 'get_global' on bad self (module has been freed)\n"
+                     .. "k\tk\n", out)
+  end)
+
+  it("unloads the module once every share is freed, and loads it afresh after", function()
+    local out = with_module_cache([[
+      local a = gpu.SourceModule(src)
+      local image = core.module_image(a)
+      local hits = stats.module_hits
+      local b = gpu.SourceModule(src)
+      a:free()
+      local c <close> = gpu.SourceModule(src)           -- b still holds it: a hit
+      print(stats.module_hits - hits, rawequal(core.module_image(c), image))
+      c:free()
+      b:free()                                          -- the last share: unloaded now
+      print(core.module_share(image))
+      hits = stats.module_hits
+      local d = gpu.SourceModule(src)
+      print(stats.module_hits - hits, rawequal(core.module_image(d), image), d:is_loaded())
+    ]])
+    assert.are.equal("2\ttrue\nnil\n0\tfalse\ttrue\n", out)
+  end)
+
+  it("lets the collector unload a module whose shares were all dropped", function()
+    -- a module used since the last collection survives it (SourceModule(src).k(...) in a
+    -- loop is not reloaded at each cycle); one unused for a whole cycle goes
+    local out = with_module_cache([[
+      collectgarbage("stop")                            -- only the collections below
+      local probe = setmetatable({}, {__mode = "v"})
+      probe[1] = core.module_image(gpu.SourceModule(src))
+      gpu.SourceModule(src).k(gpu.mem_alloc(64), {block = {16}})
+      collectgarbage()
+      local hits = stats.module_hits
+      gpu.SourceModule(src)
+      print(stats.module_hits - hits, probe[1] ~= nil)
+      collectgarbage()
+      collectgarbage()
+      print(probe[1])
+      hits = stats.module_hits
+      gpu.SourceModule(src)
+      print(stats.module_hits - hits)
+    ]])
+    assert.are.equal("1\ttrue\nnil\n0\n", out)
+  end)
+
+  it("shares nothing with cache = false", function()
+    local out = with_module_cache([[
+      local a = gpu.SourceModule(src)
+      local hits = stats.module_hits
+      local b = gpu.SourceModule(src, {cache = false})
+      print(stats.module_hits - hits, rawequal(core.module_image(a), core.module_image(b)))
+      b:free()
+      print(a:is_loaded(), gpu.SourceModule(src):is_loaded(), stats.module_hits - hits)
+    ]])
+    assert.are.equal("0\tfalse\ntrue\ttrue\t1\n", out)
+  end)
+
+  it("makes a share of a loaded image only (core.module_share, the cache's)", function()
+    local out = with_module_cache([[
+      local image = core.module_image(gpu.SourceModule(src, {cache = false}))
+      print(core.module_share(image) ~= nil, core.module_share(image) ~= nil)
+      print(pcall(core.module_share, gpu.SourceModule(src)))
+    ]])
+    assert.are.equal("true\ttrue\nfalse\tbad argument #1 to 'gpu.core.module_share' (gpu.ModuleImage expected, got gpu.Module)\n", out)
+  end)
+
+  helpers.gpu_it("returns a new share of the loaded module for a repeated SourceModule", function()
     local source = unique_source()
     local a = gpu.SourceModule(source)
     local hits = gpu.compile_stats.module_hits
     local b = gpu.SourceModule(source)
-    assert.are.equal(a, b)
+    assert.are_not.equal(a, b)
     assert.are.equal(hits + 1, gpu.compile_stats.module_hits)
+    assert.are.equal(a.k.handle, b.k.handle)           -- one CUmodule: the same CUfunction
     assert.are_not.equal(a, gpu.SourceModule(source, {cache = false}))
+    assert.are.equal(hits + 1, gpu.compile_stats.module_hits)
   end)
 
   helpers.gpu_it("does not hand out a module that was freed", function()
     local source = unique_source()
     local a = gpu.SourceModule(source)
     a:free()
+    local hits = gpu.compile_stats.module_hits
     local b = gpu.SourceModule(source)
     assert.is_true(b:is_loaded())
     assert.are_not.equal(a, b)
+    assert.are.equal(hits, gpu.compile_stats.module_hits)   -- loaded anew
+  end)
+
+  helpers.gpu_it("launches a kernel of one share after the other was closed", function()
+    local source = [[
+__global__ void axpb(float *y, const float *x, float a, float b, int n)
+{
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] = a * x[i] + b;
+}
+]] .. ("// %d\n"):format(math.random(1, 1e9))
+    local keep = gpu.SourceModule(source)
+    local f = keep.axpb
+    do
+      local other <close> = gpu.SourceModule(source)
+      assert.are.equal(f.handle, other.axpb.handle)
+    end
+    collectgarbage()
+    local n = 1000 + math.random(0, 3000)
+    local x = helpers.random_floats(n, 100)
+    local a, b = helpers.f32((math.random() * 2 - 1) * 4), helpers.f32((math.random() * 2 - 1) * 4)
+    local x_gpu = gpu.to_device(gpu.host.from_table(x, "float32"))
+    local y_gpu <close> = gpu.mem_alloc(4 * n)
+    f(y_gpu, x_gpu, a, b, n, {block = {128}, grid = {(n + 127) // 128}})
+    keep:get_function("axpb")(y_gpu, y_gpu, 1, 0, n, {block = {256}, grid = {(n + 255) // 256}})
+    local y = gpu.from_device(y_gpu, n, "float32"):totable()
+    for i = 1, n do
+      local expected = helpers.f32(helpers.f32(a * helpers.f32(x[i])) + b)
+      helpers.assert_close(expected, y[i], 1e-6, "y[" .. i .. "]")
+    end
+    x_gpu:free()
   end)
 end)

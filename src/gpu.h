@@ -450,10 +450,15 @@ GPU_INTERNAL void gpu_stream_open(lua_State *L);
 
 /* ---------------------------------------------------------------- nvrtc.c, module.c, launch.c */
 
+/* A loaded CUmodule and the count of the Modules that share it (module.c). */
+typedef struct gpu_ModuleImage gpu_ModuleImage;
+
 typedef struct gpu_Module {
-  CUmodule module;          /* NULL once unloaded */
+  CUmodule module;          /* its image's, NULL once this Module is freed */
   gpu_Context *ctx;
-  gpu_Buffer globals;       /* root of get_global's buffers: globals.ptr != 0 while loaded */
+  gpu_ModuleImage *image;   /* user value 3 */
+  gpu_Buffer globals;       /* root of its Functions and get_global's buffers: globals.ptr
+                               != 0 until this Module is freed */
 } gpu_Module;
 
 #define GPU_MODULE "gpu.Module"

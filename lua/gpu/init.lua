@@ -16,7 +16,7 @@ local internal = {
   array_unary_operator = true, elementwise_caller = true, reduction_caller = true,
   program_launcher = true, program_dispatcher = true, view_method = true, axis_layout = true,
   blas_matmul = true, cache_hash = true, cache_load = true, cache_store = true,
-  nvrtc_identity = true,
+  nvrtc_identity = true, module_image = true, module_share = true,
 }
 for name, value in pairs(core) do
   if not internal[name] then gpu[name] = value end
@@ -110,7 +110,7 @@ local module_options = {
   name = true, headers = true,
 }
 
--- Compile cache.  In process: loaded modules by device and key.  On disk: cubins and PTX
+-- Compile cache.  In process: loaded module images by device and key.  On disk: cubins and PTX
 -- under GPU_CACHE_DIR, else $XDG_CACHE_HOME/lua-gpu, else ~/.cache/lua-gpu (GPU_CACHE_DISABLE=1
 -- turns it off).  The key holds everything the image depends on; the included files' own
 -- contents are not part of it, so pass cache = false while editing a header.
@@ -231,26 +231,26 @@ local function settle_arch(job)
   return true
 end
 
--- The image for a job: from the disk cache, or from NVRTC (then stored); also the log.
+-- The image for a job: from the disk cache, or from NVRTC (then stored).
 local function build_image(job)
   local image, dir, file = load_cached(job)
-  if image then return image, "" end
+  if image then return image end
   if settle_arch(job) then
     image, dir, file = load_cached(job)
-    if image then return image, "" end
+    if image then return image end
   end
-  local log
-  image, log = core.compile(job.wrapped, job.options)
+  image = core.compile(job.wrapped, job.options)   -- its second result, the warnings, is dropped
   stats.nvrtc = stats.nvrtc + 1
   if file and core.cache_store(dir, file, job.key, image) then
     stats.disk_stores = stats.disk_stores + 1
   end
-  return image, log
+  return image
 end
 
--- gpu.compile(source[, opts]) -> image (cubin or PTX bytes), log.  Needs no GPU: without
--- one and without opts.arch it builds PTX for the oldest architecture NVRTC knows, which
--- every newer device can load (a cubin needs opts.arch then).
+-- gpu.compile(source[, opts]) -> image (cubin or PTX bytes), and nothing else, so that
+-- gpu.module_from_buffer(gpu.compile(src)) works.  Needs no GPU: without one and without
+-- opts.arch it builds PTX for the oldest architecture NVRTC knows, which every newer device
+-- can load (a cubin needs opts.arch then).
 function gpu.compile(source, opts)
   if type(source) ~= "string" then argerror(1, "compile", "source string expected, got " .. type(source)) end
   opts = check_options(opts, 2, "compile", compile_options)
@@ -261,10 +261,45 @@ function gpu.compile(source, opts)
     portable.target = "ptx"
     opts = portable
   end
-  return build_image(compile_job(source, opts, "compile"))
+  return (build_image(compile_job(source, opts, "compile")))
 end
 
-local loaded_modules = {}     -- ordinal -> key -> gpu.Module
+-- The in-process cache holds loaded images (core.module_image), not Modules: each
+-- SourceModule returns a Module of its own, a share of the image that the cache's key
+-- loaded once (src/module.c), so that freeing one leaves the others usable.  Freeing every
+-- share unloads the image, and the cache hands out no share of it again (core.module_share
+-- answers nil).  Images are held weakly, except those handed out since the last collection:
+-- a Module dropped right after use (`gpu.SourceModule(src).k(...)` in a loop) would otherwise
+-- be unloaded and loaded again at every cycle; one unused for a whole cycle, with no share
+-- left, is collected and unloaded.
+local weak_values = {__mode = "v"}
+local loaded_images = {}      -- ordinal -> key -> image, weakly
+local recent_images = {}      -- image -> true: handed out since the last collection
+
+local function forget_recent()
+  recent_images = {}
+  setmetatable({}, {__gc = forget_recent})      -- and again after the next collection
+end
+setmetatable({}, {__gc = forget_recent})
+
+-- A new share of the image loaded for key, or nil.
+local function cached_share(images, key)
+  local image = images[key]
+  local module = image and core.module_share(image)
+  if module then recent_images[image] = true end
+  return module
+end
+
+-- Loads a compiled image as a new Module (and a new entry of the cache, if the job uses it).
+local function load_module(images, job, image, source)
+  local module = core.module_from_buffer(image, signature.parse(source))
+  if job.use_cache then
+    image = core.module_image(module)
+    images[job.key] = image
+    recent_images[image] = true
+  end
+  return module
+end
 
 -- gpu.SourceModule(source[, opts]) -> gpu.Module, compiled for the current device.
 function gpu.SourceModule(source, opts)
@@ -274,30 +309,24 @@ function gpu.SourceModule(source, opts)
   opts = check_options(opts, 2, "SourceModule", module_options)
   local job = compile_job(source, opts, "SourceModule")
   local ordinal = core.device_ordinal()
-  local modules = loaded_modules[ordinal]
-  if modules == nil then
-    modules = {}
-    loaded_modules[ordinal] = modules
+  local images = loaded_images[ordinal]
+  if images == nil then
+    images = setmetatable({}, weak_values)
+    loaded_images[ordinal] = images
   end
-  local module = job.use_cache and modules[job.key]
-  if not (module and module:is_loaded()) and job.tentative and job.use_cache then
+  local module = job.use_cache and cached_share(images, job.key)
+  if not module and job.tentative and job.use_cache then
     -- the device's cubin is not loaded here: try the disk, then NVRTC's arch for the device
     -- (PTX when NVRTC is older than the device), which may be loaded
     local image = load_cached(job)
-    if image then
-      module = core.module_from_buffer(image, signature.parse(source))
-      modules[job.key] = module
-      return module
-    end
-    if settle_arch(job) then module = modules[job.key] end
+    if image then return load_module(images, job, image, source) end
+    if settle_arch(job) then module = cached_share(images, job.key) end
   end
-  if module and module:is_loaded() then
+  if module then
     stats.module_hits = stats.module_hits + 1
     return module
   end
-  module = core.module_from_buffer((build_image(job)), signature.parse(source))
-  if job.use_cache then modules[job.key] = module end
-  return module
+  return load_module(images, job, build_image(job), source)
 end
 
 -- gpu.module_from_buffer(image[, signatures]): signatures maps kernel names to prepare()
@@ -351,5 +380,16 @@ require("gpu.matmul").install(gpu)
 require("gpu.sort").install(gpu)
 require("gpu.compact").install(gpu)
 require("gpu.fuse").install(gpu)
+gpu.ones_like = gpu.gpuarray.ones_like      -- beside empty_like and zeros_like
+
+-- The userdata types by name (getmetatable(h) == gpu.HostArray), as core.types has them;
+-- gpu.GPUArray, also a constructor, comes from gpuarray.install.  gpu.Device, gpu.Stream
+-- and gpu.Event stay the constructors API.md names: their types are getmetatable of one.
+-- A Function has a metatable of its own (its methods in one table read), so a Function's is
+-- not gpu.Function but shares its __name and __methods.  The Context is no user's object.
+for _, name in ipairs{"HostArray", "Buffer", "Module", "Function", "Graph", "Scalar",
+                      "ArgHandler", "DLPack"} do
+  gpu[name] = core.types[name]
+end
 
 return gpu

@@ -384,7 +384,8 @@ describe("the elementwise launch's C path", function()
 
   local function random_array(n, dtype)
     local kind = gpu.dtype(dtype).kind
-    local values = kind == "f" and helpers.random_floats(n, 4) or helpers.random_integers(n, -9, 9)
+    local values = kind == "f" and helpers.random_floats(n, 4)
+                   or helpers.random_integers(n, kind == "u" and 0 or -9, 9)   -- in the dtype's range
     if kind == "b" then for i, v in ipairs(values) do values[i] = v > 0 end end
     return gpu.to_gpu(values, dtype)
   end

@@ -116,6 +116,7 @@ describe("typed scalars", function()
   it("print as dtype(value) and compare by dtype and bytes", function()
     assert.are.equal("int32(5)", tostring(gpu.int32(5)))
     assert.are.equal("float64(1.5)", tostring(gpu.float64(1.5)))
+    assert.are.equal("uint64(18446744073709551615)", tostring(gpu.uint64(-1)))   -- unsigned, as arrays print
     assert.are.equal("bool(true)", tostring(gpu.bool(1)))
     assert.are.equal(gpu.int32(5), gpu.int32(5))
     assert.are_not.equal(gpu.int32(5), gpu.uint32(5))

@@ -358,6 +358,36 @@ describe("prepared calls", function()
     f:prepared_call({4}, {256}, out, bx, by, a, n, {shared = 0})
   end)
 
+  it("check the format against the source's declaration where the driver cannot tell", function()
+    -- the stand-in driver has no cuFuncGetParamInfo, as drivers before 12.4
+    local out, ok = helpers.run_with_fakes([=[
+      local gpu = require "gpu"
+      local mod = gpu.SourceModule([[
+        struct S { int a; float b; };
+        __global__ void k(float *x, const int n) {}
+        __global__ void s(float *x, struct S v) {}
+        __global__ void none() {}
+      ]])
+      local function try(f, format)
+        local ok, e = pcall(f.prepare, f, format)
+        print(ok and "ok" or (tostring(e):gsub("^[^\n]*:%d+: ", "")))
+      end
+      try(mod.k, "Pii"); try(mod.k, "Pd"); try(mod.k, "Pi"); try(mod.none, "iiP")
+      try(mod.s, "P"); try(mod.s, "Pi")             -- a struct's size is not known: any letter
+      local raw = gpu.module_from_buffer(gpu.compile("__global__ void r(float *x) {}", {arch = "sm_90"}))
+      try(raw.r, "Pi"); try(raw.r, "P")            -- no declaration: the format is the layout
+    ]=])
+    assert.is_truthy(ok, out)
+    assert.are.equal(table.concat({
+      "bad argument #2 to '?' ('Pii' has 3 parameters, kernel 'k' takes 2)",
+      "bad argument #2 to '?' (parameter 2 of 'k' is 4 bytes, 'd' is 8)",
+      "ok",
+      "bad argument #2 to '?' ('iiP' has 3 parameters, kernel 'none' takes 0)",
+      "bad argument #2 to '?' ('P' has 1 parameters, kernel 's' takes 2)",
+      "ok", "ok", "ok", "",
+    }, "\n"), out)
+  end)
+
   helpers.gpu_it("check their arguments", function()
     local f = module().axpy
     local out <close> = gpu.mem_alloc(16)
@@ -367,12 +397,11 @@ describe("prepared calls", function()
                          function() f:prepare("PPPVi") end)
     helpers.assert_error("bad argument #1 to 'prepare' (string expected, got no value)",
                          function() f:prepare() end)
-    if gpu.driver_version() >= 12040 then           -- the driver tells the parameter sizes
-      helpers.assert_error("bad argument #1 to 'prepare' ('PPi' has 3 parameters, kernel 'axpy' takes 5)",
-                           function() f:prepare("PPi") end)
-      helpers.assert_error("bad argument #1 to 'prepare' (parameter 4 of 'axpy' is 4 bytes, 'd' is 8)",
-                           function() f:prepare("PPPdi") end)
-    end
+    -- the driver tells the parameter sizes (12.4+), or the source declares them
+    helpers.assert_error("bad argument #1 to 'prepare' ('PPi' has 3 parameters, kernel 'axpy' takes 5)",
+                         function() f:prepare("PPi") end)
+    helpers.assert_error("bad argument #1 to 'prepare' (parameter 4 of 'axpy' is 4 bytes, 'd' is 8)",
+                         function() f:prepare("PPPdi") end)
     f:prepare("PPPfi")
     helpers.assert_error("bad argument #1 to 'prepared_call' (grid.x = 0 must be at least 1)",
                          function() f:prepared_call({0}, {4}, out, out, out, 1, 4) end)

@@ -33,6 +33,7 @@ typedef struct gpu_Function {
   int nparams;                /* -1: unknown, laid out from the arguments at each call */
   int sizes_known;            /* offsets and sizes came from the driver */
   int sized_by_arguments;     /* by-value parameters of unknown size: each call lays them out */
+  int declared;               /* the source declared its parameters (SourceModule's signature) */
   gpu_Param *params;          /* in the layout userdata, user value 2 */
   unsigned char *argbuf;      /* ditto */
   size_t argbuf_size;
@@ -251,6 +252,7 @@ void gpu_function_new (lua_State *L, int module_idx, CUfunction fn, const char *
   gpu_pin(L, -1, module_idx, 1);
   n = driver_layout(d, fn, offsets, sizes, GPU_MAX_PARAMS);
   set_layout(L, lua_gettop(L), f, signature, offsets, sizes, n);
+  f->declared = signature != NULL;
 }
 
 /* ---------------------------------------------------------------- checks */
@@ -871,18 +873,23 @@ static int function_prepare (lua_State *L) {
     types[i] = param_letters[type];
   }
   types[n] = '\0';
-  if (f->sizes_known) {
+  /* checked against the driver's layout, else against the source's declaration, whose
+  ** by-value structs have no size to compare (a layout from an earlier prepare is a guess) */
+  if (f->sizes_known || f->declared) {
     if ((int)n != f->nparams)
       return luaL_argerror(L, 2, lua_pushfstring(L, "'%s' has %d parameters, kernel '%s' takes %d",
                                                  format, (int)n, f->name, f->nparams));
     for (i = 0; i < n; i++) {
       size_t want = type_size(letter_type((unsigned char)types[i]));
+      if (!f->sizes_known && f->params[i].type >= GPU_PARAM_BYVALUE) continue;
       if (want != f->params[i].size)
         return luaL_argerror(L, 2, lua_pushfstring(L, "parameter %d of '%s' is %I bytes, '%c' is %I",
                                                    (int)i + 1, f->name,
                                                    (lua_Integer)f->params[i].size, format[i],
                                                    (lua_Integer)want));
     }
+  }
+  if (f->sizes_known) {
     for (i = 0; i < n; i++)        /* only once all fit: a failed prepare changes nothing */
       f->params[i].type = letter_type((unsigned char)types[i]);
   } else {
@@ -1084,6 +1091,14 @@ static int scalar_index (lua_State *L) {
 
 static int scalar_tostring (lua_State *L) {
   gpu_Scalar *s = (gpu_Scalar *)luaL_checkudata(L, 1, GPU_SCALAR);
+  if (s->dtype == GPU_UINT64) {     /* unsigned, as arrays print it: its value reads negative */
+    unsigned long long u;
+    char digits[24];
+    memcpy(&u, s->bytes, sizeof u);
+    snprintf(digits, sizeof digits, "%llu", u);
+    lua_pushfstring(L, "uint64(%s)", digits);
+    return 1;
+  }
   gpu_pushvalue(L, s->dtype, s->bytes);
   lua_pushfstring(L, "%s(%s)", gpu_dtypes[s->dtype].name, luaL_tolstring(L, -1, NULL));
   return 1;

@@ -527,19 +527,22 @@ describe("DLPack exports of an array freed explicitly, on a device", function()
         error(("%s: %d MiB in use, not %d MiB"):format(what, got >> 20, want >> 20), 2)
       end
     end
-    local warm = gpu.zeros(4, "float64")             -- the kernels' modules, loaded before u0
+    local warm = gpu.zeros(4, "float64")             -- the kernels' modules, loaded first
     warm:fill(1)
     warm = (warm * 2 + 1):get()
-    local u0 = in_use()
+    -- Each check compares the bytes in use just before and after one step: without the pool
+    -- the device's figure also moves with what the driver reserves for itself now and then
+    -- (400 MiB once between two steps on the H100), which no step of ours explains.
 
     -- a capsule, its producer freed, a new allocation made, then the import
     local values = fresh()
     local a = gpu.to_gpu(gpu.host.from_table(values, "float64"))
     local ptr = a.ptr
     local cap = a:to_dlpack()
+    local before = in_use()
     a:free()
     expect_error("calling 'get' on bad self (array has been freed)", function() return a:get() end)
-    near(in_use(), u0 + nbytes, "kept for the capsule")
+    near(in_use(), before, "kept for the capsule")
     local b = gpu.empty(n, "float64")
     b:fill(-1.5)
     local z = gpu.from_dlpack(cap)
@@ -551,9 +554,10 @@ describe("DLPack exports of an array freed explicitly, on a device", function()
     z:fill(0.25)                                     -- and one writes it
     check(z, function() return 0.25 end, "z filled")
     check(b, function() return -1.5 end, "the new allocation, untouched")
+    before = in_use()
     z:free()
     assert(gpu._dlpack_exports() == 0, "the export is let go")
-    near(in_use(), u0 + nbytes, "released after the consumer's deleter")
+    near(in_use(), before - nbytes, "released after the consumer's deleter")
     b:free()
 
     -- gpu.from_dlpack(a), then a.gpudata:free()
@@ -561,7 +565,9 @@ describe("DLPack exports of an array freed explicitly, on a device", function()
     a = gpu.to_gpu(gpu.host.from_table(values, "float64"))
     z = gpu.from_dlpack(a)
     local g = a.gpudata
+    before = in_use()
     g:free()
+    near(in_use(), before, "kept for the consumer")
     expect_error("bad argument #1 to 'len' (buffer has been freed)", function() return #g end)
     expect_error("calling 'get' on bad self (array has been freed)", function() return a:get() end)
     b = gpu.empty(n, "float64")
@@ -570,22 +576,26 @@ describe("DLPack exports of an array freed explicitly, on a device", function()
     check(plus, function(i) return values[i] + 1 end, "z + 1 after a.gpudata:free()")
     check(z, function(i) return values[i] end, "the consumer after a.gpudata:free()")
     plus:free()
-    z:free()
     b:free()
+    before = in_use()
+    z:free()
     assert(gpu._dlpack_exports() == 0)
-    near(in_use(), u0, "all released")
+    near(in_use(), before - nbytes, "released after a.gpudata's consumer")
 
     -- a view exported, its owner freed
     values = fresh()
     a = gpu.to_gpu(gpu.host.from_table(values, "float64"))
     z = gpu.from_dlpack(a:reshape(2, n // 2))
+    before = in_use()
     a:free()
+    near(in_use(), before, "kept for a view's consumer")
     b = gpu.zeros(n, "float64")
     check(z:reshape(n), function(i) return values[i] end, "a view's consumer")
-    z:free()
     b:free()
+    before = in_use()
+    z:free()
     assert(gpu._dlpack_exports() == 0)
-    near(in_use(), u0, "all released at the end")
+    near(in_use(), before - nbytes, "released after the view's consumer")
     print "device ok"
   ]]
 

@@ -268,6 +268,16 @@ describe("gpu.HostArray methods", function()
     assert.are.equal("[   0    1    2 ... 1997 1998 1999]", tostring(host.from_table(t, "int32")))
   end)
 
+  it("say whether they are freed, as a GPUArray does", function()
+    local h = host.zeros(3)
+    local view = h:reshape(3, 1)
+    assert.is_false(h.freed)
+    h:free()
+    assert.is_true(h.freed)
+    assert.is_true(view.freed)          -- its memory was h's
+    assert.are.equal(3, h.size)         -- the layout stays readable
+  end)
+
   it("is_pagelocked is false for ordinary arrays", function()
     assert.is_false(host.zeros(3):is_pagelocked())
   end)

@@ -44,6 +44,12 @@ describe("gpuarray bad input", function()
       try(gpu.cumath.exp, a, {stream = 3})
       try(gpu.ElementwiseKernel("float *x", "x[i] = 1"), a, {stream = 3})
       try(a.get_async, a, 3)
+      local freed = gpu.host.zeros(4, "float32")
+      freed:free()
+      try(ga.to_gpu, freed)
+      try(a.set, a, freed)
+      -- element access blames the caller's line, though a C __index calls it
+      local line = debug.getinfo(1, "l").currentline; local _, e = pcall(function() return a[9] end); print(e:find(":" .. line .. ": GPUArray index 9 out of range (size 4)", 1, true) ~= nil)
       try(ga.to_gpu_async, gpu.host.pagelocked_empty(4, "float32"), 3)
     ]])
     assert.is_truthy(ok, out)
@@ -69,6 +75,9 @@ describe("gpuarray bad input", function()
       "bad argument #2 to 'exp' (option 'stream' must be a gpu.Stream, got number)",
       "bad argument #2 to 'kernel' (option 'stream' must be a gpu.Stream, got number)",
       "bad argument #1 to 'get_async' (gpu.Stream expected, got number)",
+      "bad argument #1 to 'to_gpu' (host array has been freed)",
+      "bad argument #1 to 'set' (host array has been freed)",
+      "true",
       "bad argument #2 to 'to_gpu_async' (gpu.Stream expected, got number)",
       "",
     }, "\n"), out)

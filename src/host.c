@@ -334,7 +334,7 @@ static void push_shape (lua_State *L, const gpu_HostArray *h) {
   }
 }
 
-/* h[i], then methods, then properties (shape, dtype, size, nbytes, ndim, itemsize) */
+/* h[i], then methods, then properties (shape, dtype, size, nbytes, ndim, itemsize, freed) */
 static int host_index (lua_State *L) {
   gpu_HostArray *h = (gpu_HostArray *)luaL_checkudata(L, 1, GPU_HOSTARRAY);
   const char *key;
@@ -352,6 +352,7 @@ static int host_index (lua_State *L) {
   else if (strcmp(key, "nbytes") == 0) lua_pushinteger(L, (lua_Integer)h->nbytes);
   else if (strcmp(key, "ndim") == 0) lua_pushinteger(L, h->ndim);
   else if (strcmp(key, "itemsize") == 0) lua_pushinteger(L, gpu_dtypes[h->dtype].itemsize);
+  else if (strcmp(key, "freed") == 0) lua_pushboolean(L, !host_alive(h));   /* as a GPUArray's */
   else return 0;
   return 1;
 }

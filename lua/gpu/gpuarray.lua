@@ -461,7 +461,10 @@ end
 
 local function host_of(data, dtype, n, fname)
   local mt = getmetatable(data)
-  if mt == HostArray then return data end
+  if mt == HostArray then
+    if data.freed then argerror(n, fname, "host array has been freed", 2) end
+    return data
+  end
   if type(data) == "table" then
     local ok, h = pcall(host.from_table, data, dtype)
     if ok then return h end
@@ -871,13 +874,10 @@ end
 local function element_offset(a, i, fname)
   if not is_array(a) then check_array(a, 0, fname) end
   local k = math.tointeger(i)
-  if k == nil then
-    error(("GPUArray index must be a whole number, got %s"):format(typename(i)), 3)
-  end
-  if a.freed then error("GPUArray has been freed", 3) end
-  if k < 1 or k > a.size then
-    error(("GPUArray index %d out of range (size %d)"):format(k, a.size), 3)
-  end
+  -- raise blames the user's line: the C __index that calls these has none
+  if k == nil then raise(("GPUArray index must be a whole number, got %s"):format(typename(i))) end
+  if a.freed then raise("GPUArray has been freed") end
+  if k < 1 or k > a.size then raise(("GPUArray index %d out of range (size %d)"):format(k, a.size)) end
   local shape, strides, r, off = a.shape, a.strides, k - 1, 0
   for d = #shape, 1, -1 do
     off = off + (r % shape[d]) * strides[d]
@@ -896,7 +896,7 @@ methods.__setelement = function(a, i, value)
   local off = element_offset(a, i, "index")
   if is_scalar(value) then value = value.value end
   local bad = promote.scalar_problem(value, a.dtype, true)
-  if bad then error(("cannot store %s in a %s GPUArray: %s"):format(tostring(value), a.dtype, bad), 2) end
+  if bad then raise(("cannot store %s in a %s GPUArray: %s"):format(tostring(value), a.dtype, bad)) end
   local h = host.empty(1, a.dtype)
   h[1] = value
   core.memcpy_htod(a.gpudata:offset(a.offset + off, a.itemsize), h)

@@ -50,7 +50,7 @@ describe("ElementwiseKernel (CPU)", function()
                          function() core.elementwise_caller({{dtype = "float31"}}, compile, general, 1, 1) end)
     helpers.assert_error("bad argument #1 to 'elementwise_caller' (a list of {dtype =, pointer =} expected)",
                          function() core.elementwise_caller({1}, compile, general, 1, 1) end)
-    helpers.assert_error("bad argument #4 to 'elementwise_caller' (threads per block must be positive)",
+    helpers.assert_error("bad argument #4 to 'elementwise_caller' (threads per block must be from 1 to 1024)",
                          function() core.elementwise_caller({}, compile, general, 0, 1) end)
     -- more arguments than the C path holds (64): every call takes the general path
     local many = {}

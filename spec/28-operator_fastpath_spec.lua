@@ -67,9 +67,9 @@ describe("the operators' fast path", function()
     local f = function() end
     helpers.assert_error("bad argument #1 to 'array_binary_operator' (function expected, got nil)",
                          function() core.array_binary_operator(nil, f, 1, 1) end)
-    helpers.assert_error("bad argument #3 to 'array_binary_operator' (threads per block must be positive)",
+    helpers.assert_error("bad argument #3 to 'array_binary_operator' (threads per block must be from 1 to 1024)",
                          function() core.array_binary_operator(f, f, 0, 1) end)
-    helpers.assert_error("bad argument #4 to 'array_binary_operator' (the block count must be positive)",
+    helpers.assert_error("bad argument #4 to 'array_binary_operator' (the block count must be from 1 to 2147483647)",
                          function() core.array_binary_operator(f, f, 1, 0) end)
   end)
 
@@ -372,11 +372,11 @@ describe("the elementwise launch's C path", function()
     assert.is_false(launch({}, 1, 1))                 -- out not an array
     helpers.assert_error("bad argument #3 to 'program_launcher' (unknown dtype 'float31')",
                          function() core.program_launcher({}, compile, "float31", 1, 1, 1, 1, 1) end)
-    helpers.assert_error("bad argument #6 to 'program_launcher' (elements per thread must be positive)",
+    helpers.assert_error("bad argument #6 to 'program_launcher' (elements per thread must be from 1 to 65536)",
                          function() core.program_launcher({}, compile, "float32", 1, 1, 0, 1, 1) end)
-    helpers.assert_error("bad argument #7 to 'program_launcher' (the tile side must not be negative)",
+    helpers.assert_error("bad argument #7 to 'program_launcher' (the tile side must be from 0 to 1024)",
                          function() core.program_launcher({}, compile, "float32", 1, 1, 1, -1, 1) end)
-    helpers.assert_error("bad argument #8 to 'program_launcher' (the tile's rows must be positive)",
+    helpers.assert_error("bad argument #8 to 'program_launcher' (the tile's rows must be from 1 to 1024)",
                          function() core.program_launcher({}, compile, "float32", 1, 1, 1, 0, 0) end)
   end)
 

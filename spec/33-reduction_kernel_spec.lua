@@ -173,7 +173,7 @@ describe("ReductionKernel's one-block C path", function()
     local declared = {{dtype = "float32", pointer = true}}
     assert_made_error("bad argument #6 to 'reduction_caller' (unknown dtype 'float')",
                       declared, compile, compile, 256, 8, "float")
-    assert_made_error("bad argument #5 to 'reduction_caller' (elements per thread must be positive)",
+    assert_made_error("bad argument #5 to 'reduction_caller' (elements per thread must be from 1 to 65536)",
                       declared, compile, compile, 256, 0, "float32")
     assert_made_error("bad argument #7 to 'reduction_caller' (the alignment must be positive)",
                       declared, compile, compile, 256, 8, "float32", 0)

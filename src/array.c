@@ -167,7 +167,7 @@ static int gpu_array_zeros (lua_State *L) {
 ** the view can reach must lie inside the buffer, at an address aligned for dtype: a kernel
 ** reading a misaligned element fails with an error that ruins the context.
 */
-static int gpu_array_view (lua_State *L) {
+int gpu_array_view (lua_State *L) {
   gpu_Array *from = gpu_testarray(L, 1);
   gpu_Buffer *b;
   lua_Integer offset = luaL_checkinteger(L, 2);
@@ -597,6 +597,7 @@ static int array_index (lua_State *L) {
 /* a[i] = v goes to the Lua layer; fields cannot be assigned */
 static int array_newindex (lua_State *L) {
   luaL_checkudata(L, 1, GPU_ARRAY);
+  lua_settop(L, 3);                      /* called by hand with fewer: __setelement gets three */
   if (lua_type(L, 2) != LUA_TSTRING) {
     lua_getfield(L, lua_upvalueindex(1), "__setelement");
     if (!lua_isnil(L, -1)) {

@@ -154,6 +154,7 @@ static int array_to_dlpack (lua_State *L) {
       return luaL_argerror(L, 1, "strides are not whole elements, which DLPack cannot express");
   sweep_exports(L, 0);
   cap = new_capsule(L);
+  a = gpu_checkarray(L, 1);                 /* again: the capsule's allocation ran finalizers */
   e = (gpu_DLExport *)calloc(1, sizeof(gpu_DLExport) + 2 * sizeof(int64_t) * (size_t)a->ndim);
   if (e == NULL) return luaL_error(L, "not enough memory");
   e->tensor.version.major = DLPACK_MAJOR_VERSION;
@@ -285,8 +286,10 @@ static void consume (gpu_DLPack *cap) {
   cap->consumed = 1;
 }
 
-/* from_dlpack(capsule, DLManagedTensorVersioned* light userdata, or an object with a
-** __dlpack__ method) -> GPUArray (zero copy) */
+/* from_dlpack(capsule, or an object with a __dlpack__ method) -> GPUArray (zero copy).  Not a
+** DLManagedTensorVersioned* as light userdata: Lua can forge one (h:ptr() of bytes laid out
+** as a tensor whose deleter is any address), and importing it would call that address.  Raw
+** pointers come in through the C API (lua_gpu_push_dlpack), from code the host trusts. */
 static int gpu_from_dlpack (lua_State *L) {
   gpu_DLPack *cap = (gpu_DLPack *)luaL_testudata(L, 1, GPU_DLPACK);
   DLManagedTensorVersioned *t;
@@ -303,11 +306,10 @@ static int gpu_from_dlpack (lua_State *L) {
   }
   if (cap != NULL) t = check_capsule(L, 1);
   else if (lua_type(L, 1) == LUA_TLIGHTUSERDATA) {
-    t = (DLManagedTensorVersioned *)lua_touserdata(L, 1);
-    luaL_argcheck(L, t != NULL, 1, "null DLPack tensor pointer");
+    return luaL_argerror(L, 1, "a raw DLPack pointer is not taken from Lua (a script could "
+                               "forge one): a capsule is, or lua_gpu_push_dlpack in C");
   } else {
-    return luaL_typeerror(L, 1, "gpu.DLPack, DLManagedTensorVersioned pointer or object with "
-                                "__dlpack__");
+    return luaL_typeerror(L, 1, "gpu.DLPack or object with __dlpack__");
   }
   sweep_exports(L, 0);
   if ((b = import_tensor(L, t, &why)) == NULL) return luaL_argerror(L, 1, why);

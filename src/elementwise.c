@@ -149,10 +149,16 @@ static int launch_operator (lua_State *L, const gpu_Array *out, const gpu_Array 
   lua_Integer per_block = lua_tointeger(L, lua_upvalueindex(OP_PER_BLOCK));
   lua_Integer blocks = (a->size + per_block - 1) / per_block;
   const lua_Integer count = (lua_Integer)a->size;
-  gpu_Context *c = a->buffer->ctx;
+  gpu_Context *c;
   CUdeviceptr ptrs[3];
   int stream_ok;
-  const gpu_Stream *stream = gpu_fast_stream(L, OP_AT_STREAM, c, &stream_ok);
+  const gpu_Stream *stream;
+  /* a first compile ran Lua code, whose finalizers may have freed an operand */
+  if (!gpu_array_alive(a) || (b != NULL && !gpu_array_alive(b)) ||
+      (out != NULL && !gpu_array_alive(out)))
+    return 0;
+  c = a->buffer->ctx;
+  stream = gpu_fast_stream(L, OP_AT_STREAM, c, &stream_ok);
   if (!stream_ok) return 0;
   if (out != NULL) {
     if (!takes_result(out, a, b, result)) return 0;
@@ -236,14 +242,33 @@ static int array_unary_metamethod (lua_State *L) {
   return array_unary(L);
 }
 
+/*
+** The launch geometry the builders below take is checked against what a launch can be, so
+** that no product of it (elements a block takes, the grid) overflows or reaches 0 as an
+** unsigned: a division by it would stop the process.
+*/
+#define MAX_BLOCK_THREADS 1024
+#define MAX_PER_THREAD 65536
+#define MAX_BLOCKS 0x7fffffff
+
+/* Argument arg as an integer from lo to hi. */
+static lua_Integer check_count (lua_State *L, int arg, lua_Integer lo, lua_Integer hi,
+                                const char *what) {
+  lua_Integer v = luaL_checkinteger(L, arg);
+  if (v < lo || v > hi)
+    luaL_argerror(L, arg, lua_pushfstring(L, "%s must be from %I to %I", what, lo, hi));
+  return v;
+}
+
 /* The operator closure fn over (compile, general, block, max_grid[, per_thread]). */
 static int new_operator (lua_State *L, lua_CFunction fn) {
-  lua_Integer per_thread = luaL_optinteger(L, 5, 1);
+  lua_Integer per_thread;
   luaL_checktype(L, 1, LUA_TFUNCTION);
   luaL_checktype(L, 2, LUA_TFUNCTION);
-  luaL_argcheck(L, luaL_checkinteger(L, 3) >= 1, 3, "threads per block must be positive");
-  luaL_argcheck(L, luaL_checkinteger(L, 4) >= 1, 4, "the block count must be positive");
-  luaL_argcheck(L, per_thread >= 1, 5, "elements per thread must be positive");
+  check_count(L, 3, 1, MAX_BLOCK_THREADS, "threads per block");
+  check_count(L, 4, 1, MAX_BLOCKS, "the block count");
+  per_thread = lua_isnoneornil(L, 5) ? 1
+                                     : check_count(L, 5, 1, MAX_PER_THREAD, "elements per thread");
   lua_settop(L, 4);
   lua_newtable(L);
   lua_newtable(L);
@@ -670,8 +695,8 @@ static void push_kernel_closure (lua_State *L, lua_CFunction fn, int n) {
   int extra = lua_gettop(L) - n + 1, i;
   luaL_checktype(L, 1, LUA_TTABLE);
   luaL_checktype(L, 2, LUA_TFUNCTION);
-  luaL_argcheck(L, luaL_checkinteger(L, 4) >= 1, 4, "threads per block must be positive");
-  luaL_argcheck(L, luaL_checkinteger(L, 5) >= 1, 5, "the block count must be positive");
+  check_count(L, 4, 1, MAX_BLOCK_THREADS, "threads per block");
+  check_count(L, 5, 1, MAX_BLOCKS, "the block count");
   push_kinds(L);
   lua_newtable(L);
   lua_pushvalue(L, 2);
@@ -701,7 +726,7 @@ static int gpu_reduction_caller (lua_State *L) {
   int result = gpu_checkdtype(L, 6);
   lua_Integer align = luaL_optinteger(L, 7, 1);
   luaL_checktype(L, 3, LUA_TFUNCTION);
-  luaL_argcheck(L, luaL_checkinteger(L, 5) >= 1, 5, "elements per thread must be positive");
+  check_count(L, 5, 1, MAX_PER_THREAD, "elements per thread");
   luaL_argcheck(L, align >= 1, 7, "the alignment must be positive");
   lua_settop(L, 5);
   lua_pushinteger(L, result);               /* K_RESULT */
@@ -719,9 +744,9 @@ static int gpu_reduction_caller (lua_State *L) {
 ** current device; tiled launches take blocks of tile x tile_rows threads (tile 0: none) */
 static int gpu_program_launcher (lua_State *L) {
   int result = gpu_checkdtype(L, 3);
-  luaL_argcheck(L, luaL_checkinteger(L, 6) >= 1, 6, "elements per thread must be positive");
-  luaL_argcheck(L, luaL_checkinteger(L, 7) >= 0, 7, "the tile side must not be negative");
-  luaL_argcheck(L, luaL_checkinteger(L, 8) >= 1, 8, "the tile's rows must be positive");
+  check_count(L, 6, 1, MAX_PER_THREAD, "elements per thread");
+  check_count(L, 7, 0, MAX_BLOCK_THREADS, "the tile side");
+  check_count(L, 8, 1, MAX_BLOCK_THREADS, "the tile's rows");
   lua_settop(L, 8);
   lua_pushinteger(L, result);               /* 9 */
   lua_pushboolean(L, 0);

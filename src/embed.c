@@ -98,9 +98,9 @@ gpu_Buffer *gpu_push_foreign_array (lua_State *L, CUdeviceptr base, size_t span,
   b->size = span;
   b->root = b;
   b->ctx = c;
-  lua_getfield(L, LUA_REGISTRYINDEX, "gpu.core");
-  lua_getfield(L, -1, "array_view");    /* array.c checks the layout fits the span */
-  lua_remove(L, -2);
+  /* array.c checks the layout fits the span; called directly, not through gpu.core's field,
+  ** which a script may have replaced */
+  lua_pushcfunction(L, gpu_array_view);
   lua_pushvalue(L, -2);
   lua_pushinteger(L, (lua_Integer)offset);
   lua_pushstring(L, gpu_dtypes[dtype].name);

@@ -365,6 +365,8 @@ GPU_INTERNAL gpu_Array *gpu_array_new(lua_State *L, gpu_DtypeId dtype, int ndim,
 ** the GPUArray metatable at array_mt, or 0 to look it up. */
 GPU_INTERNAL gpu_Array *gpu_array_new_in(lua_State *L, gpu_Context *c, int ctx_idx, int array_mt,
                                          gpu_DtypeId dtype, int ndim, const int64_t *shape);
+/* core.array_view(base, offset, dtype, shape[, strides]) -> a view, its layout checked. */
+GPU_INTERNAL int gpu_array_view(lua_State *L);
 GPU_INTERNAL void gpu_array_open(lua_State *L);
 /* The C paths of elementwise work (elementwise.c). */
 GPU_INTERNAL void gpu_elementwise_open(lua_State *L);

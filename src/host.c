@@ -385,6 +385,8 @@ static void push_nested (lua_State *L, const gpu_HostArray *h, int depth, size_t
   size_t item = gpu_dtypes[h->dtype].itemsize;
   int64_t i;
   if (depth == h->ndim) {
+    /* the tables made so far can run finalizers, which may have freed h */
+    if (!host_alive(h)) gpu_freed_error(L, 1, "host array");
     gpu_pushvalue(L, h->dtype, (char *)h->data + (*next)++ * item);
     return;
   }

@@ -586,6 +586,18 @@ static int resolve_unknown (lua_State *L, const gpu_Function *f, int idx, int ar
   return GPU_PARAM_BYVALUE;
 }
 
+/* The host data of the In/Out/InOut at idx (argument argn): its bytes and their count. */
+static const void *handler_bytes (lua_State *L, const gpu_Function *f, int idx, int argn,
+                                  size_t *n) {
+  const void *host;
+  lua_getiuservalue(L, idx, 1);
+  if (lua_type(L, -1) != LUA_TSTRING && gpu_testhostarray(L, -1) == NULL)   /* freed since */
+    kernel_argerror(L, f, argn, "the host array of this In/Out/InOut has been freed");
+  host = gpu_checkhostbytes(L, -1, n, NULL);
+  lua_pop(L, 1);            /* a string stays alive: the handler pins it */
+  return host;
+}
+
 /*
 ** Copies In/InOut host data into fresh device buffers, pushed on the stack in argument
 ** order (they are freed after the launch, or by the collector if anything fails).
@@ -600,13 +612,10 @@ static int stage_handlers (lua_State *L, const gpu_Function *f, int first, int n
     const void *host;
     gpu_Buffer *tmp;
     if (kinds[i] != GPU_ARG_HANDLER) continue;
-    lua_getiuservalue(L, first + i, 1);
-    if (lua_type(L, -1) != LUA_TSTRING && gpu_testhostarray(L, -1) == NULL)   /* freed since */
-      kernel_argerror(L, f, i + 1, "the host array of this In/Out/InOut has been freed");
-    host = gpu_checkhostbytes(L, -1, &n, NULL);
-    lua_pop(L, 1);
+    host = handler_bytes(L, f, first + i, i + 1, &n);
     tmp = gpu_buffer_new(L, n);
     if (tmp->ctx != f->ctx) kernel_argerror(L, f, i + 1, "the current device is not the kernel's");
+    host = handler_bytes(L, f, first + i, i + 1, &n);   /* again: the allocation ran finalizers */
     if (((gpu_ArgHandler *)lua_touserdata(L, first + i))->direction & GPU_IN)
       gpu_check(L, d->cuMemcpyHtoD(tmp->ptr, host, n), "cuMemcpyHtoD");
   }

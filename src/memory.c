@@ -378,9 +378,13 @@ static int gpu_memset_d32_async (lua_State *L) { return memset_n(L, 32, 1); }
 /* to_device(host) -> Buffer holding a copy of host (HostArray or string). */
 static int gpu_to_device (lua_State *L) {
   size_t n;
-  const void *src = gpu_checkhostbytes(L, 1, &n, NULL);
-  gpu_Buffer *b = gpu_buffer_new(L, n);
-  CUstream s = b->ctx->stream;
+  const void *src;
+  gpu_Buffer *b;
+  CUstream s;
+  gpu_checkhostbytes(L, 1, &n, NULL);
+  b = gpu_buffer_new(L, n);
+  src = gpu_checkhostbytes(L, 1, &n, NULL);   /* again: the allocation ran finalizers */
+  s = b->ctx->stream;
   if (s) gpu_check(L, gpu_driver(L)->cuMemcpyHtoDAsync(b->ptr, src, n, s), "cuMemcpyHtoDAsync");
   else gpu_check(L, gpu_driver(L)->cuMemcpyHtoD(b->ptr, src, n), "cuMemcpyHtoD");
   wait_host_stream(L, 0, s);
@@ -399,6 +403,7 @@ static int gpu_from_device (lua_State *L) {
                                         "(%I bytes)", (lua_Integer)size, gpu_dtypes[dtype].name,
                                         (lua_Integer)b->size));
   h = gpu_hostarray_new(L, dtype, ndim, shape, 0);
+  b = gpu_checkbuffer(L, 1);               /* again: the allocation ran finalizers */
   gpu_context_enter(L, b->ctx);
   if (b->ctx->stream) gpu_check(L, gpu_driver(L)->cuMemcpyDtoHAsync(h->data, b->ptr, h->nbytes,
                                                                    b->ctx->stream),

@@ -43,8 +43,8 @@ static void image_drop_share (gpu_ModuleImage *img, int freed) {
   if (--img->shares == 0 && (freed || img->finalized)) image_unload(img);
 }
 
-static int image_gc (lua_State *L) {
-  gpu_ModuleImage *img = (gpu_ModuleImage *)lua_touserdata(L, 1);
+static int image_gc (lua_State *L) {   /* its metatable is reachable: check what it gets */
+  gpu_ModuleImage *img = (gpu_ModuleImage *)luaL_checkudata(L, 1, GPU_MODULE_IMAGE);
   img->finalized = 1;
   if (img->shares == 0) image_unload(img);
   return 0;

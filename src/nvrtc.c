@@ -270,7 +270,9 @@ static int push_string_list (lua_State *L, int opts, const char *key, const char
 */
 static const char *string_option (lua_State *L, const char *key, const char *def) {
   const char *s = def;
-  int t = lua_getfield(L, 2, key);
+  int t;
+  lua_pushstring(L, key);
+  t = lua_rawget(L, 2);        /* raw: a string an __index made would not stay in opts */
   if (t == LUA_TSTRING && has_zero(L, -1))
     luaL_argerror(L, 2, lua_pushfstring(L, "option '%s' contains a zero byte", key));
   if (t == LUA_TSTRING) s = lua_tostring(L, -1);      /* stays alive in opts */

@@ -234,6 +234,9 @@ describe("gpu.HostArray methods", function()
     assert.are.equal("[[1 2 3]\n [4 5 6]]", tostring(host.from_table({{1, 2, 3}, {4, 5, 6}}, "int32")))
     assert.are.equal("[1.5 2.  3. ]", tostring(host.from_table({1.5, 2, 3})))
     assert.are.equal("[-1  0 10]", tostring(host.from_table({-1, 0, 10}, "int8")))
+    assert.are.equal("[ True False]", tostring(host.from_table({true, false})))   -- NumPy's spelling
+    assert.are.equal("[[ True  True]\n [False  True]]", tostring(host.from_table({{true, true}, {false, true}})))
+    assert.are.equal("True", tostring(host.full({}, true, "bool")))
     assert.are.equal("[[ 1.5e+00 -2.0e+00]\n [ 1.0e-05  3.0e+00]]",
                      tostring(host.from_table({{1.5, -2}, {1e-5, 3}})))
     assert.are.equal("[ nan  inf -inf  1.5]", tostring(host.from_table({0 / 0, 1 / 0, -1 / 0, 1.5}, "float32")))

@@ -63,6 +63,8 @@ describe("gpu.complex values", function()
 
   it("print as Python prints complex numbers", function()
     assert.are.equal("(1+2j)", tostring(C(1, 2)))
+    assert.are.equal("(1-0j)", tostring(C(1, -0.0)))          -- a negative zero keeps its sign, as in Python
+    assert.are.equal("(-0-0j)", tostring(C(-0.0, -0.0)))
     assert.are.equal("(-0.5-1j)", tostring(C(-0.5, -1)))
     assert.are.equal("3j", tostring(C(0, 3)))
     assert.are.equal("(1.25+0j)", tostring(C(1.25)))

@@ -17,10 +17,13 @@ Complex.__index = methods
 
 local function new(re, im) return setmetatable({re = re, im = im}, Complex) end
 
+-- A Lua number as a float, keeping -0.0's sign (x + 0.0 would make it +0.0).
+local function float(x) return x * 1.0 end
+
 -- The parts of a Lua number or complex value, or nil for anything else (a table given the
 -- metatable by hand, without numbers in re and im, included).
 local function parts(z)
-  if type(z) == "number" then return z + 0.0, 0.0 end
+  if type(z) == "number" then return float(z), 0.0 end
   if getmetatable(z) == Complex then
     local re, im = rawget(z, "re"), rawget(z, "im")
     if type(re) == "number" and type(im) == "number" then return re, im end
@@ -40,7 +43,7 @@ function M.complex(re, im)
   if im ~= nil and type(im) ~= "number" then
     error("bad argument #2 to 'complex' (number expected, got " .. describe(im) .. ")", 2)
   end
-  return new(re + 0.0, (im or 0) + 0.0)
+  return new(float(re), float(im or 0))
 end
 
 function M.is_complex(v) return getmetatable(v) == Complex end

@@ -166,8 +166,10 @@ local function shown(n, summarize)
 end
 
 -- A non-float element's text.  uint64 values of 2^63 and more read as negative Lua integers
--- (their bits); printed, they are the unsigned number, as NumPy prints them.
+-- (their bits); printed, they are the unsigned number, as NumPy prints them.  Booleans are
+-- NumPy's True and False.
 local function plain_text(v, kind)
+  if kind == "b" then return v and "True" or "False" end
   if kind == "u" and math.type(v) == "integer" and v < 0 then
     local tens = (v >> 1) // 5                  -- v / 10, unsigned: >> shifts in zeros
     return ("%d%d"):format(tens, v - tens * 10)
@@ -208,7 +210,7 @@ function M.array_string(shape, kind, fetch, dtype)
   collect(1, 0)
   local list = kind == "f" and float_texts(values, dtype)
                or kind == "c" and complex_texts(values, dtype) or {}
-  local texts, width = {}, 0
+  local texts, width = {}, kind == "b" and 5 or 0     -- NumPy pads True to False's width
   for k, flat in ipairs(flats) do
     local t = list[k] or plain_text(values[k], kind)
     texts[flat] = t

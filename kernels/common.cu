@@ -94,6 +94,18 @@ __device__ __forceinline__ unsigned short gpu_float_to_bf16(float f) {
 __device__ __forceinline__ float lg_round_half(float x) { return gpu_half_to_float(gpu_float_to_half(x)); }
 __device__ __forceinline__ float lg_round_bf16(float x) { return gpu_bf16_to_float(gpu_float_to_bf16(x)); }
 
+// A double to float rounded to odd: toward zero, the last bit set where that was inexact.
+// Rounding that float to 16 bits then rounds the double itself (a float has more than two
+// bits beyond a half's or a bfloat16's), where rounding to nearest twice can be off by one
+// unit: float64 to float16 as NumPy and the host's conversion do it.
+__device__ __forceinline__ float lg_float_round_odd(double x) {
+  float f = __double2float_rz(x);
+  if ((double)f != x && x == x) f = __uint_as_float(__float_as_uint(f) | 1u);
+  return f;
+}
+__device__ __forceinline__ float lg_round_half(double x) { return lg_round_half(lg_float_round_odd(x)); }
+__device__ __forceinline__ float lg_round_bf16(double x) { return lg_round_bf16(lg_float_round_odd(x)); }
+
 // complex64 and complex128: two floats or doubles, real part first, laid out and aligned as
 // CUDA's cuFloatComplex and cuDoubleComplex (float2, double2 aligned to 8), so no CUDA
 // header is needed.  Generated kernels compute with them through these operators; the

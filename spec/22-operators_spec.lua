@@ -404,6 +404,19 @@ describe("array operators", function()
   -- 16-bit floats are computed in float and each result rounded to the 16-bit type, as NumPy
   -- does; the references round the same way on the host (gpu.float16(x).value rounds once).
   for _, t in ipairs{"float16", "bfloat16"} do
+    helpers.gpu_it("round float64 to " .. t .. " once, as the host does, not through float32", function()
+      local values = {}
+      for i = 1, 2000 do values[i] = (math.random() * 2 - 1) * 2.0 ^ math.random(-20, 14) end
+      -- just above a halfway point of each type: float32 rounds the excess away, then the
+      -- tie goes to even (1.0), where rounding the double once goes up
+      values[#values + 1] = 1 + 2^-11 + 2^-30
+      values[#values + 1] = 1 + 2^-8 + 2^-30
+      local got = gpu.to_gpu(gpu.host.from_table(values, "float64")):astype(t):get()
+      local want = gpu.host.from_table(values, t)
+      for i = 1, #values do assert.are.equal(want[i], got[i], ("%.17g"):format(values[i])) end
+      assert.are.equal(t == "float16" and 1 + 2^-10 or 1 + 2^-7, got[t == "float16" and #values - 1 or #values])
+    end)
+
     helpers.gpu_it("compute on " .. t .. " arrays: fill, astype, operators, cumath, views", function()
       local round = function(x) return gpu[t](x).value end
       local f32 = helpers.f32

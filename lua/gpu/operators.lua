@@ -41,9 +41,15 @@ local wrap_ctype = {
   uint16 = "unsigned int",
 }
 
+-- Values computed in double round to 16 bits from the double (lg_round_half's overload for
+-- it), not through a float, which would round twice.
+local computed_in_double = {float64 = true, ["weak-float"] = true}
+
 local function cast(e, from, to)
   if from == to then return e end
-  if round16[to] then return ("%s((float)(%s))"):format(round16[to], e) end
+  if round16[to] then
+    return ("%s((%s)(%s))"):format(round16[to], computed_in_double[from] and "double" or "float", e)
+  end
   return ("((%s)(%s))"):format(ctype(to), e)
 end
 

@@ -376,6 +376,11 @@ describe("prepared calls", function()
       try(mod.s, "P"); try(mod.s, "Pi")             -- a struct's size is not known: any letter
       local raw = gpu.module_from_buffer(gpu.compile("__global__ void r(float *x) {}", {arch = "sm_90"}))
       try(raw.r, "Pi"); try(raw.r, "P")            -- no declaration: the format is the layout
+      try(mod.k, {"P", "i"}); try(mod.k, {"P", 3})  -- PyCUDA's list form
+      -- PyCUDA's option names: shared_size for prepared calls, time_kernel for calls
+      local buf = gpu.mem_alloc(16)
+      print((pcall(mod.k.prepared_call, mod.k, 1, 1, buf, 3, {shared_size = 16})))
+      print(math.type(mod.k(buf, 3, {block = 1, time_kernel = true})))
     ]=])
     assert.is_truthy(ok, out)
     assert.are.equal(table.concat({
@@ -384,7 +389,9 @@ describe("prepared calls", function()
       "ok",
       "bad argument #2 to '?' ('iiP' has 3 parameters, kernel 'none' takes 0)",
       "bad argument #2 to '?' ('P' has 1 parameters, kernel 's' takes 2)",
-      "ok", "ok", "ok", "",
+      "ok", "ok", "ok",
+      "ok", "bad argument #2 to '?' (type 2 must be a letter, got number)",
+      "true", "float", "",
     }, "\n"), out)
   end)
 

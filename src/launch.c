@@ -408,7 +408,8 @@ static const char *check_threads (lua_State *L, const gpu_LaunchConfig *cfg, con
   return NULL;
 }
 
-/* The trailing options table of f(...): block, grid, shared, stream, time. */
+/* The trailing options table of f(...): block, grid, shared, stream, time (PyCUDA's
+** time_kernel too). */
 static void read_call_options (lua_State *L, int idx, gpu_Function *f, gpu_LaunchConfig *cfg) {
   const char *bad = NULL;
   int has_block = 0, has_stream = 0;
@@ -442,7 +443,7 @@ static void read_call_options (lua_State *L, int idx, gpu_Function *f, gpu_Launc
           has_stream = 1;
         }
       }
-    } else if (strcmp(key, "time") == 0) {
+    } else if (strcmp(key, "time") == 0 || strcmp(key, "time_kernel") == 0) {
       cfg->timed = lua_toboolean(L, v);
     } else {
       bad = lua_type(L, -2) == LUA_TSTRING ? lua_pushfstring(L, "unknown option '%s'", key)
@@ -867,10 +868,28 @@ int gpu_launch_values (lua_State *L, int fidx, const gpu_Context *ctx, const gpu
 
 /* ---------------------------------------------------------------- prepared calls */
 
-/* f:prepare("PPi"): parameter types as Python struct letters; returns f. */
+/* PyCUDA's list form of prepare's types, {"P", "P", "i"}, as the one string "PPi". */
+static void join_types (lua_State *L, int arg) {
+  luaL_Buffer b;
+  lua_Integer i, n = (lua_Integer)lua_rawlen(L, arg);
+  luaL_buffinit(L, &b);
+  for (i = 1; i <= n; i++) {
+    if (lua_rawgeti(L, arg, i) != LUA_TSTRING)
+      luaL_argerror(L, arg, lua_pushfstring(L, "type %I must be a letter, got %s", i,
+                                            luaL_typename(L, -1)));
+    luaL_addvalue(&b);
+  }
+  luaL_pushresult(&b);
+  lua_replace(L, arg);
+}
+
+/* f:prepare("PPi") or f:prepare({"P", "P", "i"}): parameter types as Python struct letters;
+** returns f. */
 static int function_prepare (lua_State *L) {
   gpu_Function *f = check_function(L, 1);
-  const char *format = luaL_checkstring(L, 2);
+  const char *format;
+  if (lua_type(L, 2) == LUA_TTABLE) join_types(L, 2);
+  format = luaL_checkstring(L, 2);
   size_t n = strlen(format), i;
   char types[GPU_MAX_PARAMS + 1];
   luaL_argcheck(L, n <= GPU_MAX_PARAMS, 2, "too many parameters");
@@ -926,9 +945,12 @@ static int read_prepared (lua_State *L, gpu_Function *f, int grid, int block, in
       (bad = check_threads(L, cfg, f->ctx)) != NULL)
     luaL_argerror(L, block, bad);
   if (top >= first && lua_type(L, top) == LUA_TTABLE && !has_metatable(L, top)) {
-    static const char *const known[] = {"shared", NULL};
+    static const char *const known[] = {"shared", "shared_size", NULL};   /* PyCUDA's name too */
     gpu_checkoptions(L, top, known);
-    lua_getfield(L, top, "shared");
+    if (lua_getfield(L, top, "shared") == LUA_TNIL) {
+      lua_pop(L, 1);
+      lua_getfield(L, top, "shared_size");
+    }
     shared = lua_isnil(L, -1) ? 0 : lua_tointegerx(L, -1, &isint);
     if (!lua_isnil(L, -1) && !isint)    /* luaL_optinteger(L, -1) would blame "argument #-1" */
       shared = -1;

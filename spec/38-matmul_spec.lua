@@ -109,12 +109,7 @@ local function operands(ta, tb, n, k, m)
   return av, bv, upload(av, ta, {n, k}), upload(bv, tb, {k, m})
 end
 
--- A HostArray's elements, flat in row-major order.
-local function flat(h)
-  local t = {}
-  for i = 1, h.size do t[i] = h[i] end
-  return t
-end
+local flat = helpers.flat
 
 describe("matmul (CPU: NVRTC only)", function()
   it("compiles for every result dtype and mixed inputs", function()

@@ -7,9 +7,7 @@ local f32 = helpers.f32
 
 -- Fresh random float32 values in [-4, 4).
 local function random_f32(n)
-  local h = gpu.host.empty(n, "float32")
-  for i = 1, n do h[i] = math.random() * 8 - 4 end
-  return h
+  return gpu.host.from_table(helpers.random_floats(n, 4), "float32")
 end
 
 describe("typed scalars", function()

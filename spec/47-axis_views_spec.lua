@@ -5,19 +5,13 @@ local helpers = require "helpers"
 local gpu = helpers.gpu
 local E = helpers.assert_error
 
+local flat = helpers.flat
+
 -- Fresh random float32 values for a 3 x 4 x 5 array, and a reader of its elements by indices.
 local function random_3d()
-  local h = gpu.host.empty({3, 4, 5}, "float32")
-  for i = 1, h.size do h[i] = math.random() * 8 - 4 end
+  local h = gpu.host.from_table(helpers.random_floats(60, 4), "float32"):reshape(3, 4, 5)
   local function at(i, j, k) return h[((i - 1) * 4 + (j - 1)) * 5 + k] end
   return h, at
-end
-
--- The elements of a host array in row-major order, as a flat Lua list.
-local function flat(h)
-  local t = {}
-  for i = 1, h.size do t[i] = h[i] end
-  return t
 end
 
 describe("views along an axis", function()

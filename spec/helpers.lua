@@ -58,6 +58,13 @@ function helpers.random_integers(n, lo, hi)
   return t
 end
 
+-- A HostArray's elements, flat in row-major order, as a Lua list.
+function helpers.flat(h)
+  local t = {}
+  for i = 1, h.size do t[i] = h[i] end
+  return t
+end
+
 -- Rounds a Lua number to float32, as the device stores it.
 function helpers.f32(x)
   return string.unpack("f", string.pack("f", x))

@@ -329,20 +329,13 @@ function M.ones(shape, dtype, opts)
   return core.array_empty(shape, dtype):fill(1)
 end
 
-function M.empty_like(a, opts)
-  check_array(a, 1, "empty_like")
-  check_options(opts, 2, "empty_like", NO_OPTIONS)
-  return core.array_empty(a.shape, a.dtype)
-end
-function M.zeros_like(a, opts)
-  check_array(a, 1, "zeros_like")
-  check_options(opts, 2, "zeros_like", NO_OPTIONS)
-  return M.zeros(a.shape, a.dtype)
-end
-function M.ones_like(a, opts)
-  check_array(a, 1, "ones_like")
-  check_options(opts, 2, "ones_like", NO_OPTIONS)
-  return M.ones(a.shape, a.dtype)
+-- empty_like(a), zeros_like(a), ones_like(a): a new array of a's shape and dtype.
+for name, make in pairs{empty_like = core.array_empty, zeros_like = M.zeros, ones_like = M.ones} do
+  M[name] = function(a, opts)
+    check_array(a, 1, name)
+    check_options(opts, 2, name, NO_OPTIONS)
+    return make(a.shape, a.dtype)
+  end
 end
 
 -- arange([start,] stop[, step][, dtype][, {dtype =}]): start + i * step for i = 0 .. n - 1,

@@ -36,6 +36,28 @@ describe("crash review", function()
                      out)
   end)
 
+  it("re-checks the stream and the module that staging's collection may have freed", function()
+    local out = child([[
+      local gpu = require "gpu"
+      local function strip(e) return (tostring(e):gsub("^[^\n]*:%d+: ", "")) end
+      local function staged_launch(victim_of)
+        local m = gpu.module_from_buffer("any image: the stand-in loads it")
+        local f, s = m:get_function("k"), gpu.Stream()
+        local h = gpu.host.pagelocked_empty(4 << 20, "float32")       -- 16 MiB, staged on the device
+        local victim = victim_of(m, s)
+        setmetatable({}, {__gc = function() victim:free() end})
+        local ok, e = pcall(function() f(gpu.In(h), {block = 1, stream = s}) end)
+        h:free()
+        collectgarbage()
+        return ok and "launched" or strip(e)
+      end
+      print(staged_launch(function(_, s) return s end))
+      print(staged_launch(function(m) return m end))
+    ]])
+    assert.are.equal("bad launch options for 'k' (stream has been freed)\n"
+                     .. "kernel 'k' belongs to a module that has been freed\n", out)
+  end)
+
   it("survives finalizers that free an operand in the middle of the call", function()
     -- a collection cycle at almost every allocation, so finalizers run inside the calls;
     -- h:totable() crashed every time before its fix, the others where a cycle fell right

@@ -767,6 +767,11 @@ static int launch (lua_State *L, gpu_Function *f, int first, int nargs, gpu_Laun
   }
   if (cfg->stream == NULL) cfg->stream = f->ctx->stream;   /* the host's (lua_gpu_use_stream) */
   base = handlers ? stage_handlers(L, f, first, nargs, kinds) : lua_gettop(L);
+  if (handlers) {           /* staging allocated: finalizers may have freed the stream or module */
+    if (cfg->stream_obj != NULL && !cfg->stream_obj->live)
+      return luaL_error(L, "bad launch options for '%s' (stream has been freed)", f->name);
+    check_module_alive(L, f);
+  }
   size = pack_arguments(L, f, first, nargs, base, kinds);
   r = cfg->timed ? launch_timed(d, f, cfg, size, &call, &seconds)
                  : launch_packed(d, f, cfg, size, &call);
@@ -830,7 +835,8 @@ int gpu_launch_values (lua_State *L, int fidx, const gpu_Context *ctx, const gpu
   gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, NULL, 0};
   const char *call;
   int i;
-  if (f->ctx != ctx || f->nparams != nvalues + ntail) return 0;
+  /* the caller's allocations ran finalizers: a stream freed by one takes the general path */
+  if (f->ctx != ctx || f->nparams != nvalues + ntail || (stream != NULL && !stream->live)) return 0;
   for (i = 0; i < nvalues; i++) {
     const gpu_Param *param = &f->params[i];
     if (param->type == GPU_PARAM_POINTER) {

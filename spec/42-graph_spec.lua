@@ -46,6 +46,24 @@ describe("graphs", function()
     helpers.assert_error("graph uses a buffer that has been freed", graph.launch, graph, s)
   end)
 
+  helpers.gpu_it("refuse to launch after a page-locked host array a copy uses was freed", function()
+    -- a replayed copy would write into (or read from) the freed page-locked memory
+    local n = 256
+    local values = helpers.random_floats(n, 8)
+    local h = gpu.host.from_table(values, "float32")
+    local pinned = gpu.host.pagelocked_zeros(n, "float32")
+    local b <close> = gpu.to_device(h)
+    local s <close> = gpu.Stream()
+    s:begin_capture()
+    gpu.memcpy_dtoh_async(pinned, b, s)
+    local graph <close> = s:end_capture()
+    graph:launch(s)
+    s:synchronize()
+    for i = 1, n do assert.are.equal(h[i], pinned[i]) end
+    pinned:free()
+    helpers.assert_error("graph uses a host array that has been freed", graph.launch, graph, s)
+  end)
+
   helpers.gpu_it("capture async copies and memsets too", function()
     local n = 1024
     local host = gpu.host.pagelocked_empty(n, "int32")

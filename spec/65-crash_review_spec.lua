@@ -36,6 +36,23 @@ describe("crash review", function()
                      out)
   end)
 
+  it("keeps a graph from copying into a page-locked array freed since its capture", function()
+    local out = child([[
+      local gpu = require "gpu"
+      local s = gpu.Stream()
+      local h = gpu.host.pagelocked_zeros(256, "float32")
+      local b = gpu.mem_alloc(1024)
+      s:begin_capture()
+      gpu.memcpy_dtoh_async(h, b, s)
+      gpu.memcpy_htod_async(b, h, s)
+      local graph = s:end_capture()
+      graph:launch(s)
+      h:free()
+      print(select(2, pcall(graph.launch, graph, s)))
+    ]])
+    assert.are.equal("graph uses a host array that has been freed\n", out)
+  end)
+
   it("re-checks the stream and the module that staging's collection may have freed", function()
     local out = child([[
       local gpu = require "gpu"

@@ -271,7 +271,10 @@ static int htod (lua_State *L, int async) {
                                         "destination buffer (%I bytes)", (lua_Integer)n,
                                         (lua_Integer)dst->size));
   gpu_context_enter(L, dst->ctx);
-  if (async) gpu_capture_note(L, 3, 1);
+  if (async) {
+    gpu_capture_note(L, 3, 1);
+    gpu_capture_note(L, 3, 2);     /* the page-locked source: a replay reads it again */
+  }
   s = copy_stream(s, dst->ctx);
   if (async || s) gpu_check(L, d->cuMemcpyHtoDAsync(dst->ptr, src, n, s), "cuMemcpyHtoDAsync");
   else gpu_check(L, d->cuMemcpyHtoD(dst->ptr, src, n), "cuMemcpyHtoD");
@@ -290,7 +293,10 @@ static int dtoh (lua_State *L, int async) {
                                         "buffer (%I bytes)", (lua_Integer)dst->nbytes,
                                         (lua_Integer)src->size));
   gpu_context_enter(L, src->ctx);
-  if (async) gpu_capture_note(L, 3, 2);
+  if (async) {
+    gpu_capture_note(L, 3, 2);
+    gpu_capture_note(L, 3, 1);
+  }
   s = copy_stream(s, src->ctx);
   if (async || s) gpu_check(L, d->cuMemcpyDtoHAsync(dst->data, src->ptr, dst->nbytes, s),
                             "cuMemcpyDtoHAsync");

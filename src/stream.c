@@ -118,7 +118,10 @@ typedef struct gpu_Graph {
 void gpu_capture_note (lua_State *L, int stream_idx, int obj_idx) {
   gpu_Stream *s = gpu_teststream(L, stream_idx);
   if (s == NULL || !s->capturing) return;
-  if (!gpu_testbuffer(L, obj_idx) && !gpu_testarray(L, obj_idx)) return;
+  /* host arrays too: a replayed copy reads or writes their page-locked memory */
+  if (!gpu_testbuffer(L, obj_idx) && !gpu_testarray(L, obj_idx) &&
+      luaL_testudata(L, obj_idx, GPU_HOSTARRAY) == NULL)
+    return;
   obj_idx = lua_absindex(L, obj_idx);
   lua_getiuservalue(L, stream_idx, 2);       /* the set of objects used so far */
   lua_pushvalue(L, obj_idx);
@@ -204,11 +207,13 @@ static int graph_launch (lua_State *L) {
   n = (lua_Integer)lua_rawlen(L, -1);
   for (i = 1; i <= n; i++) {
     gpu_Buffer *b;
-    gpu_Array *a;
+    gpu_Array *a = NULL;
     lua_rawgeti(L, -1, i);
     if (((b = gpu_testbuffer(L, -1)) != NULL && (b->ptr == 0 || b->root == NULL || b->root->ptr == 0)) ||
         ((a = gpu_testarray(L, -1)) != NULL && !gpu_array_alive(a)))
       return luaL_error(L, "graph uses a %s that has been freed", b ? "buffer" : "GPU array");
+    if (b == NULL && a == NULL && gpu_testhostarray(L, -1) == NULL)   /* a host array, freed */
+      return luaL_error(L, "graph uses a host array that has been freed");
     lua_pop(L, 1);
   }
   gpu_context_enter(L, g->ctx);

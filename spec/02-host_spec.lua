@@ -373,3 +373,145 @@ describe("page-locked host arrays", function()
                          function() host.pagelocked_zeros(4, "f32") end)
   end)
 end)
+
+describe("gpu.allclose, gpu.isclose and gpu.array_equal", function()
+  local allclose, isclose, array_equal = gpu.allclose, gpu.isclose, gpu.array_equal
+
+  it("are the gpu.host functions under NumPy's names", function()
+    assert.are.equal(host.allclose, allclose)
+    assert.are.equal(host.isclose, isclose)
+    assert.are.equal(host.array_equal, array_equal)
+  end)
+
+  it("allclose: |a - b| <= atol + rtol * |b|, and the first element that is not", function()
+    local n = 1000
+    local want = helpers.random_floats(n, 100)
+    local got = host.from_table(want, "float32")          -- off by float32 rounding only
+    assert.is_true(allclose(got, want))
+    local bad = math.random(2, n)
+    local drifted = want[bad] + 1e-4 * math.abs(want[bad]) + 1e-3
+    got[bad] = drifted
+    local ok, why = allclose(got, want)
+    assert.is_false(ok)
+    local got_text, want_text = ("%.14g"):format(got[bad]), ("%.14g"):format(want[bad])
+    assert.are.equal(("1 of %d elements differ by more than atol + rtol * |expected| (rtol 1e-05, "
+                      .. "atol 1e-08); the first at [%d]: %s, expected %s"):format(
+                        n, bad, got_text, want_text), why)
+    assert.is_true(allclose(got, want, {rtol = 2e-4, atol = 2e-3}))
+    -- b is the reference: the tolerance scales with |b| only
+    assert.is_true(allclose({110}, {100}, {rtol = 0.1, atol = 0}))
+    assert.is_false(allclose({100}, {110}, {rtol = 0.09, atol = 0}))
+  end)
+
+  it("allclose: NaN only with equal_nan, infinities only to themselves", function()
+    local nan, inf = 0 / 0, math.huge
+    assert.is_false(allclose({nan}, {nan}))
+    assert.is_true(allclose({nan, 1}, {nan, 1}, {equal_nan = true}))
+    assert.is_false(allclose({nan}, {1}, {equal_nan = true}))
+    assert.is_true(allclose({inf, -inf}, {inf, -inf}))
+    assert.is_false(allclose({inf}, {-inf}))
+    assert.is_false(allclose({inf}, {1e308}))
+    assert.is_true(allclose({1e308}, {1.000001e308}, {rtol = 1e-5}))     -- no overflow in |b|
+  end)
+
+  it("broadcast like NumPy and name the n-d index of the first difference", function()
+    assert.is_true(allclose({{1, 2}, {1, 2}}, {1, 2}))
+    assert.is_true(allclose(host.ones({3, 4}, "float32"), 1))
+    local ok, why = allclose({{1, 2, 3}, {4, 5, 6}}, {{1}, {5}})
+    assert.is_false(ok)
+    assert.are.equal("4 of 6 elements differ by more than atol + rtol * |expected| (rtol 1e-05, "
+                     .. "atol 1e-08); the first at [1, 2]: 2, expected 1", why)
+    assert.are.same({{false, true}, {false, true}}, isclose({{1, 2}, {3, 4}}, {{0, 2}, {0, 4}}):totable())
+  end)
+
+  it("isclose gives a bool host array of the broadcast shape", function()
+    local a = helpers.random_floats(12)
+    local b = {}
+    for i = 1, 12 do b[i] = i % 3 == 0 and a[i] + 1 or a[i] end
+    local close = isclose(host.from_table(a):reshape(3, 4), host.from_table(b):reshape(3, 4))
+    assert.are.same({"bool", {3, 4}}, {close.dtype, close.shape})
+    for i = 1, 12 do assert.are.equal(i % 3 ~= 0, close[i], "element " .. i) end
+    local row = isclose({{1, 2, 3}}, {{1}, {2}})
+    assert.are.same({{true, false, false}, {false, true, false}}, row:totable())
+  end)
+
+  it("compare integers of every width and signedness exactly, by value", function()
+    local big = math.maxinteger - 7
+    assert.is_true(array_equal(host.from_table({big, -3}, "int64"), {big, -3}))
+    assert.is_false(allclose({big}, {big - 1}, {rtol = 0, atol = 0}))
+    local u = host.from_table({-1, 5}, "uint64")         -- 2^64 - 1 stored
+    local ok, why = array_equal(u, host.from_table({-1, 5}, "int64"))
+    assert.is_false(ok)
+    assert.are.equal("1 of 2 elements differ; the first at [1]: 18446744073709551615, expected -1",
+                     why)
+    assert.is_true(array_equal(u, host.from_table({-1, 5}, "uint64")))
+    assert.is_true(allclose(gpu.uint64(-1), 2.0 ^ 64))
+    assert.is_true(array_equal(host.from_table({1, 0}, "uint8"), {true, false}))
+  end)
+
+  it("array_equal: the same shape and exactly the same values", function()
+    local values = helpers.random_floats(50)
+    assert.is_true(array_equal(host.from_table(values, "float64"), values))
+    local ok, why = array_equal({1, 2, 3}, {{1, 2, 3}})
+    assert.is_false(ok)
+    assert.are.equal("shapes (3,) and (1,3) differ", why)
+    ok, why = array_equal({0.1}, {0.1 + 2 ^ -56})
+    assert.is_false(ok)
+    assert.are.equal("1 of 1 elements differ; the first at [1]: 0.10000000000000001, "
+                     .. "expected 0.10000000000000002", why)
+    assert.is_false(array_equal({0 / 0}, {0 / 0}))
+    assert.is_true(array_equal({0 / 0}, {0 / 0}, {equal_nan = true}))
+    assert.is_true(array_equal({gpu.complex(1, -2)}, host.from_table({gpu.complex(1, -2)}, "complex64")))
+    assert.is_true(array_equal(host.zeros({}, "int32"), 0))
+    assert.is_true(array_equal(host.empty({0, 3}), host.empty({0, 3}, "int8")))
+  end)
+
+  it("compare complex numbers by the modulus of the difference", function()
+    assert.is_true(allclose({gpu.complex(3, 4)}, {gpu.complex(3, 4.04)}, {rtol = 0.01, atol = 0}))
+    assert.is_false(allclose({gpu.complex(3, 4)}, {gpu.complex(3, 4.06)}, {rtol = 0.01, atol = 0}))
+  end)
+
+  it("reject what they cannot compare, naming the argument", function()
+    helpers.assert_error("bad argument #2 to 'allclose' (operands could not be broadcast together "
+                         .. "with shapes (2,) (3,))", allclose, {1, 2}, {1, 2, 3})
+    helpers.assert_error("bad argument #3 to 'allclose' (unknown option 'rtl')",
+                         allclose, {1}, {1}, {rtl = 1})
+    helpers.assert_error("bad argument #3 to 'isclose' (option 'atol' must be a number of 0 or "
+                         .. "more, got -1)", isclose, {1}, {1}, {atol = -1})
+    helpers.assert_error("bad argument #3 to 'allclose' (option 'rtol' must be a number of 0 or "
+                         .. "more, got string)", allclose, {1}, {1}, {rtol = "1e-3"})
+    helpers.assert_error("bad argument #3 to 'array_equal' (option 'equal_nan' must be a boolean, "
+                         .. "got number)", array_equal, {1}, {1}, {equal_nan = 1})
+    helpers.assert_error("bad argument #3 to 'array_equal' (unknown option 'rtol')",
+                         array_equal, {1}, {1}, {rtol = 0})
+    helpers.assert_error("bad argument #2 to 'allclose' (gpu.HostArray, gpu.GPUArray, table or "
+                         .. "number expected, got string)", allclose, {1}, "\0\0\0\0")
+    helpers.assert_error("bad argument #1 to 'array_equal' (gpu.HostArray, gpu.GPUArray, table or "
+                         .. "number expected, got nil)", array_equal, nil, {1})
+    helpers.assert_error("bad argument #1 to 'allclose' (ragged nested table: a row at depth 2 "
+                         .. "has 1 items, expected 2)", allclose, {{1, 2}, {3}}, {1})
+    local freed = host.from_table({1, 2})
+    freed:free()
+    helpers.assert_error("bad argument #2 to 'isclose' (host array has been freed)",
+                         isclose, {1, 2}, freed)
+  end)
+
+  helpers.gpu_it("read GPU arrays and their views from the device", function()
+    local values = helpers.random_floats(24, 10)
+    local a = gpu.to_gpu(values, "float32"):reshape(4, 6)
+    assert.is_true(allclose(a, host.from_table(values):reshape(4, 6), {rtol = 1e-6}))
+    local transposed, doubled = {}, {}
+    for c = 1, 6 do
+      transposed[c] = {}
+      for r = 1, 4 do transposed[c][r] = values[(r - 1) * 6 + c] end
+    end
+    for i = 1, 24 do doubled[i] = 2 * helpers.f32(values[i]) end   -- exact in float32
+    assert.is_true(allclose(a:transpose(), transposed, {rtol = 1e-6}))
+    assert.is_false(allclose(a:transpose(), host.from_table(transposed):reshape(4, 6)))
+    local twice = 2 * a
+    assert.is_true(array_equal(twice, host.from_table(doubled):reshape(4, 6)))
+    local ok, why = array_equal(twice, a)
+    assert.is_false(ok)
+    assert.is_truthy(why:find("^24 of 24 elements differ; the first at %[1, 1%]"), why)
+  end)
+end)

@@ -54,6 +54,8 @@ gpu.is_complex = complex.is_complex
 -- Host arrays ----------------------------------------------------------------------------
 
 gpu.host = require "gpu.host"
+-- checking results against a reference, under the names NumPy, CuPy and Torch give them
+gpu.allclose, gpu.isclose, gpu.array_equal = gpu.host.allclose, gpu.host.isclose, gpu.host.array_equal
 
 -- Compiling ------------------------------------------------------------------------------
 

@@ -43,17 +43,11 @@ local first = {}
 for i = 1, 10 do first[i] = ("%.6g"):format(result[i]) end
 print("first 10 results: " .. table.concat(first, " "))
 
-local wrong = 0
-for i = 1, N do
-  if result[i] ~= a[i] + b[i] then
-    wrong = wrong + 1
-    if wrong <= 10 then
-      io.stderr:write(("element %d: got %.9g, expected %.9g\n"):format(i, result[i], a[i] + b[i]))
-    end
-  end
-end
-if wrong > 0 then
-  io.stderr:write(("FAILED: Results are incorrect! %d of %d differ\n"):format(wrong, N))
+local expected = gpu.host.empty(N, "float32")
+for i = 1, N do expected[i] = a[i] + b[i] end
+local correct, why = gpu.allclose(result, expected)       -- numpy.allclose(result, a + b)
+if not correct then
+  io.stderr:write("FAILED: Results are incorrect! ", why, "\n")
   os.exit(1)
 end
 print(("OK: Results are correct! add_kernel matches the CPU on all %d elements"):format(N))

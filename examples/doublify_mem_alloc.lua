@@ -41,15 +41,11 @@ print(a_doubled)
 print(a)
 
 -- doubling a float32 is exact, so the GPU must match the CPU bit for bit
-local wrong = 0
-for i = 1, a.size do
-  if a_doubled[i] ~= 2 * a[i] then
-    wrong = wrong + 1
-    io.stderr:write(("element %d: got %.9g, expected %.9g\n"):format(i, a_doubled[i], 2 * a[i]))
-  end
-end
-if wrong > 0 then
-  io.stderr:write(("FAILED: %d of %d elements differ from the CPU\n"):format(wrong, a.size))
+local expected = gpu.host.empty(a.shape, a.dtype)
+for i = 1, a.size do expected[i] = 2 * a[i] end
+local same, why = gpu.array_equal(a_doubled, expected)
+if not same then
+  io.stderr:write("FAILED: ", why, "\n")
   os.exit(1)
 end
 print(("OK: doublify doubled all %d elements (mem_alloc, memcpy_htod, memcpy_dtoh)"):format(a.size))

@@ -46,7 +46,7 @@ for i = 1, n do
   x[i] = math.random()
   y[i] = math.random()
 end
-local expected = {}
+local expected = gpu.host.empty(n, "float64")
 for i = 1, n do expected[i] = a * x[i] + y[i] end
 
 local x_dev <close> = gpu.mem_alloc(n * gpu.dtype("float32").itemsize)
@@ -65,16 +65,9 @@ gpu.synchronize()                            -- wait for the kernel
 local y_result = gpu.host.empty(n, "float32")
 gpu.memcpy_dtoh(y_result, y_dev)
 
--- like numpy.allclose(y_result, expected, atol=1e-5)
-local wrong = 0
-for i = 1, n do
-  if math.abs(y_result[i] - expected[i]) > 1e-5 + 1e-6 * math.abs(expected[i]) then
-    wrong = wrong + 1
-    io.stderr:write(("element %d: got %.9g, expected %.9g\n"):format(i, y_result[i], expected[i]))
-  end
-end
-if wrong > 0 then
-  io.stderr:write(("FAILED: %d of %d results do not match\n"):format(wrong, n))
+local matches, why = gpu.allclose(y_result, expected, {atol = 1e-5})
+if not matches then                          -- assert np.allclose(y_result, expected, atol=1e-5)
+  io.stderr:write("FAILED: ", why, "\n")
   os.exit(1)
 end
 print(("OK: SAXPY through NVRTC PTX and the driver matches the CPU on all %d elements"):format(n))

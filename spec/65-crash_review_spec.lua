@@ -36,6 +36,25 @@ describe("crash review", function()
                      out)
   end)
 
+  it("never shares an image that a finalizer unloaded while the share was being made", function()
+    -- a collection step at almost every allocation: the last other share's finalizer frees it
+    -- between module_share's check and the new Module's end; 3 in 2000 before the fix
+    local out = child([[
+      local core = require "gpu.core"
+      collectgarbage("incremental", 0, 1000)
+      local unloaded = 0
+      for _ = 1, 2000 do
+        local m = core.module_from_buffer("any image")
+        local image = core.module_image(m)
+        setmetatable({}, {__gc = function() m:free() end})
+        local share = core.module_share(image)
+        if share ~= nil and not share:is_loaded() then unloaded = unloaded + 1 end
+      end
+      print(unloaded)
+    ]])
+    assert.are.equal("0\n", out)
+  end)
+
   it("keeps a graph from copying into a page-locked array freed since its capture", function()
     local out = child([[
       local gpu = require "gpu"

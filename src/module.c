@@ -57,8 +57,9 @@ static gpu_Module *check_module (lua_State *L, int arg) {
   return m;
 }
 
-/* Pushes a new Module on the loaded image at image_idx. */
-static void push_share (lua_State *L, int image_idx) {
+/* Pushes a new Module on the image at image_idx; returns whether it shares the image, which
+** a finalizer run by its allocations may have unloaded (the Module is a freed one then). */
+static int push_share (lua_State *L, int image_idx) {
   gpu_ModuleImage *img = (gpu_ModuleImage *)lua_touserdata(L, image_idx);
   gpu_Module *m;
   image_idx = lua_absindex(L, image_idx);
@@ -80,8 +81,10 @@ static void push_share (lua_State *L, int image_idx) {
   m->globals.size = 0;
   m->globals.root = &m->globals;
   m->globals.ctx = m->ctx;
+  if (img->module == NULL) return 0;
   m->module = img->module;  /* the share counts from here on */
   img->shares++;
+  return 1;
 }
 
 /* module_from_buffer(image[, signatures]) -> Module */
@@ -129,15 +132,16 @@ static int gpu_module_image (lua_State *L) {
 /* module_share(image) -> a new Module on the image, or nil once it has been unloaded */
 static int gpu_module_share (lua_State *L) {
   gpu_ModuleImage *img = (gpu_ModuleImage *)luaL_checkudata(L, 1, GPU_MODULE_IMAGE);
-  if (img->module == NULL) lua_pushnil(L);
-  else push_share(L, 1);
+  if (img->module == NULL || !push_share(L, 1)) lua_pushnil(L);
   return 1;
 }
 
-/* m:free() and <close>: ends this share, at once; the collector's, through module_gc */
+/* m:free() and <close>: ends this share, at once; the collector's, through module_gc.  While a
+** DLPack consumer holds one of its globals, a :free() leaves the unloading to the collector
+** too: the export pins this Module, and so the image, until the consumer is done. */
 static void end_share (lua_State *L, int freed) {
   gpu_Module *m = (gpu_Module *)luaL_checkudata(L, 1, GPU_MODULE);
-  if (m->module != NULL) image_drop_share(m->image, freed);
+  if (m->module != NULL) image_drop_share(m->image, freed && m->globals.exports == 0);
   m->module = NULL;
   m->globals.ptr = 0;       /* every Function and global's Buffer of this Module is dead too */
 }

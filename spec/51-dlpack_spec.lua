@@ -490,6 +490,50 @@ describe("DLPack exports of an array freed explicitly", function()
       assert.are.equal("2\n" .. released, out)
     end)
   end
+
+  it("a module's global keeps its image loaded through m:free() until the consumer is done", function()
+    local out = run([[
+      local core = require "gpu.core"
+      local base = used()
+      local m = gpu.module_from_buffer("any image: the stand-in loads it")
+      local images = setmetatable({core.module_image(m)}, {__mode = "v"})
+      local g = m:get_global("x")
+      assert(used() == base, "a global is the image's memory, no allocation")
+      local cap = gpu.GPUArray({32}, "float64", {gpudata = g}):to_dlpack()
+      m:free()
+      expect_error("calling 'ptr' on bad self (buffer has been freed)", function() return g:ptr() end)
+      g = nil
+      collectgarbage()
+      collectgarbage()
+      local share = core.module_share(images[1])
+      assert(share and share:is_loaded(), "the image was unloaded under an export")
+      share:free()
+      local z = gpu.from_dlpack(cap)
+      z:free()
+      m, share, cap, z = nil, nil, nil, nil
+      local exports = gpu._dlpack_exports()      -- a sweep: the consumer is done
+      collectgarbage()
+      collectgarbage()
+      print(exports, images[1] == nil)
+    ]])
+    assert.are.equal("0\ttrue\n" .. released, out)
+  end)
+
+  it("the module's own collection reclaims a dropped export whose consumer is done", function()
+    -- the collection an allocation runs (past 32 MiB) lets go of done exports first, so the
+    -- arrays they pinned are collected in the same pass, and an OOM retry finds their memory
+    local out = run([[
+      local base = used()
+      do
+        local a = gpu.zeros(1 << 20, "float64")   -- 8 MiB, dropped without a:free()
+        gpu.from_dlpack(a:to_dlpack()):free()
+      end
+      local big = gpu.empty(40 << 20, "uint8")
+      print((used() - base - (40 << 20)) >> 20)
+      big:free()
+    ]])
+    assert.are.equal("0\n" .. released, out)
+  end)
 end)
 
 -- The same on a device, in a child (a fresh state, and GPU_POOL_DISABLE=1 for plain

@@ -43,6 +43,7 @@ gpu_Buffer *gpu_checkbuffer (lua_State *L, int arg) {
 
 void gpu_gc_collect (lua_State *L, gpu_State *s) {
   size_t heap;
+  gpu_dlpack_sweep(L);          /* unpins exports whose consumers are done: collectable now */
   if (lua_gc(L, LUA_GCCOLLECT) < 0) return;      /* refused inside a finalizer: debt stays */
   gpu_dlpack_sweep(L);          /* consumers the collection let go of release their memory */
   heap = (size_t)lua_gc(L, LUA_GCCOUNT) << 10;

@@ -50,6 +50,24 @@ describe("views along an axis", function()
     }, "\n"), out)
   end)
 
+  it("of empty arrays are empty views at the array's own offset (stand-in driver)", function()
+    -- NumPy's views of arrays with a zero-length axis: nothing to read, so nowhere to start
+    local out, ok = helpers.run_with_fakes([[
+      local gpu = require "gpu"
+      local function show(v) print(table.concat(v.shape, "x"), v.offset, v.size) end
+      local z = gpu.gpuarray.zeros({0, 3}, "float64")
+      show(z:flip()); show(z:flip{axis = 2}); show(z:slice(2, 3, {axis = 2}))
+      show(z:narrow(2, 2, 1)); show(z:select(2, 2)); show(z:slice(1, 5))
+      local y = gpu.gpuarray.zeros({2, 0, 3}, "float32")
+      show(y:select(1, 2)); show(y:slice(2, 2, {axis = 1})); show(y:flip{axis = 3})
+    ]])
+    assert.is_truthy(ok, out)
+    assert.are.equal(table.concat({
+      "0x3\t0\t0", "0x3\t0\t0", "0x2\t0\t0", "0x1\t0\t0", "0\t0\t0", "0x3\t0\t0",
+      "0x3\t0\t0", "1x0x3\t0\t0", "2x0x3\t0\t0", "",
+    }, "\n"), out)
+  end)
+
   it("name what is wrong (stand-in driver)", function()
     local out, ok = helpers.run_with_fakes([[
       local gpu = require "gpu"

@@ -737,6 +737,15 @@ function methods.transpose(a, axes)
   return core.array_view(a, 0, a.dtype, new_shape, new_strides)
 end
 
+-- A view of a with a's dtype; an empty one (a length 0 anywhere) reads nothing, so it starts
+-- where a does (its offset could point past a's memory).
+local function view_of(a, offset, shape, strides)
+  for _, n in ipairs(shape) do
+    if n == 0 then return core.array_view(a, 0, a.dtype, shape, strides) end
+  end
+  return core.array_view(a, offset, a.dtype, shape, strides)
+end
+
 -- a:slice(first, last[, step][, {axis = k}]): elements first..last (1-based, inclusive;
 -- negatives count from the end) of axis k (the first by default), every step-th; a view.
 -- Out-of-range bounds are clipped.
@@ -769,10 +778,10 @@ function methods.slice(a, first, last, step, opts)
     count = first >= last and (first - last) // (-step) + 1 or 0
   end
   local shape, strides = a.shape, a.strides
-  local offset = count > 0 and (first - 1) * strides[axis] or 0
+  local offset = (first - 1) * strides[axis]
   shape[axis] = count
   strides[axis] = strides[axis] * step
-  return core.array_view(a, offset, a.dtype, shape, strides)
+  return view_of(a, offset, shape, strides)
 end
 
 -- An axis given as argument argn (not an option): 1-based, negatives from the end.
@@ -805,7 +814,7 @@ function methods.select(a, axis, index)
   for d = 1, a.ndim do
     if d ~= axis then new_shape[#new_shape + 1], new_strides[#new_strides + 1] = shape[d], strides[d] end
   end
-  return core.array_view(a, (index - 1) * strides[axis], a.dtype, new_shape, new_strides)
+  return view_of(a, (index - 1) * strides[axis], new_shape, new_strides)
 end
 
 -- a:narrow(axis, first, length): Torch7's: the view of length elements along axis from
@@ -823,7 +832,7 @@ function methods.narrow(a, axis, first, length)
   end
   local shape, strides = a.shape, a.strides
   shape[axis] = count
-  return core.array_view(a, count > 0 and (first - 1) * strides[axis] or 0, a.dtype, shape, strides)
+  return view_of(a, (first - 1) * strides[axis], shape, strides)
 end
 
 -- a:flip([{axis = k}]): NumPy's flip: the view with axis k (every axis by default) reversed.
@@ -833,12 +842,12 @@ function methods.flip(a, opts)
   local only = opts.axis ~= nil and check_axis(opts.axis, a.ndim, 1, "flip")
   local shape, strides, offset = a.shape, a.strides, 0
   for d = 1, a.ndim do
-    if (not only or d == only) and shape[d] > 0 then
+    if not only or d == only then
       offset = offset + (shape[d] - 1) * strides[d]
       strides[d] = -strides[d]
     end
   end
-  return core.array_view(a, offset, a.dtype, shape, strides)
+  return view_of(a, offset, shape, strides)
 end
 
 -- a:expand_dims(axis): NumPy's: the view with a new axis of length 1 at position axis

@@ -48,6 +48,34 @@ describe("typed scalars", function()
     }, "\n"), out)
   end)
 
+  it("stand for their value: a uint64 past 2^63 is not negative, a complex keeps its width", function()
+    local out, ok = helpers.run_with_fakes([[
+      local gpu = require "gpu"
+      local ga = gpu.gpuarray
+      local f = ga.zeros(2, "float32")
+      f[1] = gpu.uint64(-1)                      -- 2^64 - 1, rounded to float32
+      print(f[1] == 2.0 ^ 64, pcall(ga.full, 1, gpu.uint64(-1), "int64"))
+      local u = ga.zeros(2, "uint64")
+      u[1] = gpu.uint64(-1)                      -- the same dtype: its bits, read back as -1
+      print(u[1], pcall(function() u[2] = -1.0 end))
+      print(pcall(ga.full, 2, -1.0, "uint64"))
+      local x32 = ga.zeros(4, "float32")
+      local by128 = gpu.fuse(function(x) return x * gpu.complex128(1, 2) end)
+      local by64 = gpu.fuse(function(x) return x + gpu.complex64(1, -2) end)
+      print(by128(x32).dtype, (x32 * gpu.complex128(1, 2)).dtype, by64(x32).dtype,
+            by64(ga.zeros(4, "float64")).dtype)
+    ]])
+    assert.is_truthy(ok, out)
+    out = out:gsub("[^\n\t]*:(%d+): ", "line %1: ")
+    assert.are.equal(table.concat({
+      "true\tfalse\tline 5: bad argument #2 to 'full' (1.844674407371e+19 is out of range for int64)",
+      "-1\tfalse\tline 8: cannot store -1.0 in a uint64 GPUArray: -1.0 is out of range for uint64",
+      "false\tline 9: bad argument #2 to 'full' (-1.0 is out of range for uint64)",
+      "complex128\tcomplex128\tcomplex64\tcomplex128",
+      "",
+    }, "\n"), out)
+  end)
+
   helpers.gpu_it("compute as NumPy's scalars do, against a CPU reference", function()
     local n = 1000
     local ha = random_f32(n)
@@ -113,5 +141,11 @@ describe("typed scalars", function()
     assert.are.same({-1, -1, -1}, a:get():totable())
     assert.are.same({big, big}, gpu.full(2, big, "uint64"):get():totable())
     assert.are.same({big}, gpu.full(1, gpu.uint64(big)):get():totable())
+    -- into another dtype, a uint64 scalar is the number it stands for, as NumPy's
+    local wide = gpu.zeros(3, "float64")
+    wide:fill(gpu.uint64(big))
+    local unsigned = big + 2.0 ^ 64
+    assert.is_true(unsigned > 2.0 ^ 63)
+    assert.are.same({unsigned, unsigned, unsigned}, wide:get():totable())
   end)
 end)

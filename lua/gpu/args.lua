@@ -40,6 +40,20 @@ function M.is_scalar(v)
   return getmetatable(v) == scalar_mt
 end
 
+-- unsigned_number(v): the number a uint64 element or typed scalar read as the Lua integer v
+-- stands for: v, or from 2^63 on (where v, its bits, is negative) the float v + 2^64.
+function M.unsigned_number(v)
+  if v < 0 then return v + 2.0 ^ 64 end
+  return v
+end
+
+-- scalar_number(s): the number the typed scalar s stands for, as arithmetic reads it (a
+-- uint64 of 2^63 or more as a float; its s.value is its bits).
+function M.scalar_number(s)
+  if s.dtype == "uint64" then return M.unsigned_number(s.value) end
+  return s.value
+end
+
 -- A value's type for messages: its metatable's __name (gpu.GPUArray, ...) or its Lua type.
 function M.typename(v)
   local mt = getmetatable(v)

@@ -46,6 +46,7 @@ M.letters = letters
 
 local argerror, raise = require("gpu.args").argerror, require("gpu.args").raise
 local is_scalar = require("gpu.args").is_scalar
+local scalar_number = require("gpu.args").scalar_number
 
 function M.is_array(v) return getmetatable(v) == GPUArray end
 
@@ -374,7 +375,7 @@ M.collapse = collapse
 local function scalar_value(v, dtype, n, fname)
   if is_scalar(v) then
     if v.dtype == dtype then return v end
-    v = v.value
+    v = scalar_number(v)
   end
   local bad = promote.scalar_problem(v, dtype)
   if bad then argerror(n, fname, bad, 2) end

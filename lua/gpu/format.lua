@@ -165,15 +165,18 @@ local function shown(n, summarize)
   return list
 end
 
--- A non-float element's text.  uint64 values of 2^63 and more read as negative Lua integers
--- (their bits); printed, they are the unsigned number, as NumPy prints them.  Booleans are
--- NumPy's True and False.
+-- unsigned_text(v): the digits of a uint64 element.  Those of 2^63 and more read as negative
+-- Lua integers (their bits); printed, they are the unsigned number, as NumPy prints them.
+function M.unsigned_text(v)
+  if v >= 0 then return ("%d"):format(v) end
+  local tens = (v >> 1) // 5                    -- v // 10, unsigned: >> shifts in zeros
+  return ("%d%d"):format(tens, v - tens * 10)
+end
+
+-- A non-float element's text; booleans are NumPy's True and False.
 local function plain_text(v, kind)
   if kind == "b" then return v and "True" or "False" end
-  if kind == "u" and math.type(v) == "integer" and v < 0 then
-    local tens = (v >> 1) // 5                  -- v / 10, unsigned: >> shifts in zeros
-    return ("%d%d"):format(tens, v - tens * 10)
-  end
+  if kind == "u" and math.type(v) == "integer" then return M.unsigned_text(v) end
   return tostring(v)
 end
 

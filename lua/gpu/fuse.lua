@@ -39,7 +39,6 @@ local is_scalar = require("gpu.args").is_scalar
 local function operand(v, op)
   if is_traced(v) then return v end
   if math.type(v) or is_complex(v) then return node("const", {}, {value = v}) end
-  if is_scalar(v) and v.dtype:match("^complex") then return node("const", {}, {value = v.value}) end
   if is_scalar(v) then return node("const", {}, {value = v.value, dtype = v.dtype}) end
   refuse(("'%s' on a %s (only traced arrays and Lua numbers can be combined)")
          :format(op, type(v) == "userdata" and (getmetatable(v) or {}).__name or type(v)))

@@ -27,6 +27,7 @@ M.is_array = is_array
 
 local typename = require("gpu.args").typename
 local is_scalar = require("gpu.args").is_scalar
+local scalar_number = require("gpu.args").scalar_number
 local check_stream = require("gpu.args").check_stream
 
 -- The array at argument n of fname, alive.
@@ -296,13 +297,27 @@ function M.zeros(shape, dtype, opts)
   return core.array_zeros(shape, dtype == nil and "float64" or check_dtype(dtype, 2, "zeros"))
 end
 
--- A value stores take as it is: a typed scalar's own value (gpu.float32(2) -> 2.0), and a
--- uint64 beyond 2^63 as the typed scalar of its bits (a negative Lua integer is not in
--- uint64's range where arithmetic reads it).
+-- A value as stores into dtype take it: a typed scalar of that dtype as it is (its bytes),
+-- another as the number it stands for (gpu.uint64(-1) is 2^64 - 1, not -1), and a uint64
+-- beyond 2^63 as the typed scalar of its bits (a negative Lua integer is not in uint64's
+-- range where arithmetic reads it).
 local function store_value(value, dtype)
-  if is_scalar(value) then value = value.value end
+  if is_scalar(value) then
+    if value.dtype == dtype then return value end
+    value = scalar_number(value)
+  end
   if dtype == "uint64" and math.type(value) == "integer" and value < 0 then
     return core.uint64(value)
+  end
+  return value
+end
+
+-- store_value, after checking that value fits dtype (argument n of fname otherwise).
+local function checked_store_value(value, dtype, n, fname)
+  value = store_value(value, dtype)
+  if not is_scalar(value) then
+    local bad = promote.scalar_problem(value, dtype, true)
+    if bad then argerror(n, fname, bad, 2) end
   end
   return value
 end
@@ -317,9 +332,7 @@ function M.full(shape, value, dtype, opts)
             or "float64"
   end
   check_dtype(dtype, 3, "full")
-  local bad = promote.scalar_problem(is_scalar(value) and value.value or value, dtype, true)
-  if bad then argerror(2, "full", bad) end
-  return core.array_empty(shape, dtype):fill(value)
+  return core.array_empty(shape, dtype):fill(checked_store_value(value, dtype, 2, "full"))
 end
 
 function M.ones(shape, dtype, opts)
@@ -616,11 +629,7 @@ function methods.fill(a, value, opts)
                    operands = {{name = "value", dtype = a.dtype, scalar = true}}}
     fill_programs[a.dtype] = p
   end
-  if not is_scalar(value) then
-    local bad = promote.scalar_problem(value, a.dtype, true)
-    if bad then argerror(1, "fill", bad) end
-  end
-  return ew.launch(p, a, opts.stream, "fill", store_value(value, a.dtype))
+  return ew.launch(p, a, opts.stream, "fill", checked_store_value(value, a.dtype, 1, "fill"))
 end
 
 function methods.astype(a, dtype, opts)
@@ -896,7 +905,7 @@ end
 
 methods.__setelement = function(a, i, value)
   local off = element_offset(a, i, "index")
-  if is_scalar(value) then value = value.value end
+  if is_scalar(value) then value = value.dtype == a.dtype and value.value or scalar_number(value) end
   local bad = promote.scalar_problem(value, a.dtype, true)
   if bad then raise(("cannot store %s in a %s GPUArray: %s"):format(tostring(value), a.dtype, bad)) end
   local h = host.empty(1, a.dtype)

@@ -39,7 +39,7 @@ local function operand(v, n, fname)
     if v.freed then argerror(n, fname, "host array has been freed", 2) end
     return {shape = v.shape, values = v, unsigned = v.dtype == "uint64"}
   elseif mt == Scalar then
-    return {shape = {}, values = {v.value}, unsigned = v.dtype == "uint64"}
+    return {shape = {}, values = {v.value}, unsigned = v.dtype == "uint64"}   -- bits, as stored
   elseif type(v) == "number" or type(v) == "boolean" or is_complex(v) then
     return {shape = {}, values = {v}, unsigned = false}
   end
@@ -49,8 +49,7 @@ end
 -- A value as real and imaginary parts (floats where it is not an integer).
 local function parts(x, unsigned)
   if math.type(x) == "integer" then
-    if unsigned and x < 0 then return x + 2.0 ^ 64, 0 end
-    return x, 0
+    return unsigned and args.unsigned_number(x) or x, 0
   elseif type(x) == "boolean" then
     return x and 1 or 0, 0
   elseif is_complex(x) then
@@ -146,10 +145,7 @@ end
 -- An element as text: uint64 values past 2^63 unsigned, floats with as many digits as fmt.
 local function element_text(v, unsigned, fmt)
   if math.type(v) == "float" then return fmt:format(v) end
-  if unsigned and v < 0 then
-    local tens = (v >> 1) // 5                       -- v // 10, as unsigned
-    return ("%d%d"):format(tens, v - tens * 10)
-  end
+  if unsigned and math.type(v) == "integer" then return format.unsigned_text(v) end
   return tostring(v)
 end
 

@@ -150,7 +150,7 @@ function M.scalar_problem(v, dtype, as_bits)
   local lim = limits[dtype]
   -- a store takes a uint64 beyond 2^63 as the negative Lua integer of its 64 bits, which is
   -- how such elements read back
-  if as_bits and dtype == "uint64" then return nil end
+  if as_bits and dtype == "uint64" and math.type(v) == "integer" then return nil end
   if iv < lim[1] or iv > lim[2] then
     return ("%s is out of range for %s"):format(tostring(v), dtype)
   end

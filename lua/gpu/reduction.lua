@@ -812,7 +812,7 @@ function call_general(self, ...)
       end
     elseif self.declared and is_scalar(v) then
       -- a typed scalar of the parameter's dtype goes in as its bytes; another, by its value
-      if v.dtype ~= self.declared[i].dtype then args[i] = v.value end
+      if v.dtype ~= self.declared[i].dtype then args[i] = gpu_args.scalar_number(v) end
     elseif self.declared and type(v) ~= "number" and type(v) ~= "boolean" then
       argerror(i, self.name, ("expected a number for %s, got %s"):format(self.declared[i].dtype,
                                                                           typename(v)))

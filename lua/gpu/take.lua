@@ -25,12 +25,7 @@ local check_array = reduction.check_array
 
 local overlap = ew.overlap
 
--- The digits of a uint64 read back as a Lua integer (negative from 2^63 on).
-local function unsigned_text(v)
-  if v >= 0 then return ("%d"):format(v) end
-  local q = (v >> 1) // 5                  -- v // 10, unsigned
-  return ("%d%d"):format(q, v - q * 10)
-end
+local unsigned_text = require("gpu.format").unsigned_text
 
 -- A contiguous array of v's elements (v itself, or a copy freed after the stream's work).
 local function contiguous(v, stream)

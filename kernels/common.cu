@@ -106,6 +106,14 @@ __device__ __forceinline__ float lg_float_round_odd(double x) {
 __device__ __forceinline__ float lg_round_half(double x) { return lg_round_half(lg_float_round_odd(x)); }
 __device__ __forceinline__ float lg_round_bf16(double x) { return lg_round_bf16(lg_float_round_odd(x)); }
 
+// The 16 bits of any value stored into a float16 or bfloat16 element, which is how generated
+// kernels store an expression of whatever type: a double rounds once, as above, the rest
+// through float (exact for every value a half or a bfloat16 can hold apart from overflow).
+template <typename T> __device__ __forceinline__ unsigned short gpu_store_half(T x) { return gpu_float_to_half((float)x); }
+__device__ __forceinline__ unsigned short gpu_store_half(double x) { return gpu_float_to_half(lg_float_round_odd(x)); }
+template <typename T> __device__ __forceinline__ unsigned short gpu_store_bf16(T x) { return gpu_float_to_bf16((float)x); }
+__device__ __forceinline__ unsigned short gpu_store_bf16(double x) { return gpu_float_to_bf16(lg_float_round_odd(x)); }
+
 // complex64 and complex128: two floats or doubles, real part first, laid out and aligned as
 // CUDA's cuFloatComplex and cuDoubleComplex (float2, double2 aligned to 8), so no CUDA
 // header is needed.  Generated kernels compute with them through these operators; the

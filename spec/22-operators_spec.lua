@@ -417,6 +417,21 @@ describe("array operators", function()
       assert.are.equal(t == "float16" and 1 + 2^-10 or 1 + 2^-7, got[t == "float16" and #values - 1 or #values])
     end)
 
+    helpers.gpu_it("store double expressions into " .. t .. " rounding once (arange)", function()
+      -- a kernel whose expression is a double (arange's start + i * step) stores it through
+      -- the same single rounding as astype; the host rounds once too
+      local start = 1 + (t == "float16" and 2^-11 or 2^-8) + 2^-40    -- just above a tie
+      local step = 2.0 ^ math.random(-6, -2) + 2^-40
+      local n = 1 + math.random(8, 24)
+      local got = gpu.gpuarray.arange(start, start + (n - 0.5) * step, step, t):get()
+      assert.are.equal(n, got.size)
+      for i = 1, n do
+        local exact = start + (i - 1) * step
+        assert.are.equal(gpu[t](exact).value, got[i], ("element %d: %.17g"):format(i, exact))
+      end
+      assert.are.equal(t == "float16" and 1 + 2^-10 or 1 + 2^-7, got[1])
+    end)
+
     helpers.gpu_it("compute on " .. t .. " arrays: fill, astype, operators, cumath, views", function()
       local round = function(x) return gpu[t](x).value end
       local f32 = helpers.f32

@@ -107,16 +107,17 @@ end
 local function ctype(dtype) return core.dtype(dtype).ctype end
 
 -- float16 and bfloat16 are stored as their 16 bits (no CUDA header has to be found at run
--- time) and computed in float: loads widen them, stores round them (kernels/common.cu).
-local sixteen = {float16 = {"gpu_half_to_float", "gpu_float_to_half"},
-                 bfloat16 = {"gpu_bf16_to_float", "gpu_float_to_bf16"}}
+-- time) and computed in float: loads widen them, stores round them, once from whatever type
+-- the expression has (kernels/common.cu).
+local sixteen = {float16 = {"gpu_half_to_float", "gpu_store_half"},
+                 bfloat16 = {"gpu_bf16_to_float", "gpu_store_bf16"}}
 local function stored_ctype(dtype) return sixteen[dtype] and "unsigned short" or ctype(dtype) end
 local function value_ctype(dtype) return sixteen[dtype] and "float" or ctype(dtype) end
 local function widen(dtype, e)
   return sixteen[dtype] and ("%s(%s)"):format(sixteen[dtype][1], e) or e
 end
 local function narrow(dtype, e)
-  if sixteen[dtype] then return ("%s((float)(%s))"):format(sixteen[dtype][2], e) end
+  if sixteen[dtype] then return ("%s(%s)"):format(sixteen[dtype][2], e) end
   return ("(%s)(%s)"):format(ctype(dtype), e)
 end
 

@@ -394,8 +394,10 @@ function M.arange(...)
   local wide = promote.kind(dtype) == "f" and "float64" or "int64"
   local p = arange_programs[dtype]
   if p == nil then
-    p = ew.program{expr = ("(%s)(start + (%s)lg_i * step)"):format(operators.ctype(dtype),
-                                                                  operators.ctype(wide)),
+    -- float16 and bfloat16 store the double itself, rounding it once
+    local value = ("(start + (%s)lg_i * step)"):format(operators.ctype(wide))
+    local sixteen_bits = dtype == "float16" or dtype == "bfloat16"
+    p = ew.program{expr = sixteen_bits and value or ("(%s)%s"):format(operators.ctype(dtype), value),
                    out = dtype, name = "arange_" .. dtype,
                    operands = {{name = "start", dtype = wide, scalar = true},
                                {name = "step", dtype = wide, scalar = true}}}

@@ -51,8 +51,8 @@ end
 
 -- C expression storing accumulator value a as dtype.
 local function store(dtype, a)
-  if dtype == "float16" then return ("gpu_float_to_half((float)(%s))"):format(a) end
-  if dtype == "bfloat16" then return ("gpu_float_to_bf16((float)(%s))"):format(a) end
+  if dtype == "float16" then return ("gpu_store_half(%s)"):format(a) end
+  if dtype == "bfloat16" then return ("gpu_store_bf16(%s)"):format(a) end
   if dtype == "bool" then return ("(bool)(%s)"):format(a) end
   return ("(%s)(%s)"):format(dtypes[dtype].ctype, a)
 end

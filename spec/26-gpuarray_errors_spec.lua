@@ -83,6 +83,39 @@ describe("gpuarray bad input", function()
     }, "\n"), out)
   end)
 
+  it("constructors take {dtype =} like arange; ranges and views take typed scalars and empty ends", function()
+    local out, ok = helpers.run_with_fakes([[
+      local gpu = require "gpu"
+      local ga = gpu.gpuarray
+      local function show(f, ...)
+        local ok, v = pcall(f, ...)
+        print(ok and v.dtype .. " " .. table.concat(v.shape, "x") or (v:gsub("^[^\n]*:%d+: ", "")))
+      end
+      show(ga.zeros, 3, {dtype = "float32"}); show(ga.empty, {2, 2}, {dtype = "int8"})
+      show(ga.ones, 2, nil, {dtype = "uint16"}); show(ga.full, 2, 7, {dtype = "float32"})
+      show(ga.zeros_like, ga.zeros(3, "int32"), "float64"); show(ga.ones_like, ga.zeros(3), {dtype = "bool"})
+      show(ga.zeros, 3, "float32", {dtype = "float64"}); show(ga.full, 2, 1, {dtype = "f32"})
+      show(ga.arange, gpu.int32(5)); show(ga.arange, gpu.float32(0.5), 3)
+      show(ga.linspace, gpu.int32(0), gpu.float32(1), gpu.int64(5)); show(ga.arange, gpu.host.zeros(1))
+      local a = ga.zeros({3, 4})
+      show(a.narrow, a, 2, 5, 0); show(a.narrow, a, 2, 5, 1)
+      show(a.slice, a, 1, 2, nil, {axis = 9}); show(a.slice, a, 1, 2, {axis = 9})
+    ]])
+    assert.is_truthy(ok, out)
+    assert.are.equal(table.concat({
+      "float32 3", "int8 2x2", "uint16 2", "float32 2", "float64 3", "bool 3",
+      "bad argument #2 to 'zeros' (dtype given twice (here and as option 'dtype'))",
+      "bad argument #3 to 'full' (unknown dtype 'f32')",
+      "int64 5", "float64 3", "float64 5",
+      "bad argument #1 to 'arange' (number expected, got gpu.HostArray)",
+      "float64 3x0",
+      "bad argument #2 to 'narrow' (first 5 is out of range for an axis of length 4)",
+      "bad argument #4 to 'slice' (axis 9 is out of range for a 2-d array)",
+      "bad argument #3 to 'slice' (axis 9 is out of range for a 2-d array)",
+      "",
+    }, "\n"), out)
+  end)
+
   helpers.gpu_it("names mismatched shapes, dtypes and sizes", function()
     local a, b = gpu.zeros(3, "float32"), gpu.zeros(4, "float32")
     E("bad argument #2 to 'add' (operands could not be broadcast together with shapes (3,) (4,))",

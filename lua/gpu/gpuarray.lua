@@ -281,20 +281,32 @@ local copy_program = ew.copy_program
 
 -- Constructors ----------------------------------------------------------------------------
 
--- The constructors take no options yet; a trailing table is checked all the same, so a
--- misspelt {dtpye = ...} is an error, not ignored.
+-- Options tables that take no keys yet are checked all the same, so a misspelt one is an
+-- error, not ignored.
 local NO_OPTIONS = {}
+local DTYPE_OPTION = {dtype = true}
+
+-- The dtype of a constructor called (..., dtype[, {dtype =}]) or (..., {dtype =}), where
+-- argument n is the dtype, nil or the options table; default where neither names one.
+local function constructor_dtype(dtype, opts, n, fname, default)
+  if type(dtype) == "table" and opts == nil then dtype, opts, n = nil, dtype, n - 1 end
+  opts = check_options(opts, n + 1, fname, DTYPE_OPTION, 2)
+  if opts.dtype ~= nil then
+    if dtype ~= nil then argerror(n, fname, "dtype given twice (here and as option 'dtype')", 2) end
+    dtype, n = opts.dtype, n + 1
+  end
+  if dtype == nil then return default end
+  return check_dtype(dtype, n, fname)
+end
 
 function M.empty(shape, dtype, opts)
   shape = check_shape(shape, 1, "empty")
-  check_options(opts, 3, "empty", NO_OPTIONS)
-  return core.array_empty(shape, dtype == nil and "float64" or check_dtype(dtype, 2, "empty"))
+  return core.array_empty(shape, constructor_dtype(dtype, opts, 2, "empty", "float64"))
 end
 
 function M.zeros(shape, dtype, opts)
   shape = check_shape(shape, 1, "zeros")
-  check_options(opts, 3, "zeros", NO_OPTIONS)
-  return core.array_zeros(shape, dtype == nil and "float64" or check_dtype(dtype, 2, "zeros"))
+  return core.array_zeros(shape, constructor_dtype(dtype, opts, 2, "zeros", "float64"))
 end
 
 -- A value as stores into dtype take it: a typed scalar of that dtype as it is (its bytes),
@@ -324,43 +336,39 @@ end
 
 function M.full(shape, value, dtype, opts)
   shape = check_shape(shape, 1, "full")
-  check_options(opts, 4, "full", NO_OPTIONS)
+  dtype = constructor_dtype(dtype, opts, 3, "full", nil)
   if dtype == nil then
     dtype = is_scalar(value) and value.dtype
             or math.type(value) == "integer" and "int64" or type(value) == "boolean" and "bool"
             or is_complex(value) and "complex128"
             or "float64"
   end
-  check_dtype(dtype, 3, "full")
   return core.array_empty(shape, dtype):fill(checked_store_value(value, dtype, 2, "full"))
 end
 
 function M.ones(shape, dtype, opts)
   shape = check_shape(shape, 1, "ones")
-  check_options(opts, 3, "ones", NO_OPTIONS)
-  dtype = dtype == nil and "float64" or check_dtype(dtype, 2, "ones")
-  return core.array_empty(shape, dtype):fill(1)
+  return core.array_empty(shape, constructor_dtype(dtype, opts, 2, "ones", "float64")):fill(1)
 end
 
--- empty_like(a), zeros_like(a), ones_like(a): a new array of a's shape and dtype.
+-- empty_like(a[, dtype]), zeros_like(a[, dtype]), ones_like(a[, dtype]) (or {dtype =}): a new
+-- array of a's shape, and a's dtype unless another is named.
 for name, make in pairs{empty_like = core.array_empty, zeros_like = M.zeros, ones_like = M.ones} do
-  M[name] = function(a, opts)
+  M[name] = function(a, dtype, opts)
     check_array(a, 1, name)
-    check_options(opts, 2, name, NO_OPTIONS)
-    return make(a.shape, a.dtype)
+    return make(a.shape, constructor_dtype(dtype, opts, 2, name, a.dtype))
   end
 end
 
 -- arange([start,] stop[, step][, dtype][, {dtype =}]): start + i * step for i = 0 .. n - 1,
 -- NumPy's count.
 local arange_programs = {}     -- dtype -> its program
-local ARANGE_OPTIONS = {dtype = true}
 
 function M.arange(...)
   local args = table.pack(...)
   local dtype, dtype_at
   if type(args[args.n]) == "table" then
-    dtype, dtype_at = check_options(args[args.n], args.n, "arange", ARANGE_OPTIONS).dtype, args.n
+    dtype, dtype_at = check_options(args[args.n], args.n, "arange", DTYPE_OPTION).dtype, args.n
     args.n = args.n - 1
     if dtype ~= nil and type(args[args.n]) == "string" then
       argerror(args.n, "arange", "dtype given twice (here and as option 'dtype')")
@@ -378,11 +386,14 @@ function M.arange(...)
   local values = {start, stop, step}
   for i = 1, 3 do
     local value = values[i]
+    if is_scalar(value) then value = scalar_number(value) end     -- gpu.int32(5) is 5
+    values[i] = value
     if type(value) ~= "number" then
       argerror(one and 1 or i, "arange", "number expected, got " ..
-               (value == nil and "no value" or type(value)))
+               (value == nil and "no value" or typename(value)))
     end
   end
+  start, stop, step = values[1], values[2], values[3]
   if step == 0 then argerror(3, "arange", "step must not be 0") end
   local all_int = math.type(start) == "integer" and math.type(stop) == "integer" and
                   math.type(step) == "integer"
@@ -414,6 +425,9 @@ end
 -- converted to dtype: rounded toward minus infinity for integer dtypes, as NumPy 2 does.
 local LINSPACE_OPTIONS = {endpoint = true, dtype = true}
 function M.linspace(start, stop, num, opts)
+  if is_scalar(start) then start = scalar_number(start) end
+  if is_scalar(stop) then stop = scalar_number(stop) end
+  if is_scalar(num) then num = scalar_number(num) end
   for i = 1, 2 do
     local value = ({start, stop})[i]
     if math.type(value) == nil then
@@ -762,10 +776,11 @@ end
 -- Out-of-range bounds are clipped.
 function methods.slice(a, first, last, step, opts)
   check_array(a, 0, "slice")
-  if type(step) == "table" and opts == nil then step, opts = nil, step end
-  opts = check_options(opts, step == nil and 3 or 4, "slice", AXIS)
+  local opts_at = 4                     -- a:slice(first, last, step, opts) or (first, last, opts)
+  if type(step) == "table" and opts == nil then step, opts, opts_at = nil, step, 3 end
+  opts = check_options(opts, opts_at, "slice", AXIS)
   if a.ndim == 0 then argerror(0, "slice", "cannot slice a 0-d array") end
-  local axis = opts.axis == nil and 1 or check_axis(opts.axis, a.ndim, step == nil and 3 or 4, "slice")
+  local axis = opts.axis == nil and 1 or check_axis(opts.axis, a.ndim, opts_at, "slice")
   local n = a.shape[axis]
   step = step == nil and 1 or math.tointeger(step)
   if step == nil then argerror(3, "slice", "integer step expected") end
@@ -835,8 +850,9 @@ function methods.narrow(a, axis, first, length)
   if a.ndim == 0 then argerror(0, "narrow", "cannot narrow a 0-d array") end
   axis = axis_argument(axis, a.ndim, 1, "narrow")
   local n = a.shape[axis]
-  first = axis_index(first, n, 2, "narrow", "first")
   local count = math.tointeger(length)
+  -- Torch7's narrow takes an empty run at the very end too (first = n + 1, length 0)
+  first = (count == 0 and first == n + 1) and first or axis_index(first, n, 2, "narrow", "first")
   if count == nil or count < 0 or first + count - 1 > n then
     argerror(3, "narrow", ("length must be a whole number from 0 to %d, got %s"):format(n - first + 1,
              tostring(length)))

@@ -374,6 +374,7 @@ describe("prepared calls", function()
       end
       try(mod.k, "Pii"); try(mod.k, "Pd"); try(mod.k, "Pi"); try(mod.none, "iiP")
       try(mod.s, "P"); try(mod.s, "Pi")             -- a struct's size is not known: any letter
+      try(mod.s, "Pq"); try(mod.s, "Pi")            -- still not: an earlier prepare was a guess
       local raw = gpu.module_from_buffer(gpu.compile("__global__ void r(float *x) {}", {arch = "sm_90"}))
       try(raw.r, "Pi"); try(raw.r, "P")            -- no declaration: the format is the layout
       try(mod.k, {"P", "i"}); try(mod.k, {"P", 3})  -- PyCUDA's list form
@@ -389,7 +390,7 @@ describe("prepared calls", function()
       "ok",
       "bad argument #2 to '?' ('iiP' has 3 parameters, kernel 'none' takes 0)",
       "bad argument #2 to '?' ('P' has 1 parameters, kernel 's' takes 2)",
-      "ok", "ok", "ok",
+      "ok", "ok", "ok", "ok", "ok",
       "ok", "bad argument #2 to '?' (type 2 must be a letter, got number)",
       "true", "float", "",
     }, "\n"), out)

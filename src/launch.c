@@ -242,7 +242,7 @@ void gpu_function_new (lua_State *L, int module_idx, CUfunction fn, const char *
   size_t offsets[GPU_MAX_PARAMS], sizes[GPU_MAX_PARAMS];
   int n;
   module_idx = lua_absindex(L, module_idx);
-  f = (gpu_Function *)lua_newuserdatauv(L, sizeof(gpu_Function), 2);
+  f = (gpu_Function *)lua_newuserdatauv(L, sizeof(gpu_Function), 3);
   memset(f, 0, sizeof *f);
   set_function_metatable(L);
   f->fn = fn;
@@ -253,6 +253,10 @@ void gpu_function_new (lua_State *L, int module_idx, CUfunction fn, const char *
   n = driver_layout(d, fn, offsets, sizes, GPU_MAX_PARAMS);
   set_layout(L, lua_gettop(L), f, signature, offsets, sizes, n);
   f->declared = signature != NULL;
+  if (f->declared) {        /* prepare checks against it: a prepared layout is only a guess */
+    lua_pushstring(L, signature);
+    lua_setiuservalue(L, -2, 3);
+  }
 }
 
 /* ---------------------------------------------------------------- checks */
@@ -907,20 +911,30 @@ static int function_prepare (lua_State *L) {
     types[i] = param_letters[type];
   }
   types[n] = '\0';
-  /* checked against the driver's layout, else against the source's declaration, whose
-  ** by-value structs have no size to compare (a layout from an earlier prepare is a guess) */
+  /* checked against the driver's layout, else against the source's declaration (user value
+  ** 3), whose by-value structs have no size to compare; never against an earlier prepare's */
   if (f->sizes_known || f->declared) {
-    if ((int)n != f->nparams)
+    const char *declared = NULL;
+    if (!f->sizes_known) {
+      lua_getiuservalue(L, 1, 3);
+      declared = lua_tostring(L, -1);      /* the Function's own: it outlives the pop */
+      lua_pop(L, 1);
+    }
+    int nparams = declared ? (int)strlen(declared) : f->nparams;
+    if ((int)n != nparams)
       return luaL_argerror(L, 2, lua_pushfstring(L, "'%s' has %d parameters, kernel '%s' takes %d",
-                                                 format, (int)n, f->name, f->nparams));
+                                                 format, (int)n, f->name, nparams));
     for (i = 0; i < n; i++) {
-      size_t want = type_size(letter_type((unsigned char)types[i]));
-      if (!f->sizes_known && f->params[i].type >= GPU_PARAM_BYVALUE) continue;
-      if (want != f->params[i].size)
+      size_t want = type_size(letter_type((unsigned char)types[i])), size = f->params[i].size;
+      if (declared) {
+        int type = letter_type((unsigned char)declared[i]);
+        if (type < 0 || type >= GPU_PARAM_BYVALUE) continue;
+        size = type_size(type);
+      }
+      if (want != size)
         return luaL_argerror(L, 2, lua_pushfstring(L, "parameter %d of '%s' is %I bytes, '%c' is %I",
-                                                   (int)i + 1, f->name,
-                                                   (lua_Integer)f->params[i].size, format[i],
-                                                   (lua_Integer)want));
+                                                   (int)i + 1, f->name, (lua_Integer)size,
+                                                   format[i], (lua_Integer)want));
     }
   }
   if (f->sizes_known) {

@@ -507,7 +507,7 @@ describe("gpu.allclose, gpu.isclose and gpu.array_equal", function()
     end
     for i = 1, 24 do doubled[i] = 2 * helpers.f32(values[i]) end   -- exact in float32
     assert.is_true(allclose(a:transpose(), transposed, {rtol = 1e-6}))
-    assert.is_false(allclose(a:transpose(), host.from_table(transposed):reshape(4, 6)))
+    assert.is_false(allclose(a:transpose(), host.from_table(values):reshape(6, 4)))
     local twice = 2 * a
     assert.is_true(array_equal(twice, host.from_table(doubled):reshape(4, 6)))
     local ok, why = array_equal(twice, a)

@@ -47,8 +47,8 @@ suite_files() {
 
 # The whole suite in one call: the four slowest files in a lane each and the rest in three
 # more, all at once (most of the suite's time is its CPU references, in Lua), then, alone,
-# spec/40 and spec/60, which measure the whole device's free memory (spec/60 fills it) and
-# fail beside other processes.  Every failure's report goes to failures.log.
+# spec/40, spec/51 and spec/60, which measure the whole device's free memory (spec/60 fills
+# it; spec/51 without the pool) and fail beside other processes.  Every failure's report goes to failures.log.
 # About 6 minutes on a fresh H100 (spec/38, its many matmul kernels compiled by a cold NVRTC,
 # took 5 in its lane: files get 480 s here unless STEP_TIMEOUT says), where the file-by-file
 # suite takes 12.
@@ -56,8 +56,8 @@ suite_lanes() {
   local lanes=("spec/22*_spec.lua" "spec/30*_spec.lua" "spec/31*_spec.lua" "spec/38*_spec.lua"
                "spec/0*_spec.lua spec/1*_spec.lua spec/2[013-9]*_spec.lua"
                "spec/3[2-79]*_spec.lua"
-               "spec/4[1-9]*_spec.lua spec/5*_spec.lua spec/6[1-9]*_spec.lua"
-               "spec/40*_spec.lua spec/60*_spec.lua")
+               "spec/4[1-9]*_spec.lua spec/50*_spec.lua spec/6[1-9]*_spec.lua"
+               "spec/40*_spec.lua spec/51*_spec.lua spec/60*_spec.lua")
   local i last=$((${#lanes[@]} - 1)) passed=0 failed=0 skipped=0
   rm -f "$OUT"/suite-output-*.log "$OUT"/suite-times-*.txt   # suite_files appends to them
   for ((i = 0; i < last; i++)); do

@@ -198,6 +198,10 @@ $(ASAN_DIR)/%.o: src/%.c src/gpu.h build/device_attributes.h build/kernels.h
 	@mkdir -p $(ASAN_DIR)
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -O1 $(ASAN_FLAGS) -c -o $@ $<
 
+# the generated and public headers the build's own objects depend on (see build/embed.o)
+$(ASAN_DIR)/embed.o: build/lua_modules.h src/lua_gpu.h
+$(ASAN_DIR)/dlpack.o: src/dlpack.h src/lua_gpu.h
+
 # Sanitizer reports end the run with a non-zero status (halt_on_error); so does a bad error.
 fuzz: asan
 	$(FUZZ_ENV) timeout --signal=KILL $$(( $(FUZZ_SECONDS) + 120 )) $(LUA) tests/fuzz.lua $(FUZZ_SECONDS)

@@ -26,11 +26,6 @@ static size_t array_bytes (int ndim, int owns) {
          (owns ? sizeof(gpu_Buffer) : 0);
 }
 
-int gpu_array_alive (const gpu_Array *a) {
-  return a->buffer != NULL && a->buffer->ptr != 0 && a->buffer->root != NULL &&
-         a->buffer->root->ptr != 0;
-}
-
 gpu_Array *gpu_testarray (lua_State *L, int idx) {
   return (gpu_Array *)luaL_testudata(L, idx, GPU_ARRAY);
 }
@@ -110,18 +105,18 @@ static void row_major_strides (int ndim, const int64_t *shape, size_t itemsize, 
   }
 }
 
-gpu_Array *gpu_array_new_in (lua_State *L, gpu_Context *c, int ctx_idx, int array_mt,
-                             gpu_DtypeId dtype, int ndim, const int64_t *shape) {
+gpu_Array *gpu_array_new_in (lua_State *L, gpu_Context *c, int array_mt, gpu_DtypeId dtype,
+                             int ndim, const int64_t *shape) {
   int64_t strides[GPU_MAXDIM], size = 1;
   gpu_Array *a;
   int i;
-  ctx_idx = lua_absindex(L, ctx_idx);
   for (i = 0; i < ndim; i++) size *= shape[i];
   if (size > (int64_t)(PTRDIFF_MAX / gpu_dtypes[dtype].itemsize))   /* bytes overflow size_t */
     luaL_error(L, "array of %I %s elements is too large", (lua_Integer)size, gpu_dtypes[dtype].name);
   row_major_strides(ndim, shape, gpu_dtypes[dtype].itemsize, strides);
   a = push_header(L, 1, dtype, ndim, shape, strides, array_mt);
-  gpu_pin(L, -1, ctx_idx, 1);              /* the memory needs its Context */
+  lua_rawgeti(L, LUA_REGISTRYINDEX, c->ref);   /* the memory needs its Context */
+  lua_setiuservalue(L, -2, 1);
   gpu_buffer_acquire(L, c, a->own, (size_t)size * gpu_dtypes[dtype].itemsize);
   a->buffer = a->own;
   a->ptr = a->own->ptr;
@@ -129,10 +124,10 @@ gpu_Array *gpu_array_new_in (lua_State *L, gpu_Context *c, int ctx_idx, int arra
 }
 
 gpu_Array *gpu_array_new (lua_State *L, gpu_DtypeId dtype, int ndim, const int64_t *shape) {
-  /* found, not entered: gpu_buffer_alloc makes it current after its collector step */
-  gpu_Array *a = gpu_array_new_in(L, gpu_context_find(L, gpu_state(L)), -1, 0, dtype, ndim, shape);
-  lua_remove(L, -2);                       /* the Context, pinned by the array */
-  return a;
+  /* found, not entered: gpu_buffer_acquire makes it current after its collector step */
+  gpu_Context *c = gpu_context_find(L, gpu_state(L));
+  lua_pop(L, 1);                           /* held by the registry (c->ref) */
+  return gpu_array_new_in(L, c, 0, dtype, ndim, shape);
 }
 
 /* array_empty(shape, dtype) -> GPUArray owning fresh (uninitialized) device memory */

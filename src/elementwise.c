@@ -21,18 +21,32 @@
 /*
 ** A binary operator's metamethod (array_binary_operator), and a unary operator's
 ** (array_unary_operator), keeps its kernels in its upvalues:
-** 1 kernels (key -> Function, or false where the pair has no plain kernel), 2 result dtypes
-** (key -> dtype id), 3 compile(x, y) -> Function, result dtype (or nothing), 4 the general
-** path general(x, y, out, stream) (a unary's general(x, out, stream)), 5 the GPUArray
-** metatable, 6 threads per block, 7 the most blocks, 8 the elements a block takes before the
-** grid is capped.
+** 1 kernels (key -> Function, or false where the pair has no plain kernel), 2 its Operator
+** (below), 3 compile(x, y) -> Function, result dtype (or nothing), 4 the general path
+** general(x, y, out, stream) (a unary's general(x, out, stream)), 5 the GPUArray metatable.
 ** A key is device ordinal * GPU_NDTYPES^2 + x's dtype * GPU_NDTYPES + y's dtype for two
 ** arrays; for an array and a Lua number, -1 - ((ordinal * GPU_NDTYPES + the array's dtype) *
 ** 4 + 2 * (the number is x) + (the number is a float)): what NumPy's weak scalars make of it;
 ** for a unary operator's one array, ordinal * GPU_NDTYPES + its dtype (compile gets it and nil).
+** The same key without the ordinal is the operands' kind, whose result dtype does not depend
+** on the device.
 */
-enum { OP_KERNELS = 1, OP_DTYPES, OP_COMPILE, OP_GENERAL, OP_ARRAY_MT, OP_BLOCK, OP_MAX_GRID,
-       OP_PER_BLOCK };
+enum { OP_KERNELS = 1, OP_OPERATOR, OP_COMPILE, OP_GENERAL, OP_ARRAY_MT };
+
+/* The kinds of operands: two arrays, an array and a number (4 ways), or one array. */
+#define OP_KINDS (GPU_NDTYPES * GPU_NDTYPES + GPU_NDTYPES * 4)
+#define OP_NO_RESULT 0xff
+
+/* An operator's numbers, read in one call where each upvalue would take one: the launch
+** geometry, the GPUArray metatable's identity, and the result dtype of each kind of operands
+** compiled so far (OP_NO_RESULT before). */
+typedef struct Operator {
+  const void *array_mt;      /* upvalue OP_ARRAY_MT, which keeps it alive */
+  lua_Integer block;         /* threads per block */
+  lua_Integer max_grid;      /* the most blocks */
+  lua_Integer per_block;     /* the elements a block takes before the grid is capped */
+  unsigned char result[OP_KINDS];
+} Operator;
 /* The closure's stack: 1 and 2 the operands (a unary's second is nil), then out, the stream
 ** and the kernel. */
 enum { OP_AT_OUT = 3, OP_AT_STREAM, OP_AT_KERNEL };
@@ -42,8 +56,13 @@ static const gpu_Array *operand_of (lua_State *L, int idx, int mt_idx) {
   return gpu_hasmetatable(L, idx, mt_idx) ? (const gpu_Array *)lua_touserdata(L, idx) : NULL;
 }
 
-static const gpu_Array *operand (lua_State *L, int idx) {
-  return operand_of(L, idx, lua_upvalueindex(OP_ARRAY_MT));
+/* The same for an operator's operand: one pointer fetched, where operand_of takes two. */
+static const gpu_Array *operand (lua_State *L, const Operator *op, int idx) {
+  const void *mt;
+  if (!lua_getmetatable(L, idx)) return NULL;
+  mt = lua_topointer(L, -1);
+  lua_pop(L, 1);
+  return mt == op->array_mt ? (const gpu_Array *)lua_touserdata(L, idx) : NULL;
 }
 
 /* x takes a kernel from a C path: live, non-empty, on the current device (and the fast paths
@@ -97,9 +116,12 @@ static int apart_or_same (const gpu_Array *a, const gpu_Array *out) {
           same_shape(a, out->ndim, out->shape));
 }
 
-/* Pushes the pair's kernel (compiled on first use), or returns 0 with nothing pushed. */
-static int push_kernel (lua_State *L, lua_Integer key, gpu_DtypeId *result) {
-  if (lua_rawgeti(L, lua_upvalueindex(OP_KERNELS), key) == LUA_TNIL) {
+/* Pushes the kernel of key (compiled on first use), whose operands are of kind, or returns 0
+** with nothing pushed. */
+static int push_kernel (lua_State *L, Operator *op, lua_Integer key, int kind,
+                        gpu_DtypeId *result) {
+  int type = lua_rawgeti(L, lua_upvalueindex(OP_KERNELS), key);
+  if (type == LUA_TNIL) {
     int dtype;
     lua_pop(L, 1);
     lua_pushvalue(L, lua_upvalueindex(OP_COMPILE));
@@ -107,24 +129,23 @@ static int push_kernel (lua_State *L, lua_Integer key, gpu_DtypeId *result) {
     lua_pushvalue(L, 2);
     lua_call(L, 2, 2);
     dtype = lua_type(L, -1) == LUA_TSTRING ? gpu_finddtype(lua_tostring(L, -1)) : -1;
-    if (gpu_isfunction(L, -2) && dtype >= 0) {
-      lua_pushinteger(L, dtype);
-      lua_rawseti(L, lua_upvalueindex(OP_DTYPES), key);
-      lua_pop(L, 1);
+    lua_pop(L, 1);
+    if (gpu_isfunction(L, -1) && dtype >= 0) {
+      op->result[kind] = (unsigned char)dtype;
+      type = LUA_TUSERDATA;
     } else {
-      lua_pop(L, 2);
+      lua_pop(L, 1);
       lua_pushboolean(L, 0);
+      type = LUA_TBOOLEAN;
     }
     lua_pushvalue(L, -1);
     lua_rawseti(L, lua_upvalueindex(OP_KERNELS), key);
   }
-  if (lua_type(L, -1) != LUA_TUSERDATA) {
+  if (type != LUA_TUSERDATA || op->result[kind] == OP_NO_RESULT) {
     lua_pop(L, 1);
     return 0;
   }
-  lua_rawgeti(L, lua_upvalueindex(OP_DTYPES), key);
-  *result = (gpu_DtypeId)lua_tointeger(L, -1);
-  lua_pop(L, 1);
+  *result = (gpu_DtypeId)op->result[kind];
   return 1;
 }
 
@@ -142,12 +163,10 @@ static int takes_result (const gpu_Array *out, const gpu_Array *a, const gpu_Arr
 ** and pushes that array: element i of out, then of the operands: a and b for two arrays, or
 ** a and the Lua number at stack index number_at, in their order.  Returns 0 with the stack at
 ** OP_AT_STREAM where the launch, the stream or out does not take them. */
-static int launch_operator (lua_State *L, const gpu_Array *out, const gpu_Array *a,
-                            const gpu_Array *b, int number_at, gpu_DtypeId result) {
-  lua_Integer block = lua_tointeger(L, lua_upvalueindex(OP_BLOCK));
-  lua_Integer max_grid = lua_tointeger(L, lua_upvalueindex(OP_MAX_GRID));
-  lua_Integer per_block = lua_tointeger(L, lua_upvalueindex(OP_PER_BLOCK));
-  lua_Integer blocks = (a->size + per_block - 1) / per_block;
+static int launch_operator (lua_State *L, const Operator *op, const gpu_Array *out,
+                            const gpu_Array *a, const gpu_Array *b, int number_at,
+                            gpu_DtypeId result) {
+  lua_Integer blocks = (a->size + op->per_block - 1) / op->per_block;
   const lua_Integer count = (lua_Integer)a->size;
   gpu_Context *c;
   CUdeviceptr ptrs[3];
@@ -163,10 +182,8 @@ static int launch_operator (lua_State *L, const gpu_Array *out, const gpu_Array 
   if (out != NULL) {
     if (!takes_result(out, a, b, result)) return 0;
     lua_pushvalue(L, OP_AT_OUT);
-  } else {
-    lua_rawgeti(L, LUA_REGISTRYINDEX, c->ref);                   /* a's Context */
-    out = gpu_array_new_in(L, c, -1, lua_upvalueindex(OP_ARRAY_MT), result, a->ndim, a->shape);
-  }
+  } else
+    out = gpu_array_new_in(L, c, lua_upvalueindex(OP_ARRAY_MT), result, a->ndim, a->shape);
   ptrs[0] = out->ptr;                  /* parameter i is stack index i: the number's own */
   ptrs[number_at == 1 ? 2 : 1] = a->ptr;
   if (b != NULL) ptrs[2] = b->ptr;
@@ -174,7 +191,8 @@ static int launch_operator (lua_State *L, const gpu_Array *out, const gpu_Array 
   /* compile() and the allocation run Lua code and finalizers, which may free an operand */
   if (gpu_array_alive(a) && (b == NULL || gpu_array_alive(b)) && gpu_array_alive(out) &&
       gpu_launch_values(L, OP_AT_KERNEL, c, stream,
-                        (unsigned)(blocks < max_grid ? blocks : max_grid), (unsigned)block, 1,
+                        (unsigned)(blocks < op->max_grid ? blocks : op->max_grid),
+                        (unsigned)op->block, 1,
                         ptrs, 0, b != NULL || number_at != 0 ? 3 : 2, &count, 1))
     return 1;
   lua_settop(L, OP_AT_STREAM);
@@ -196,24 +214,25 @@ static int call_general (lua_State *L, int noperands) {
 ** the default stream or a gpu.Stream not capturing; every other case (and every error) is
 ** the general path's. */
 static int array_binary (lua_State *L) {
-  const gpu_Array *x = operand(L, 1), *y = operand(L, 2), *out = NULL;
+  Operator *op = (Operator *)lua_touserdata(L, lua_upvalueindex(OP_OPERATOR));
+  const gpu_Array *x = operand(L, op, 1), *y = operand(L, op, 2), *out = NULL;
   gpu_DtypeId result;
   lua_settop(L, OP_AT_STREAM);
-  if (!lua_isnil(L, OP_AT_OUT) && (out = operand(L, OP_AT_OUT)) == NULL)
+  if (!lua_isnil(L, OP_AT_OUT) && (out = operand(L, op, OP_AT_OUT)) == NULL)
     return call_general(L, 2);
   if (plain_pair(x, y)) {
-    lua_Integer key = ((lua_Integer)x->buffer->ctx->ordinal * GPU_NDTYPES + (lua_Integer)x->dtype) *
-                      GPU_NDTYPES + (lua_Integer)y->dtype;
-    if (push_kernel(L, key, &result) && launch_operator(L, out, x, y, 0, result))
+    const int kind = (int)x->dtype * GPU_NDTYPES + (int)y->dtype;
+    lua_Integer key = (lua_Integer)x->buffer->ctx->ordinal * GPU_NDTYPES * GPU_NDTYPES + kind;
+    if (push_kernel(L, op, key, kind, &result) && launch_operator(L, op, out, x, y, 0, result))
       return 1;
   } else if ((x == NULL) != (y == NULL) && lua_type(L, x == NULL ? 1 : 2) == LUA_TNUMBER &&
              plain(x != NULL ? x : y)) {
     const gpu_Array *a = x != NULL ? x : y;
     const int number_at = x != NULL ? 2 : 1;      /* also the number's parameter: out is 0 */
-    lua_Integer key = -1 - (((lua_Integer)a->buffer->ctx->ordinal * GPU_NDTYPES +
-                             (lua_Integer)a->dtype) * 4 + 2 * (x == NULL) +
-                            !lua_isinteger(L, number_at));
-    if (push_kernel(L, key, &result) && launch_operator(L, out, a, NULL, number_at, result))
+    const int kind = (int)a->dtype * 4 + 2 * (x == NULL) + !lua_isinteger(L, number_at);
+    lua_Integer key = -1 - ((lua_Integer)a->buffer->ctx->ordinal * GPU_NDTYPES * 4 + kind);
+    if (push_kernel(L, op, key, GPU_NDTYPES * GPU_NDTYPES + kind, &result) &&
+        launch_operator(L, op, out, a, NULL, number_at, result))
       return 1;
   }
   return call_general(L, 2);
@@ -222,16 +241,19 @@ static int array_binary (lua_State *L) {
 /* op x [into out [on stream]]: one launch, for a plain array, into a new array or a plain out
 ** that fits; every other case is the general path's. */
 static int array_unary (lua_State *L) {
-  const gpu_Array *x = operand(L, 1), *out = NULL;
+  Operator *op = (Operator *)lua_touserdata(L, lua_upvalueindex(OP_OPERATOR));
+  const gpu_Array *x = operand(L, op, 1), *out = NULL;
   gpu_DtypeId result;
   lua_settop(L, 3);
   lua_pushnil(L);
   lua_insert(L, 2);                 /* 2: compile's second operand, 3: out, 4: the stream */
-  if (!lua_isnil(L, OP_AT_OUT) && (out = operand(L, OP_AT_OUT)) == NULL)
+  if (!lua_isnil(L, OP_AT_OUT) && (out = operand(L, op, OP_AT_OUT)) == NULL)
     return call_general(L, 1);
   if (plain(x)) {
-    lua_Integer key = (lua_Integer)x->buffer->ctx->ordinal * GPU_NDTYPES + (lua_Integer)x->dtype;
-    if (push_kernel(L, key, &result) && launch_operator(L, out, x, NULL, 0, result)) return 1;
+    const int kind = (int)x->dtype;
+    lua_Integer key = (lua_Integer)x->buffer->ctx->ordinal * GPU_NDTYPES + kind;
+    if (push_kernel(L, op, key, kind, &result) && launch_operator(L, op, out, x, NULL, 0, result))
+      return 1;
   }
   return call_general(L, 1);
 }
@@ -262,23 +284,26 @@ static lua_Integer check_count (lua_State *L, int arg, lua_Integer lo, lua_Integ
 
 /* The operator closure fn over (compile, general, block, max_grid[, per_thread]). */
 static int new_operator (lua_State *L, lua_CFunction fn) {
-  lua_Integer per_thread;
+  lua_Integer block, max_grid, per_thread;
+  Operator *op;
   luaL_checktype(L, 1, LUA_TFUNCTION);
   luaL_checktype(L, 2, LUA_TFUNCTION);
-  check_count(L, 3, 1, MAX_BLOCK_THREADS, "threads per block");
-  check_count(L, 4, 1, MAX_BLOCKS, "the block count");
+  block = check_count(L, 3, 1, MAX_BLOCK_THREADS, "threads per block");
+  max_grid = check_count(L, 4, 1, MAX_BLOCKS, "the block count");
   per_thread = lua_isnoneornil(L, 5) ? 1
                                      : check_count(L, 5, 1, MAX_PER_THREAD, "elements per thread");
-  lua_settop(L, 4);
+  lua_settop(L, 2);
   lua_newtable(L);
-  lua_newtable(L);
+  op = (Operator *)lua_newuserdatauv(L, sizeof *op, 0);
+  op->block = block;
+  op->max_grid = max_grid;
+  op->per_block = per_thread * block;
+  memset(op->result, OP_NO_RESULT, sizeof op->result);
   lua_pushvalue(L, 1);
   lua_pushvalue(L, 2);
   luaL_getmetatable(L, GPU_ARRAY);
-  lua_pushvalue(L, 3);
-  lua_pushvalue(L, 4);
-  lua_pushinteger(L, per_thread * lua_tointeger(L, 3));   /* elements a block takes */
-  lua_pushcclosure(L, fn, 8);
+  op->array_mt = lua_topointer(L, -1);
+  lua_pushcclosure(L, fn, 5);
   return 1;
 }
 
@@ -441,8 +466,7 @@ static int reduction_call (lua_State *L) {
     lua_pushinteger(L, count);        /* the parameter after the arguments: n */
     if (push_function_for(L, ctx->ordinal, NULL)) {
       const int fidx = lua_gettop(L);
-      lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->ref);
-      out = gpu_array_new_in(L, ctx, -1, lua_upvalueindex(K_ARRAY_MT),
+      out = gpu_array_new_in(L, ctx, lua_upvalueindex(K_ARRAY_MT),
                              (gpu_DtypeId)lua_tointeger(L, lua_upvalueindex(K_RESULT)), 0, NULL);
       ptrs[nargs] = 0;                                /* n, read from the stack */
       ptrs[nargs + 1] = ptrs[nargs + 2] = out->ptr;   /* partials and out */
@@ -642,8 +666,7 @@ static int program_launch (lua_State *L) {
   if (out != NULL)
     lua_pushvalue(L, 1);
   else {
-    lua_rawgeti(L, LUA_REGISTRYINDEX, ctx->ref);
-    out = gpu_array_new_in(L, ctx, -1, lua_upvalueindex(K_ARRAY_MT), result, l.ndim, l.shape);
+    out = gpu_array_new_in(L, ctx, lua_upvalueindex(K_ARRAY_MT), result, l.ndim, l.shape);
   }
   ptrs[0] = out->ptr;
   tail[ntail++] = (lua_Integer)out->size;    /* then the strided kernel's dims and strides */

@@ -355,15 +355,19 @@ typedef struct gpu_Array {
 
 #define GPU_ARRAY "gpu.GPUArray"
 
-GPU_INTERNAL int gpu_array_alive(const gpu_Array *a);
+/* Whether a and the memory it looks into are alive (inline: the fast paths ask it often). */
+static inline int gpu_array_alive (const gpu_Array *a) {
+  return a->buffer != NULL && a->buffer->ptr != 0 && a->buffer->root != NULL &&
+         a->buffer->root->ptr != 0;
+}
 GPU_INTERNAL gpu_Array *gpu_testarray(lua_State *L, int idx);
 GPU_INTERNAL gpu_Array *gpu_checkarray(lua_State *L, int arg);
 /* Pushes a new contiguous array owning fresh device memory. */
 GPU_INTERNAL gpu_Array *gpu_array_new(lua_State *L, gpu_DtypeId dtype, int ndim,
                                       const int64_t *shape);
-/* Pushes a new contiguous array owning fresh memory in Context c (its userdata at ctx_idx);
-** the GPUArray metatable at array_mt, or 0 to look it up. */
-GPU_INTERNAL gpu_Array *gpu_array_new_in(lua_State *L, gpu_Context *c, int ctx_idx, int array_mt,
+/* Pushes a new contiguous array owning fresh memory in Context c; the GPUArray metatable at
+** array_mt, or 0 to look it up. */
+GPU_INTERNAL gpu_Array *gpu_array_new_in(lua_State *L, gpu_Context *c, int array_mt,
                                          gpu_DtypeId dtype, int ndim, const int64_t *shape);
 /* core.array_view(base, offset, dtype, shape[, strides]) -> a view, its layout checked. */
 GPU_INTERNAL int gpu_array_view(lua_State *L);

@@ -208,13 +208,23 @@ describe("matmul (CPU: NVRTC only)", function()
         assert.truthy(out:find(("ok %s %s\n"):format(dtype, case), 1, true), out)
       end
     end
-    for _, case in ipairs{"stacks", "broadcast b", "gpuarray.matmul", "version 130000"} do
+    for _, dtype in ipairs{"float32", "float64"} do
+      for _, how in ipairs{"plain", "transposed"} do
+        for _, case in ipairs{"%s %s a v", "%s v %s b"} do
+          assert.truthy(out:find("ok " .. case:format(dtype, how) .. "\n", 1, true), out)
+        end
+      end
+    end
+    for _, case in ipairs{"stacks", "broadcast b", "gpuarray.matmul", "a stack by a vector",
+                          "version 130000"} do
       assert.truthy(out:find(case .. "\n", 1, true), out)
     end
     -- b^T times a^T, column-major: ops, m n k, leading dimensions, stack strides, stacks
     for _, line in ipairs{"N N 6 5 7 6 7 6 0 0 30 1", "T T 6 5 7 7 5 6 0 0 30 1",
                           "N T 6 5 7 9 5 6 0 0 30 1", "N N 6 5 7 6 7 6 42 35 30 6",
-                          "N N 6 5 7 6 7 6 0 35 30 6"} do
+                          "N N 6 5 7 6 7 6 0 35 30 6",
+                          "N T 1 40 7 1 40 1 0 0 40 1",      -- a transposed a by a vector
+                          "N N 1 10 7 1 7 1 0 70 10 4"} do   -- a stack by one vector
       assert.truthy(out:find("fakecublas: gemm " .. line .. "\n", 1, true), out)
     end
     local _, destroyed = out:gsub("fakecublas: handle destroyed", "")
@@ -256,7 +266,9 @@ describe("matmul (CPU: NVRTC only)", function()
 
   it("hands big products to cuBLAS, and keeps small ones and those by a few columns", function()
     assert.is_false(matmul.takes_cublas("small", 32, 256, 32, 1, "float16"))
-    assert.is_false(matmul.takes_cublas("matvec", 1, 2 ^ 20, 2 ^ 20, 1, "float32"))
+    assert.is_false(matmul.takes_cublas("matvec", 1, 2048, 2047, 1, "float32"))
+    assert.is_true(matmul.takes_cublas("matvec", 2048, 2048, 1, 1, "float32"))
+    assert.is_true(matmul.takes_cublas("matvec", 1, 256, 256, 64, "float16"))     -- a stack's
     assert.is_false(matmul.takes_cublas("tile", 255, 256, 256, 1, "float64"))
     assert.is_true(matmul.takes_cublas("tile", 256, 256, 256, 1, "float64"))
     assert.is_true(matmul.takes_cublas("tile", 256, 256, 256, 1, "bfloat16"))
@@ -779,6 +791,41 @@ describe("matmul", function()
       assert.is_true(matmul.takes_cublas(how, n, k, m, 1, dtype))
       check_sampled(gpu.gpuarray.matmul(a, b):get(), av, bv, n, k, m, dtype, dtype .. " on cuBLAS")
     end
+  end)
+
+  helpers.gpu_it("gives big matrix-vector products to cuBLAS, the vector on either side", function()
+    local saved = matmul.limits.cublas_matvec
+    matmul.limits.cublas_matvec = 0       -- these small products go where big ones do
+    local ok, err = pcall(function()
+      local n, k, m = 300, 64, 90
+      for _, dtype in ipairs{"float16", "float32", "float64", "complex64", "complex128"} do
+        local av, bv, vv = random_values(dtype, n * k), random_values(dtype, k * m), random_values(dtype, k)
+        local cw, cs = reference(av, vv, n, k, 1, dtype)
+        local rw, rs = reference(vv, bv, 1, k, m, dtype)
+        local v = upload(vv, dtype)
+        for _, how in ipairs{"plain", "transposed", "wide"} do
+          local what = ("%s, %s"):format(dtype, how)
+          local column = gpu.gpuarray.matmul(layout(av, dtype, n, k, how), v)
+          assert.are.same({n}, column.shape)
+          check(flat(column:get()), cw, cs, dtype, what .. " a v")
+          local row = gpu.gpuarray.matmul(v, layout(bv, dtype, k, m, how))
+          assert.are.same({m}, row.shape)
+          check(flat(row:get()), rw, rs, dtype, what .. " v b")
+        end
+        -- a stack of matrices by one vector, into a strided out; a reversed vector, whose
+        -- negative stride cuBLAS does not read (the kernels take it)
+        local stack = upload({table.unpack(av, 1, n * k // 2 * 2)}, dtype, {2, n // 2, k})
+        local out = gpu.zeros({2, n // 2, 2}, dtype):select(3, 1)
+        gpu.gpuarray.matmul(stack, v, {out = out})
+        check(flat(out:get()), cw, cs, dtype, dtype .. " stack")
+        local reversed = {}
+        for i = 1, k do reversed[i] = vv[k + 1 - i] end
+        check(flat(gpu.gpuarray.matmul(layout(av, dtype, n, k, "plain"), upload(reversed, dtype):flip()):get()),
+              cw, cs, dtype, dtype .. " reversed vector")
+      end
+    end)
+    matmul.limits.cublas_matvec = saved
+    assert(ok, err)
   end)
 
   helpers.gpu_it("refuses what NumPy refuses, naming the argument", function()

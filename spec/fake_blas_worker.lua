@@ -64,4 +64,19 @@ matmul.limits.cublas_work_float32 = 0
 local big_a, big_b = values(40 * 7), values(7 * 40)
 check(gpu.gpuarray.matmul(layout(big_a, "float32", 40, 7), layout(big_b, "float32", 7, 40)):get(),
       big_a, big_b, 40, 7, 40, 1, same, same, "gpuarray.matmul")
+-- and matrix-vector products, a 1-d vector on either side, its limit lowered
+matmul.limits.cublas_matvec = 0
+local vec = values(7)
+local function upload(v, dtype) return gpu.to_gpu(gpu.host.from_table(v, dtype)) end
+for _, dtype in ipairs{"float32", "float64"} do
+  for _, how in ipairs{"plain", "transposed"} do
+    check(gpu.gpuarray.matmul(layout(big_a, dtype, 40, 7, how), upload(vec, dtype)):get(),
+          big_a, vec, 40, 7, 1, 1, same, same, ("%s %s a v"):format(dtype, how))
+    check(gpu.gpuarray.matmul(upload(vec, dtype), layout(big_b, dtype, 7, 40, how)):get(),
+          vec, big_b, 1, 7, 40, 1, same, same, ("%s v %s b"):format(dtype, how))
+  end
+end
+local stack = gpu.to_gpu(gpu.host.from_table(big_a, "float64")):reshape({4, 10, 7})
+check(gpu.gpuarray.matmul(stack, upload(vec, "float64")):get(), big_a, vec, 40, 7, 1, 1, same, same,
+      "a stack by a vector")
 print(("version %s"):format(gpu.cublas_version()))

@@ -268,7 +268,8 @@ local ACROSS_GROUPS = MATVEC_BLOCK // 4   -- kernels/matvec.cu's GPU_ACROSS_GROU
 -- a tile idle; for a few columns (or rows), "narrow" where the other operand runs along k in
 -- memory and "across" where its rows (a's) or columns (b's) are adjacent, with the operand
 -- ("a" or "b"); else "tile".  Tests change the limits to reach each kernel.
-M.limits = {small_elements = 1024, small_k = 256, cublas_work = 2 ^ 24, cublas_work_float32 = 2 ^ 27}
+M.limits = {small_elements = 1024, small_k = 256, cublas_work = 2 ^ 24, cublas_work_float32 = 2 ^ 27,
+            cublas_matvec = 2 ^ 22}
 
 -- Whether elements of size bytes run along k (their byte stride there k_stride) for at least
 -- a warp's 16-byte runs.
@@ -293,9 +294,13 @@ end
 -- (limits.cublas_work; float16 1.3x faster there) and 1.6-1.8x faster from 1024^3 on (6.7x in
 -- float16), float32 1.14x from 512^3 (limits.cublas_work_float32) and behind below; up to
 -- 2.5x faster by 16 to 32 columns.  The kernels stay ahead for small products (the host's
--- time a call as well) and by up to 8 columns, as for matrix-vector products.
+-- time a call as well) and by up to 8 columns.  Matrix-vector products: cuBLAS as fast up to
+-- 1024^2 elements of the matrix, 1.4-1.6x faster at 2048^2 (limits.cublas_matvec), 1.05-1.6x
+-- from 4096^2 on, for every dtype it takes and either layout (the kernels split k over more
+-- blocks and add the parts in a second kernel), but for float32 row-major at 8192^2 (0.98x).
 function M.takes_cublas(how, n, k, m, batches, out_dtype)
-  if how == "matvec" or how == "small" then return false end
+  if how == "matvec" then return n * k * m * batches >= M.limits.cublas_matvec end
+  if how == "small" then return false end
   if how ~= "tile" and math.min(n, m) <= 8 then return false end   -- narrow or across
   local limits = M.limits
   return n * k * m * batches >= (out_dtype == "float32" and limits.cublas_work_float32
@@ -358,6 +363,20 @@ end
 
 local TILE_BLOCK, SMALL_BLOCK = {THREADS, THREADS, 1}, {256, 1, 1}   -- launches read them only
 
+-- core.blas_matmul's arguments (it takes matrices): a vector operand as a view of one row (a)
+-- or one column (b), and the result it drops an axis of as a view with that axis back.  (a_nd
+-- and b_nd: the operands' axes; a_col and b_row: a vector's stride.)
+local function blas_arguments(target, a, b, stream, a_nd, b_nd, batch, n, k, m, a_col, b_row,
+                              out_dtype, a_dtype, b_dtype)
+  if a_nd > 1 and b_nd > 1 then return target, a, b, stream end
+  local shape = {table.unpack(batch)}
+  shape[#shape + 1], shape[#shape + 2] = n, m
+  target = core.array_view(target, 0, out_dtype, shape)
+  if a_nd == 1 then a = core.array_view(a, 0, a_dtype, {1, k}, {k * a_col, a_col}) end
+  if b_nd == 1 then b = core.array_view(b, 0, b_dtype, {k, 1}, {b_row, b_row}) end
+  return target, a, b, stream
+end
+
 -- Each of a's fields is read once below: reading one costs a call of the array's __index.
 function M.matmul(a, b, opts)
   check_array(a, 1, "matmul")
@@ -415,7 +434,9 @@ function M.matmul(a, b, opts)
   end
   local how, side = M.kernel_for(n, k, m, dtypes[a_dtype].size, a_row, a_col, dtypes[b_dtype].size,
                                  b_row, b_col)
-  if M.takes_cublas(how, n, k, m, batches, out_dtype) and core.blas_matmul(target, a, b, stream) then
+  if M.takes_cublas(how, n, k, m, batches, out_dtype) and
+     core.blas_matmul(blas_arguments(target, a, b, stream, #a_shape, #b_shape, batch, n, k, m,
+                                     a_col, b_row, out_dtype, a_dtype, b_dtype)) then
     how = "cublas"
   end
   if how == "narrow" or how == "across" then

@@ -33,7 +33,9 @@
 */
 enum { OP_KERNELS = 1, OP_OPERATOR, OP_COMPILE, OP_GENERAL, OP_ARRAY_MT };
 
-/* The kinds of operands: two arrays, an array and a number (4 ways), or one array. */
+/* The kinds of operands, each an index of Operator.result: x's dtype * GPU_NDTYPES + y's for
+** two arrays, GPU_NDTYPES^2 + the array's dtype * 4 + which number for an array and a number,
+** the dtype for a unary operator's array (its own Operator). */
 #define OP_KINDS (GPU_NDTYPES * GPU_NDTYPES + GPU_NDTYPES * 4)
 #define OP_NO_RESULT 0xff
 

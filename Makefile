@@ -105,7 +105,8 @@ examples: all
 
 # Benchmarks (issue 4): the raw driver-API reference, a wall clock for Lua, then the suite.
 #   make bench      BENCH_LOG2N=n shrinks sizes, BENCH_ONLY=<Lua pattern> picks figures,
-#                   BENCH_PEERS=0 skips CuPy/PyTorch.  Writes bench/RESULTS.md (and $OUT/).
+#                   BENCH_PEERS=0 skips CuPy/PyTorch.  Writes bench/RESULTS.md (and $OUT/),
+#                   or RESULTS-partial.md for a BENCH_ONLY run.
 .PHONY: bench bench-build
 bench-build: gpu/core.so build/bench-raw build/bench_clock.so
 

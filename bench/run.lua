@@ -1,7 +1,8 @@
 -- bench/run.lua: issue 4's benchmark suite.  Runs build/bench-raw (the same work straight
 -- through the driver API and NVRTC), the lua-gpu figures in this process, and optionally
 -- bench/peers.py (CuPy, PyTorch), then prints one table and writes bench/RESULTS.md (and
--- $OUT/RESULTS.md when OUT is set).  `make bench` builds what it needs and runs it.
+-- $OUT/RESULTS.md when OUT is set; RESULTS-partial.md for a BENCH_ONLY run).  `make bench`
+-- builds what it needs and runs it.
 --
 -- Environment: BENCH_LOG2N (default 28: large arrays of 2^28 float32), BENCH_ONLY (Lua
 -- patterns, comma-separated, matched against figure ids), BENCH_PEERS=0 (skip CuPy/PyTorch).
@@ -1142,11 +1143,14 @@ print(("lua-gpu benchmarks on %s, 2^%d float32 (%.0f s)"):format(gpu.get_device(
 if notes.raw then print("raw C: " .. notes.raw) end
 print_table(header, rows)
 local text = markdown(header, rows)
-local f = assert(io.open(root .. "/bench/RESULTS.md", "w"))
+-- a run of some figures (BENCH_ONLY) leaves a full run's table alone: A/B runs after a full
+-- one in the same device call would overwrite it
+local name = ONLY and "RESULTS-partial.md" or "RESULTS.md"
+local f = assert(io.open(root .. "/bench/" .. name, "w"))
 f:write(text)
 f:close()
 local out = os.getenv("OUT")
 if out and out ~= "" then
-  local g = io.open(out .. "/RESULTS.md", "w")
+  local g = io.open(out .. "/" .. name, "w")
   if g then g:write(text); g:close() end
 end

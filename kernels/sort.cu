@@ -13,8 +13,8 @@
 // larger merge, after gpu_sort_step has run its wider steps over global memory.
 //
 // Rows longer than a chunk of keys that are not complex take a stable least-significant-digit
-// radix sort instead, a byte of the key a pass (gpu_radix_count, gpu_radix_scan_tiles or
-// gpu_radix_scan_few_tiles, then gpu_radix_scatter; below).
+// radix sort instead, a byte of the key a pass (gpu_radix_histogram once, then
+// gpu_radix_scatter a pass; below).
 //
 // Keys order as NumPy's: NaN after every number; complex numbers by real part, then
 // imaginary part, those with NaN parts last (R + Rj, R + NaNj, NaN + Rj, NaN + NaNj).  With indices (argsort), equal keys order
@@ -123,23 +123,32 @@ gpu_sort_chunk(gpu_key_t *keys, long long *indices, long long rows, long long le
 #if GPU_RADIX
 // ---------------------------------------------------------------- radix sort
 //
-// Each row is cut into tiles of GPU_TILE keys, a block a tile at a time.  For the byte at
-// `shift`, gpu_radix_count writes how many keys of each tile have each digit, laid out
-// [row][digit][tile]; gpu_radix_scan_tiles turns each (row, digit)'s counts into their
-// exclusive running sum over the tiles and notes the row's total of the digit.  A tile's first
-// key of digit d goes to row * len, plus the row's keys of smaller digits, plus those of digit
-// d in earlier tiles.  gpu_radix_scatter orders each tile by digit in shared memory, keeping
-// equal digits in their order, and writes the runs of each digit out from there: the passes,
-// lowest byte first, leave every row sorted, and equal keys in their first order.
-
+// Each row is cut into tiles of GPU_TILE keys.  gpu_radix_histogram first counts, in one read
+// of the keys, how many keys of each row have each digit in each byte (every pass's totals).
+// Then a pass a byte, lowest first, gpu_radix_scatter moves every key to its place for that
+// byte: a tile's first key of digit d goes to row * len, plus the row's keys of smaller
+// digits, plus the keys of digit d in the row's earlier tiles.  That last count comes from a
+// decoupled look-back (as kernels/scan.cu's, here one running count a digit): each tile
+// publishes its own count of each digit at once, then adds up its predecessors' counts until
+// it meets one that has published the count of all tiles up to and including itself, and
+// publishes its own such count.  Tiles are handed out by an atomic counter, so a block only
+// waits for tiles taken before its own by blocks already running.  Within the tile, the keys
+// go into shared memory ordered by digit, keeping equal digits in their order, and each
+// digit's run is written out from there: the passes leave every row sorted, and equal keys in
+// their first order.
 typedef $BITS_T gpu_bits_t;
 typedef unsigned int gpu_index_t;              // 1-based place in a row: rows are under 2^32 long
-
 #define GPU_RADIX_THREADS 256
 #define GPU_RADIX_WARPS (GPU_RADIX_THREADS / 32)
 #define GPU_RADIX_ITEMS $RADIX_ITEMS            // keys a thread, per tile
 #define GPU_TILE (GPU_RADIX_THREADS * GPU_RADIX_ITEMS)
 #define GPU_DIGITS 256                          // a byte: one digit a thread of the block
+#define GPU_RADIX_PASSES ((int)sizeof(gpu_bits_t))
+// A tile's status word for a digit: 0 (what the memset leaves) until the tile publishes,
+// then a flag and a count of keys.
+#define GPU_STATUS_AGGREGATE (1ull << 62)       // the count is the tile's own
+#define GPU_STATUS_PREFIX (2ull << 62)          // the count is the row's up to this tile, included
+#define GPU_STATUS_COUNT (GPU_STATUS_AGGREGATE - 1)
 
 // The key's bits as an unsigned number that orders as the key does (NumPy's order; -0.0 and
 // 0.0 alike, every NaN alike and last).
@@ -165,42 +174,55 @@ __device__ __forceinline__ unsigned gpu_digit_peers(unsigned digit) {
   return __match_any_sync(0xffffffffu, digit);
 }
 
-// counts[(row * 256 + digit) * tiles + tile] = keys of that tile of the row with that digit.
-// Each warp counts into a histogram of its own, and the block adds them up.  (Plain atomics:
-// grouping a warp's equal digits with __match_any_sync first took 3.7 times as long.)
+// totals[(row * GPU_RADIX_PASSES + pass) * 256 + digit] (zeroed before) gets the row's keys
+// with that digit in byte `pass`.  Warps count into shared histograms (a copy for each warp,
+// or each two warps for 8-byte keys: 32 KiB), and a block adds what it counted of a row into
+// totals when it moves on to another row, or ends.
+#define GPU_HISTOGRAM_COPIES (GPU_RADIX_PASSES > 4 ? GPU_RADIX_WARPS / 2 : GPU_RADIX_WARPS)
 extern "C" __global__ void __launch_bounds__(GPU_RADIX_THREADS)
-gpu_radix_count(const gpu_key_t *keys, unsigned long long *counts, long long rows, long long len,
-                long long tiles, int shift) {
-  __shared__ unsigned histograms[GPU_RADIX_WARPS][GPU_DIGITS];
-  unsigned *histogram = histograms[threadIdx.x / 32];
-  for (long long t = blockIdx.x; t < rows * tiles; t += gridDim.x) {
-    const long long row = t / tiles, tile = t % tiles;
+gpu_radix_histogram(const gpu_key_t *keys, unsigned long long *totals, long long rows,
+                    long long len, long long tiles) {
+  __shared__ unsigned histograms[GPU_HISTOGRAM_COPIES][GPU_RADIX_PASSES][GPU_DIGITS];
+  unsigned (*histogram)[GPU_DIGITS] = histograms[threadIdx.x / 32 % GPU_HISTOGRAM_COPIES];
+  long long row = -1;
+  for (long long t = blockIdx.x;; t += gridDim.x) {
+    const long long next_row = t < rows * tiles ? t / tiles : -1;   // the same for the block
+    if (next_row != row) {
+      __syncthreads();                          // every count of the row before is in
+      if (row >= 0) {
+        for (int pass = 0; pass < GPU_RADIX_PASSES; pass++) {
+          unsigned sum = 0;
+          for (int c = 0; c < GPU_HISTOGRAM_COPIES; c++) sum += histograms[c][pass][threadIdx.x];
+          if (sum != 0)
+            atomicAdd(&totals[(row * GPU_RADIX_PASSES + pass) * GPU_DIGITS + threadIdx.x], sum);
+        }
+      }
+      if (next_row < 0) break;
+      __syncthreads();                          // read before they are cleared
+      for (int c = 0; c < GPU_HISTOGRAM_COPIES; c++)
+        for (int pass = 0; pass < GPU_RADIX_PASSES; pass++) histograms[c][pass][threadIdx.x] = 0;
+      __syncthreads();
+      row = next_row;
+    }
     long long begin, end;
-    gpu_tile_span(row, tile, len, &begin, &end);
-    gpu_key_t key[GPU_RADIX_ITEMS];
+    gpu_tile_span(row, t % tiles, len, &begin, &end);
+    gpu_bits_t bits[GPU_RADIX_ITEMS];
     for (int r = 0; r < GPU_RADIX_ITEMS; r++) {   // every load of the tile in flight at once
       const long long i = begin + r * GPU_RADIX_THREADS + threadIdx.x;
-      if (i < end) key[r] = keys[i];
+      if (i < end) bits[r] = gpu_radix_bits(keys[i]);
     }
-    for (int w = 0; w < GPU_RADIX_WARPS; w++) histograms[w][threadIdx.x] = 0;
-    __syncthreads();
     for (int r = 0; r < GPU_RADIX_ITEMS; r++) {
       if (begin + r * GPU_RADIX_THREADS + threadIdx.x < end) {
-        atomicAdd(&histogram[gpu_radix_digit(key[r], shift)], 1u);
+        for (int pass = 0; pass < GPU_RADIX_PASSES; pass++)
+          atomicAdd(&histogram[pass][(unsigned)(bits[r] >> (8 * pass)) & (GPU_DIGITS - 1)], 1u);
       }
     }
-    __syncthreads();
-    unsigned total = 0;
-    for (int w = 0; w < GPU_RADIX_WARPS; w++) total += histograms[w][threadIdx.x];
-    counts[(row * GPU_DIGITS + threadIdx.x) * tiles + tile] = total;
-    __syncthreads();                          // before the next tile clears the histograms
   }
 }
 
-// The exclusive running sum of value over the block's threads (thread 0 gets 0); *total,
-// unless total is null, the sum over all of them.
+// The exclusive running sum of value over the block's threads (thread 0 gets 0).
 template <typename T>
-__device__ __forceinline__ T gpu_block_exclusive_sum(T value, T *warp_sums, T *total) {
+__device__ __forceinline__ T gpu_block_exclusive_sum(T value, T *warp_sums) {
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   T sum = value;
   for (int d = 1; d < 32; d <<= 1) {
@@ -209,66 +231,54 @@ __device__ __forceinline__ T gpu_block_exclusive_sum(T value, T *warp_sums, T *t
   }
   if (lane == 31) warp_sums[warp] = sum;
   __syncthreads();
-  T all = 0;
-  for (unsigned w = 0; w < GPU_RADIX_WARPS; w++) {
-    if (w < warp) sum += warp_sums[w];
-    all += warp_sums[w];
-  }
+  for (unsigned w = 0; w < warp; w++) sum += warp_sums[w];
   __syncthreads();                            // before warp_sums is used again
-  if (total != nullptr) *total = all;
   return sum - value;
 }
 
-// For each (row, digit): its counts over the tiles become their exclusive running sum, and
-// totals[row * 256 + digit] their sum.  Rows of many tiles take a block a (row, digit), 256
-// tiles at a time (gpu_radix_scan_tiles); rows of a few, a thread (gpu_radix_scan_few_tiles).
-extern "C" __global__ void __launch_bounds__(GPU_RADIX_THREADS)
-gpu_radix_scan_tiles(unsigned long long *counts, unsigned long long *totals, long long rows,
-                     long long tiles) {
-  __shared__ unsigned long long warp_sums[GPU_RADIX_WARPS];
-  for (long long c = blockIdx.x; c < rows * GPU_DIGITS; c += gridDim.x) {
-    unsigned long long *column = counts + c * tiles, carry = 0;
-    for (long long base = 0; base < tiles; base += GPU_RADIX_THREADS) {
-      const long long t = base + threadIdx.x;
-      unsigned long long sum;
-      const unsigned long long before = gpu_block_exclusive_sum(t < tiles ? column[t] : 0ull,
-                                                                warp_sums, &sum);
-      if (t < tiles) column[t] = carry + before;
-      carry += sum;
+// Thread `digit` of the block working on tile number t, tile > 0 of its row: the keys of
+// that digit in the row's tiles before t.  It reads the statuses of GPU_LOOK_BACK tiles at
+// once, nearest first, and adds them up until one holds a prefix: the row's first tile
+// always does.
+#define GPU_LOOK_BACK 8
+__device__ __forceinline__ unsigned long long gpu_radix_look_back(
+    const volatile unsigned long long *status, long long t, long long tile, unsigned digit) {
+  const long long row_first = t - tile;
+  unsigned long long count = 0;
+  for (long long end = t;; end -= GPU_LOOK_BACK) {
+    unsigned long long word[GPU_LOOK_BACK];
+#pragma unroll
+    for (int i = 0; i < GPU_LOOK_BACK; i++) {   // past the row's first tile: never reached
+      const long long p = end - 1 - i;
+      word[i] = p >= row_first ? status[p * GPU_DIGITS + digit] : GPU_STATUS_PREFIX;
     }
-    if (threadIdx.x == 0) totals[c] = carry;
+#pragma unroll
+    for (int i = 0; i < GPU_LOOK_BACK; i++) {
+      while (word[i] == 0) word[i] = status[(end - 1 - i) * GPU_DIGITS + digit];   // a running block's
+      count += word[i] & GPU_STATUS_COUNT;
+      if (word[i] & GPU_STATUS_PREFIX) return count;
+    }
   }
 }
 
-extern "C" __global__ void gpu_radix_scan_few_tiles(unsigned long long *counts,
-                                                    unsigned long long *totals, long long rows,
-                                                    long long tiles) {
-  for (long long c = (long long)blockIdx.x * blockDim.x + threadIdx.x; c < rows * GPU_DIGITS;
-       c += (long long)gridDim.x * blockDim.x) {
-    unsigned long long *column = counts + c * tiles, carry = 0;
-    for (long long t = 0; t < tiles; t++) {
-      const unsigned long long value = column[t];
-      column[t] = carry;
-      carry += value;
-    }
-    totals[c] = carry;
-  }
-}
-
-// Moves each key (and its index) of `from` to its place in `to` for the byte at shift;
-// starts and totals are what the scan of tiles made of gpu_radix_count's counts.  With
-// indices but no from_indices (the first pass), a key's index is its place in its row; the
-// last pass writes the indices as int64 to final_indices instead of to_indices.
-// A tile first goes into shared memory ordered by digit, then consecutive threads write
-// consecutive keys of each digit's run.  Each warp ranks a contiguous segment of the tile, in
-// rounds of a key a lane, with counters of its own: a key's place in the tile is its digit's
-// first place there, plus the keys of its digit in earlier warps' segments, in earlier rounds
-// of its own, and in earlier lanes of its round.
-extern "C" __global__ void __launch_bounds__(GPU_RADIX_THREADS)
+// Moves each key (and its index) of `from` to its place in `to` for byte `pass`, with totals
+// as gpu_radix_histogram left them.  state (zeroed before each pass): the tile counter, then
+// a status word for each (tile number, digit).  With indices but no from_indices (the first
+// pass), a key's index is its place in its row; the last pass writes the indices as int64 to
+// final_indices instead of to_indices.
+// Each warp ranks a contiguous segment of the tile, in rounds of a key a lane, with counters
+// of its own: a key's place in the tile is its digit's first place there, plus the keys of its
+// digit in earlier warps' segments, in earlier rounds of its own, and in earlier lanes of its
+// round.
+// GPU_SCATTER_BLOCKS, the blocks an SM keeps running, caps the registers: four hide more of
+// the look-back's waits and the scattered writes (the four passes over 2^24 float32 keys took
+// 0.73 ms under ncu, 0.92 with two); with indices three, as four would spill.
+#define GPU_SCATTER_BLOCKS (GPU_WITH_INDICES ? 3 : 4)
+extern "C" __global__ void __launch_bounds__(GPU_RADIX_THREADS, GPU_SCATTER_BLOCKS)
 gpu_radix_scatter(const gpu_key_t *from, gpu_key_t *to, const gpu_index_t *from_indices,
-                  gpu_index_t *to_indices, long long *final_indices,
-                  const unsigned long long *starts, const unsigned long long *totals,
-                  long long rows, long long len, long long tiles, int shift) {
+                  gpu_index_t *to_indices, long long *final_indices, unsigned long long *state,
+                  const unsigned long long *totals, long long rows, long long len,
+                  long long tiles, int pass) {
   __shared__ gpu_key_t tile_keys[GPU_TILE];
 #if GPU_WITH_INDICES
   __shared__ gpu_index_t tile_indices[GPU_TILE];
@@ -278,13 +288,23 @@ gpu_radix_scatter(const gpu_key_t *from, gpu_key_t *to, const gpu_index_t *from_
   __shared__ unsigned long long digit_sums[GPU_RADIX_WARPS];
   // Each warp's keys of each digit; then where the warp's first key of a digit goes in tile_keys.
   __shared__ unsigned warp_counts[GPU_RADIX_WARPS][GPU_DIGITS];
+  __shared__ long long tile_number;
+  volatile unsigned long long *status = state + 1;
   const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const unsigned lanes_before = (1u << lane) - 1;
-  for (long long t = blockIdx.x; t < rows * tiles; t += gridDim.x) {
+  const int shift = 8 * pass;
+  for (;;) {
+    if (threadIdx.x == 0) tile_number = (long long)atomicAdd(state, 1ull);
+    __syncthreads();
+    const long long t = tile_number;            // read by all before the next one is taken
+    if (t >= rows * tiles) break;
     const long long row = t / tiles, tile = t % tiles;
     long long begin, end;
     gpu_tile_span(row, tile, len, &begin, &end);
     const long long segment = begin + (long long)warp * 32 * GPU_RADIX_ITEMS + lane;
+    // how far this lane's keys reach into its warp's segment (a short last tile): key r is
+    // there when r * 32 < reach; an int, so that 64-bit compares need no registers per key
+    const int reach = (int)(end - segment < 32 * GPU_RADIX_ITEMS ? end - segment : 32 * GPU_RADIX_ITEMS);
     gpu_key_t key[GPU_RADIX_ITEMS];
 #if GPU_WITH_INDICES
     gpu_index_t index[GPU_RADIX_ITEMS];
@@ -292,7 +312,7 @@ gpu_radix_scatter(const gpu_key_t *from, gpu_key_t *to, const gpu_index_t *from_
     unsigned rank[GPU_RADIX_ITEMS];
     for (int r = 0; r < GPU_RADIX_ITEMS; r++) {   // every load of the tile in flight at once
       const long long i = segment + r * 32;
-      if (i < end) {
+      if (r * 32 < reach) {
         key[r] = from[i];
 #if GPU_WITH_INDICES
         index[r] = from_indices != nullptr ? from_indices[i] : (gpu_index_t)(i - row * len + 1);
@@ -302,7 +322,7 @@ gpu_radix_scatter(const gpu_key_t *from, gpu_key_t *to, const gpu_index_t *from_
     for (int w = 0; w < GPU_RADIX_WARPS; w++) warp_counts[w][threadIdx.x] = 0;
     __syncthreads();
     for (int r = 0; r < GPU_RADIX_ITEMS; r++) {
-      const bool valid = segment + r * 32 < end;
+      const bool valid = r * 32 < reach;
       const unsigned digit = valid ? gpu_radix_digit(key[r], shift) : GPU_DIGITS;
       const unsigned peers = gpu_digit_peers(digit);
       const int leader = __ffs(peers) - 1;
@@ -317,16 +337,13 @@ gpu_radix_scatter(const gpu_key_t *from, gpu_key_t *to, const gpu_index_t *from_
       warp_counts[w][threadIdx.x] = total;
       total += c;
     }
-    const unsigned first = gpu_block_exclusive_sum(total, warp_sums, (unsigned *)nullptr);
+    // published at once, so that later tiles' look-backs wait as little as they can
+    status[t * GPU_DIGITS + threadIdx.x] = (tile == 0 ? GPU_STATUS_PREFIX : GPU_STATUS_AGGREGATE) | total;
+    const unsigned first = gpu_block_exclusive_sum(total, warp_sums);
     for (int w = 0; w < GPU_RADIX_WARPS; w++) warp_counts[w][threadIdx.x] += first;
-    const long long column = row * GPU_DIGITS + threadIdx.x;
-    const unsigned long long smaller_digits =      // the row's keys of the digits before
-      gpu_block_exclusive_sum(totals[column], digit_sums, (unsigned long long *)nullptr);
-    delta[threadIdx.x] = row * len + (long long)(smaller_digits + starts[column * tiles + tile])
-                         - first;
     __syncthreads();
-    for (int r = 0; r < GPU_RADIX_ITEMS; r++) {
-      if (segment + r * 32 < end) {
+    for (int r = 0; r < GPU_RADIX_ITEMS; r++) {   // the tile ordered by digit, before the wait
+      if (r * 32 < reach) {
         const unsigned place = warp_counts[warp][gpu_radix_digit(key[r], shift)] + rank[r];
         tile_keys[place] = key[r];
 #if GPU_WITH_INDICES
@@ -334,6 +351,15 @@ gpu_radix_scatter(const gpu_key_t *from, gpu_key_t *to, const gpu_index_t *from_
 #endif
       }
     }
+    const unsigned long long smaller_digits =      // the row's keys of the digits before
+      gpu_block_exclusive_sum(totals[(row * GPU_RADIX_PASSES + pass) * GPU_DIGITS + threadIdx.x],
+                              digit_sums);
+    unsigned long long earlier_tiles = 0;
+    if (tile > 0) {
+      earlier_tiles = gpu_radix_look_back(status, t, tile, threadIdx.x);
+      status[t * GPU_DIGITS + threadIdx.x] = GPU_STATUS_PREFIX | (earlier_tiles + total);
+    }
+    delta[threadIdx.x] = row * len + (long long)(smaller_digits + earlier_tiles) - first;
     __syncthreads();
     for (long long j = threadIdx.x; j < end - begin; j += GPU_RADIX_THREADS) {
       const gpu_key_t k = tile_keys[j];

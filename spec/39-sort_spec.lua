@@ -105,8 +105,7 @@ describe("sort", function()
         for i = 1, n do assert(same(dtype, s[i], h[i]), what .. " in place #" .. i) end
       end
     end
-    -- long ones: past one block's worth of pairs, and past 32 radix tiles (where the counts
-    -- of each digit are scanned by a block rather than a thread)
+    -- long ones: past one block's worth of pairs, and over 25 and 35 radix tiles
     local a, values = random_values("float32", 100001)
     local order = stable_order("float32", values)
     assert.are.same(order, gpu.gpuarray.argsort(a):get():totable())
@@ -183,6 +182,50 @@ describe("sort", function()
     end
     assert.are.same({0}, gpu.gpuarray.sort(gpu.zeros({0}, "float32")).shape)
     assert.are.same({3, 0}, gpu.gpuarray.argsort(gpu.zeros({3, 0}, "float32")).shape)
+  end)
+
+  helpers.gpu_it("sorts rows of many radix tiles on a stream, whatever their digits", function()
+    -- Every tile of a row waits on the counts of the tiles before it (the look-back): rows of
+    -- 80 tiles, on a non-blocking stream, with keys whose digits are random, all alike in a
+    -- byte, or in order, or reversed.
+    local rows, len = 3, 80 * 4096 + 123
+    local SHIFT = 1 << 20                         -- above any position
+    local s = gpu.Stream({non_blocking = true})
+    local kinds = {
+      random = function() return math.random(-2^31, 2^31 - 1) end,
+      low_bytes_alike = function() return math.random(-3000, 3000) * 256 + 7 end,
+      ascending = function(i) return i - 200000 end,
+      descending = function(i) return 500000 - i end,
+    }
+    for name, make in pairs(kinds) do
+      local h = gpu.host.empty({rows, len}, "int32")
+      local values = {}
+      for r = 1, rows do
+        for c = 1, len do
+          local v = make(c)
+          h[(r - 1) * len + c] = v
+          values[(r - 1) * len + c] = v
+        end
+      end
+      local a = gpu.to_gpu(h)
+      local sorted = gpu.gpuarray.sort(a, {stream = s})
+      local indices = gpu.gpuarray.argsort(a, {stream = s})
+      s:synchronize()
+      local hs, hi = sorted:get(), indices:get()
+      for r = 1, rows do
+        local base = (r - 1) * len
+        local keys = {}          -- value and position in one integer: table.sort's own order
+        for c = 1, len do keys[c] = values[base + c] * SHIFT + c end
+        table.sort(keys)
+        for c = 1, len do
+          local want, at = keys[c] // SHIFT, keys[c] % SHIFT
+          if hs[base + c] ~= want or hi[base + c] ~= at then
+            error(("%s: row %d #%d: sorted %d, index %d; expected %d, index %d"):format(
+              name, r, c, hs[base + c], hi[base + c], want, at))
+          end
+        end
+      end
+    end
   end)
 
   helpers.gpu_it("refuses 0-d arrays and bad options", function()

@@ -88,43 +88,36 @@ local function grid_for(n) return reduction.grid_stride_blocks(n, BLOCK) end
 
 -- sort_rows for rows longer than a chunk, of keys that are not complex: a radix sort, a byte
 -- of the key a pass, between keys and a spare array (and, for indices, between two arrays of
--- 4-byte indices, the last pass writing into indices).
+-- 4-byte indices, the last pass writing into indices).  One histogram of every byte first,
+-- then a pass a byte, each with a zeroed state for its look-back (kernels/sort.cu).
 local function radix_rows(keys, indices, rows, len, stream)
   local dtype, with_indices = keys.dtype, indices ~= nil
-  local tile = BLOCK * radix_items(dtype)
-  local tiles = (len + tile - 1) // tile
-  local counts = core.array_empty(rows * 256 * tiles, "uint64")   -- then where tiles' digits start
-  local totals = core.array_empty(rows * 256, "uint64")
-  local count = kernel(dtype, with_indices, "gpu_radix_count")
-  local scatter = kernel(dtype, with_indices, "gpu_radix_scatter")
+  local passes = dtypes[dtype].size
+  local tiles = (len + BLOCK * radix_items(dtype) - 1) // (BLOCK * radix_items(dtype))
+  local totals_bytes = 8 * rows * passes * 256
+  local state_bytes = 8 * (1 + rows * tiles * 256)     -- the tile counter, then the statuses
+  local totals, state = core.mem_alloc(totals_bytes), core.mem_alloc(state_bytes)
   local launch = {block = BLOCK, grid = math.min(rows * tiles, reduction.max_grid()), stream = stream}
-  local scan_tiles, scan_launch                  -- a block a (row, digit), or a thread
-  if tiles >= 32 then
-    scan_tiles = kernel(dtype, with_indices, "gpu_radix_scan_tiles")
-    scan_launch = {block = BLOCK, grid = math.min(rows * 256, reduction.max_grid()), stream = stream}
-  else
-    scan_tiles = kernel(dtype, with_indices, "gpu_radix_scan_few_tiles")
-    scan_launch = {block = BLOCK, grid = grid_for(rows * 256), stream = stream}
-  end
+  core.memset_d32_async(totals, 0, totals_bytes // 4, stream)
+  kernel(dtype, with_indices, "gpu_radix_histogram")(keys, totals, rows, len, tiles, launch)
+  local scatter = kernel(dtype, with_indices, "gpu_radix_scatter")
   local spare = core.array_empty(keys.shape, dtype)
   local key_arrays, index_arrays = {keys, spare}, {}
   if with_indices then
     index_arrays = {core.array_empty(keys.shape, "uint32"), core.array_empty(keys.shape, "uint32")}
   end
-  local passes = dtypes[dtype].size
   for pass = 0, passes - 1 do
     local from, to = pass % 2 + 1, (pass + 1) % 2 + 1
     local from_indices = pass > 0 and index_arrays[from] or nil   -- the first pass numbers the keys
     local final = pass == passes - 1 and indices or nil
-    count(key_arrays[from], counts, rows, len, tiles, 8 * pass, launch)
-    scan_tiles(counts, totals, rows, tiles, scan_launch)
+    core.memset_d32_async(state, 0, state_bytes // 4, stream)
     scatter(key_arrays[from], key_arrays[to], from_indices, not final and index_arrays[to] or nil, final,
-            counts, totals, rows, len, tiles, 8 * pass, launch)
+            state, totals, rows, len, tiles, pass, launch)
   end
   if passes % 2 == 1 and not with_indices then   -- an odd number of passes ends in the spare
     ew.launch(ew.copy_program(dtype), keys, stream, "sort", spare)
   end
-  for _, scratch in ipairs{counts, totals, spare, index_arrays[1], index_arrays[2]} do
+  for _, scratch in ipairs{totals, state, spare, index_arrays[1], index_arrays[2]} do
     core.free_after(scratch, stream)
   end
 end

@@ -228,6 +228,32 @@ describe("sort", function()
     end
   end)
 
+  helpers.gpu_it("sorts rows that fit one radix tile whole in shared memory", function()
+    -- Longer than a 2048-key chunk, at most a 4096-key tile: every byte's pass in one block.
+    for _, case in ipairs{{"float32", 3, 4096}, {"int16", 5, 2049}, {"uint8", 2, 3000}, {"int32", 70, 2100}} do
+      local dtype, rows, len = case[1], case[2], case[3]
+      local a, values = random_values(dtype, rows * len)
+      a = a:reshape(rows, len)
+      local hs, hi = gpu.gpuarray.sort(a):get(), gpu.gpuarray.argsort(a):get()
+      a:sort()                                     -- in place
+      local hp = a:get()
+      for r = 1, rows do
+        local base = (r - 1) * len
+        local line = {table.unpack(values, base + 1, base + len)}
+        local order = stable_order(dtype, line)
+        for c = 1, len do
+          local want = line[order[c]]
+          if not same(dtype, want, hs[base + c]) or not same(dtype, want, hp[base + c])
+             or hi[base + c] ~= order[c] then
+            error(("%s[%d x %d] row %d #%d: sorted %s, in place %s, index %d; expected %s, index %d")
+                  :format(dtype, rows, len, r, c, tostring(hs[base + c]), tostring(hp[base + c]),
+                          hi[base + c], tostring(want), order[c]))
+          end
+        end
+      end
+    end
+  end)
+
   helpers.gpu_it("refuses 0-d arrays and bad options", function()
     helpers.assert_error("bad argument #1 to 'argsort' (a 0-d array has no axis to sort along)",
                          gpu.gpuarray.argsort, gpu.zeros({}, "float32"))

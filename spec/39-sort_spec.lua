@@ -77,6 +77,40 @@ describe("sort (CPU: NVRTC only)", function()
     end
   end)
 
+  it("routes rows by length: the bitonic network, a block a row, or a pass a byte #nvrtc", function()
+    -- on the stand-in driver (launches run nothing): the sort kernels each call looked up
+    local out, ok = helpers.run_with_fakes([[
+      local gpu = require "gpu"
+      local kernel_cache = require "gpu.kernel_cache"
+      local get, asked = kernel_cache.get, {}
+      kernel_cache.get = function(key, build)
+        if key:match("^sort|") then asked[#asked + 1] = key:match("[^|]+$") end
+        return get(key, build)
+      end
+      for _, case in ipairs{{"float32", 256}, {"float32", 257}, {"int8", 4096}, {"float32", 4097},
+                            {"float64", 2048}, {"float64", 2049}, {"complex64", 5000}} do
+        for _, fname in ipairs{"sort", "argsort"} do
+          asked = {}
+          gpu.gpuarray[fname](gpu.zeros({2, case[2]}, case[1]))
+          print(case[1], case[2], fname, table.concat(asked, " "))
+        end
+      end
+    ]])
+    assert(ok, out)
+    local bitonic, tile, passes = "gpu_sort_step gpu_sort_chunk", "gpu_radix_sort_tiles",
+                                  "gpu_radix_histogram gpu_radix_scatter"
+    local want = {
+      "float32 256 sort " .. bitonic, "float32 256 argsort gpu_sort_init_indices " .. bitonic,
+      "float32 257 sort " .. tile, "float32 257 argsort " .. tile,
+      "int8 4096 sort " .. tile, "int8 4096 argsort " .. tile,
+      "float32 4097 sort " .. passes, "float32 4097 argsort " .. passes,
+      "float64 2048 sort " .. tile, "float64 2048 argsort " .. tile,
+      "float64 2049 sort " .. passes, "float64 2049 argsort " .. passes,
+      "complex64 5000 sort " .. bitonic, "complex64 5000 argsort gpu_sort_init_indices " .. bitonic,
+    }
+    assert.are.equal(table.concat(want, "\n") .. "\n", (out:gsub("\t", " ")))
+  end)
+
   it("names a bad argument", function()
     helpers.assert_error("bad argument #1 to 'sort' (GPUArray expected, got number)", gpu.gpuarray.sort, 1)
     helpers.assert_error("bad argument #1 to 'argsort' (GPUArray expected, got nil)", gpu.gpuarray.argsort)

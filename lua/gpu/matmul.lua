@@ -363,18 +363,17 @@ end
 
 local TILE_BLOCK, SMALL_BLOCK = {THREADS, THREADS, 1}, {256, 1, 1}   -- launches read them only
 
--- core.blas_matmul's arguments (it takes matrices): a vector operand as a view of one row (a)
--- or one column (b), and the result it drops an axis of as a view with that axis back.  (a_nd
--- and b_nd: the operands' axes; a_col and b_row: a vector's stride.)
-local function blas_arguments(target, a, b, stream, a_nd, b_nd, batch, n, k, m, a_col, b_row,
-                              out_dtype, a_dtype, b_dtype)
-  if a_nd > 1 and b_nd > 1 then return target, a, b, stream end
+-- The operands and target as core.blas_matmul takes them, matrices: a vector operand (a_nd or
+-- b_nd 1; a_col and b_row its stride) as a view of one row (a) or one column (b), and the
+-- target it drops an axis of as a view with that axis back.
+local function as_matrices(target, a, b, a_nd, b_nd, batch, n, k, m, a_col, b_row)
+  if a_nd > 1 and b_nd > 1 then return target, a, b end
   local shape = {table.unpack(batch)}
   shape[#shape + 1], shape[#shape + 2] = n, m
-  target = core.array_view(target, 0, out_dtype, shape)
-  if a_nd == 1 then a = core.array_view(a, 0, a_dtype, {1, k}, {k * a_col, a_col}) end
-  if b_nd == 1 then b = core.array_view(b, 0, b_dtype, {k, 1}, {b_row, b_row}) end
-  return target, a, b, stream
+  target = core.array_view(target, 0, target.dtype, shape)
+  if a_nd == 1 then a = core.array_view(a, 0, a.dtype, {1, k}, {k * a_col, a_col}) end
+  if b_nd == 1 then b = core.array_view(b, 0, b.dtype, {k, 1}, {b_row, b_row}) end
+  return target, a, b
 end
 
 -- Each of a's fields is read once below: reading one costs a call of the array's __index.
@@ -434,10 +433,9 @@ function M.matmul(a, b, opts)
   end
   local how, side = M.kernel_for(n, k, m, dtypes[a_dtype].size, a_row, a_col, dtypes[b_dtype].size,
                                  b_row, b_col)
-  if M.takes_cublas(how, n, k, m, batches, out_dtype) and
-     core.blas_matmul(blas_arguments(target, a, b, stream, #a_shape, #b_shape, batch, n, k, m,
-                                     a_col, b_row, out_dtype, a_dtype, b_dtype)) then
-    how = "cublas"
+  if M.takes_cublas(how, n, k, m, batches, out_dtype) then
+    local t, x, y = as_matrices(target, a, b, #a_shape, #b_shape, batch, n, k, m, a_col, b_row)
+    if core.blas_matmul(t, x, y, stream) then how = "cublas" end
   end
   if how == "narrow" or how == "across" then
     local done

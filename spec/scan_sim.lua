@@ -1,7 +1,7 @@
 -- A CPU model of kernels/scan.cu's single-pass scan with decoupled look-back, step for step
 -- (tile counter, striped load, per-thread totals, warp shuffles, aggregate and prefix
--- publishing, the sliding 32-lane look-back window, the seeded per-thread rescan), so spec 31
--- can check its indexing and its order of combination without a GPU.  Blocks are coroutines
+-- publishing, the sliding look-back window of 32 lanes' statuses, the seeded per-thread
+-- rescan), so spec 31 can check its indexing and its order of combination without a GPU.  Blocks are coroutines
 -- run in a random interleaving, at most `resident` at a time, yielding wherever the kernel
 -- could be overtaken (and while spinning on a flag).
 
@@ -10,12 +10,14 @@ local M = {}
 local NOT_READY, AGGREGATE, PREFIX = 0, 1, 2
 
 -- scan(values, op, opts) -> a new table of the scan of values (1-based).
--- opts: block, items (default the kernel's 128, 32), exclusive, neutral, junk (what the
--- kernel's gpu_t() stands for: the filler past the end; must be a valid operand), poison
--- (what tiles before 0 hold: op must reject it), resident (default 8), random (a function
--- like math.random).
+-- opts: block, items, look_back (statuses a lane reads; default the kernel's 128, 32, 2),
+-- exclusive, neutral, junk (what the kernel's gpu_t() stands for: the filler past the end;
+-- must be a valid operand), poison (what tiles before 0 hold: op must reject it), resident
+-- (default 8), random (a function like math.random).
 function M.scan(values, op, opts)
   local BLOCK, ITEMS = opts.block or 128, opts.items or 32
+  local LOOK_BACK = opts.look_back or 2
+  local WINDOW = 32 * LOOK_BACK
   assert(BLOCK % 32 == 0)
   local WARPS, TILE = BLOCK // 32, BLOCK * ITEMS
   local random = opts.random or math.random
@@ -36,6 +38,8 @@ function M.scan(values, op, opts)
     return lane >= delta and v[lane_of - delta] or v[lane_of]
   end
 
+  -- Lane `lane` holds the LOOK_BACK statuses from e - WINDOW + lane * LOOK_BACK on; a status
+  -- once read is kept, and only those not ready are read again.
   local function look_back(tile)
     local prefix, has = nil, false
     local e = tile
@@ -43,22 +47,29 @@ function M.scan(values, op, opts)
       local flag, v = {}, {}
       repeat
         local waiting = false
-        for lane = 0, 31 do
-          local p = e - 32 + lane
-          flag[lane] = p < 0 and PREFIX or flags[p]
-          if flag[lane] == NOT_READY then waiting = true end
+        for i = 0, WINDOW - 1 do
+          local p = e - WINDOW + i
+          if flag[i] == nil or flag[i] == NOT_READY then flag[i] = p < 0 and PREFIX or flags[p] end
+          if flag[i] == NOT_READY then waiting = true end
         end
         if waiting then coroutine.yield() end
       until not waiting
+      local lane_prefix = {}
       for lane = 0, 31 do
-        local p = e - 32 + lane
-        if p < 0 then v[lane] = opts.poison
-        else v[lane] = flag[lane] == PREFIX and prefixes[p] or aggregates[p] end
+        for j = 0, LOOK_BACK - 1 do
+          local i = lane * LOOK_BACK + j
+          local p = e - WINDOW + i
+          local x
+          if p < 0 then x = opts.poison
+          else x = flag[i] == PREFIX and prefixes[p] or aggregates[p] end
+          if j == 0 or flag[i] == PREFIX then v[lane] = x else v[lane] = op(v[lane], x) end
+          if flag[i] == PREFIX then lane_prefix[lane] = true end
+        end
       end
       local found = false
       local start = 0
       for lane = 31, 0, -1 do
-        if flag[lane] == PREFIX then start, found = lane, true break end
+        if lane_prefix[lane] then start, found = lane, true break end
       end
       local off = 1
       while off < 32 do
@@ -72,7 +83,7 @@ function M.scan(values, op, opts)
       if has then prefix = op(window, prefix) else prefix = window end
       has = true
       if found then return prefix end
-      e = e - 32
+      e = e - WINDOW
     end
   end
 

@@ -289,7 +289,8 @@ __device__ __forceinline__ void gpu_scan(const char *in, const gpu_layout &lay, 
   // whose loads in flight are what keeps DRAM busy.
   gpu_t total = tile_items[GPU_PAD(tid * GPU_ITEMS)];
 #pragma unroll
-  for (int q = 1; q < GPU_ITEMS; q++) total = gpu_scan_op(total, tile_items[GPU_PAD(tid * GPU_ITEMS + q)]);
+  for (int q = 1; q < GPU_ITEMS; q++)
+    total = gpu_scan_op(total, tile_items[GPU_PAD(tid * GPU_ITEMS + q)]);
 
   // Inclusive scan of the threads' totals within the warp; lane 31 then holds the warp's.
   gpu_t inclusive = total;

@@ -1,9 +1,9 @@
 -- A CPU model of kernels/scan.cu's single-pass scan with decoupled look-back, step for step
 -- (tile counter, striped load, per-thread totals, warp shuffles, aggregate and prefix
 -- publishing, the sliding look-back window of 32 lanes' statuses, the seeded per-thread
--- rescan), so spec 31 can check its indexing and its order of combination without a GPU.  Blocks are coroutines
--- run in a random interleaving, at most `resident` at a time, yielding wherever the kernel
--- could be overtaken (and while spinning on a flag).
+-- rescan), so spec 31 can check its indexing and its order of combination without a GPU.
+-- Blocks are coroutines run in a random interleaving, at most `resident` at a time, yielding
+-- wherever the kernel could be overtaken (and while spinning on a flag).
 
 local M = {}
 

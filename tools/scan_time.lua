@@ -8,33 +8,14 @@
 -- call) of a scan into a new array, in ms, and the bandwidth it makes, counting the input
 -- read once and the output written once.  n defaults to 2^28 elements; inputs are uniform in
 -- [-1000, 1000) cast to the dtype.  A pattern keeps the lines whose label matches it.
-package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
+package.path = "lua/?.lua;lua/?/init.lua;tools/?.lua;" .. package.path
 package.cpath = "./?.so;build/?.so;" .. package.cpath
 local gpu = require "gpu"
 local ga = gpu.gpuarray
 local n = 1 << math.tointeger(tonumber(arg[1] or 28))
 local pattern = arg[2]
 
-local function median(t)
-  table.sort(t)
-  return t[(#t + 1) // 2]
-end
-
-local start, stop = gpu.Event({timing = true}), gpu.Event({timing = true})
-local function device_ms(f)
-  f():free()   -- compiles the kernel
-  gpu.synchronize()
-  local t = {}
-  for i = 1, 9 do
-    start:record()
-    local out = f()
-    stop:record()
-    stop:synchronize()
-    t[i] = stop:time_since(start)
-    out:free()
-  end
-  return median(t)
-end
+local device_ms = require "device_time"
 
 local max_scan = {}   -- custom inclusive max scans, by dtype
 local function scan_max(a)
@@ -62,7 +43,7 @@ for _, case in ipairs(cases) do
     local probe = scan(a)   -- for the result's dtype
     local bytes = n * (gpu.dtype(dtype).itemsize + gpu.dtype(probe.dtype).itemsize)
     probe:free()
-    local ms = device_ms(function() return scan(a) end)
+    local ms = device_ms(function() return scan(a) end, 9)
     print(("%-55s %8.3f ms  %6.0f GB/s"):format(label, ms, bytes / ms / 1e6))
     base:free()
   end

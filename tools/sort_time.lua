@@ -6,31 +6,13 @@
 -- Each line: the dtype and shape, then the median of 7 timings between events (after one
 -- untimed call) of a sort into a new array and of an argsort, in ms.  Inputs are uniform in
 -- [-1000, 1000) cast to the dtype.  A pattern keeps the lines whose label matches it.
-package.path = "lua/?.lua;lua/?/init.lua;" .. package.path
+package.path = "lua/?.lua;lua/?/init.lua;tools/?.lua;" .. package.path
 package.cpath = "./?.so;build/?.so;" .. package.cpath
 local gpu = require "gpu"
 local ga = gpu.gpuarray
 local pattern = arg[1]
 
-local function median(t)
-  table.sort(t)
-  return t[(#t + 1) // 2]
-end
-
-local start, stop = gpu.Event({timing = true}), gpu.Event({timing = true})
-local function device_ms(f)
-  f()
-  gpu.synchronize()
-  local t = {}
-  for i = 1, 7 do
-    start:record()
-    f()
-    stop:record()
-    stop:synchronize()
-    t[i] = stop:time_since(start)
-  end
-  return median(t)
-end
+local device_ms = require "device_time"
 
 local cases = {   -- {dtype, rows, length, path}
   {"float32", 1, 1 << 24, "a pass a byte"}, {"float64", 1, 1 << 24, "a pass a byte"},
@@ -45,8 +27,8 @@ for _, case in ipairs(cases) do
   local label = ("%-9s %5d x %-8d (%s)"):format(dtype, rows, len, path)
   if pattern == nil or label:find(pattern) then
     local a = (gpu.random.rand({rows, len}, "float64") * 2000 - 1000):astype(dtype)
-    local sort_ms = device_ms(function() return ga.sort(a) end)
-    local argsort_ms = device_ms(function() return ga.argsort(a) end)
+    local sort_ms = device_ms(function() return ga.sort(a) end, 7)
+    local argsort_ms = device_ms(function() return ga.argsort(a) end, 7)
     print(("%s  sort %.3f ms  argsort %.3f ms"):format(label, sort_ms, argsort_ms))
     a:free()
   end

@@ -63,8 +63,35 @@ describe("the operators' fast path", function()
                      {n = 3, 1, t, "s"}}, seen)
   end)
 
+  it("tries its dispatcher before the general path, with out and the stream first", function()
+    local calls = {}
+    local function compile() error("compile must not be reached") end
+    local function general(...) calls[#calls + 1] = {"general", n = select("#", ...), ...}; return "general" end
+    local function dispatch(...)
+      calls[#calls + 1] = {"dispatch", n = select("#", ...), ...}
+      return select(3, ...) == "take" and "dispatched" or false
+    end
+    local op = core.array_binary_operator(compile, general, 256, 1024, nil, dispatch)
+    local negate = core.array_unary_operator(compile, general, 256, 1024, nil, false, dispatch)
+    local negate_metamethod = core.array_unary_operator(compile, general, 256, 1024, nil, true, dispatch)
+    assert.are.equal("dispatched", op("take", 2, "out", "s"))
+    assert.are.equal("general", op(1, 2))
+    assert.are.equal("dispatched", negate("take"))
+    assert.are.equal("general", negate(1, "out", "s"))
+    assert.are.equal("general", negate_metamethod(1, 1))
+    assert.are.same({{"dispatch", n = 4, "out", "s", "take", 2},
+                     {"dispatch", n = 4, nil, nil, 1, 2}, {"general", n = 4, 1, 2},
+                     {"dispatch", n = 3, nil, nil, "take"},
+                     {"dispatch", n = 3, "out", "s", 1}, {"general", n = 3, 1, "out", "s"},
+                     {"dispatch", n = 3, nil, nil, 1}, {"general", n = 3, 1}}, calls)
+  end)
+
   it("checks its arguments", function()
     local f = function() end
+    helpers.assert_error("bad argument #6 to 'array_binary_operator' (function expected, got table)",
+                         function() core.array_binary_operator(f, f, 1, 1, nil, {}) end)
+    helpers.assert_error("bad argument #7 to 'array_unary_operator' (function expected, got number)",
+                         function() core.array_unary_operator(f, f, 1, 1, nil, false, 5) end)
     helpers.assert_error("bad argument #1 to 'array_binary_operator' (function expected, got nil)",
                          function() core.array_binary_operator(nil, f, 1, 1) end)
     helpers.assert_error("bad argument #3 to 'array_binary_operator' (threads per block must be from 1 to 1024)",

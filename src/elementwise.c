@@ -23,7 +23,8 @@
 ** (array_unary_operator), keeps its kernels in its upvalues:
 ** 1 kernels (key -> Function, or false where the pair has no plain kernel), 2 its Operator
 ** (below), 3 compile(x, y) -> Function, result dtype (or nothing), 4 the general path
-** general(x, y, out, stream) (a unary's general(x, out, stream)), 5 the GPUArray metatable.
+** general(x, y, out, stream) (a unary's general(x, out, stream)), 5 the GPUArray metatable,
+** 6 the operation's program dispatcher (below), tried before the general path, or nil.
 ** A key is device ordinal * GPU_NDTYPES^2 + x's dtype * GPU_NDTYPES + y's dtype for two
 ** arrays; for an array and a Lua number, -1 - ((ordinal * GPU_NDTYPES + the array's dtype) *
 ** 4 + 2 * (the number is x) + (the number is a float)): what NumPy's weak scalars make of it;
@@ -31,7 +32,7 @@
 ** The same key without the ordinal is the operands' kind, whose result dtype does not depend
 ** on the device.
 */
-enum { OP_KERNELS = 1, OP_OPERATOR, OP_COMPILE, OP_GENERAL, OP_ARRAY_MT };
+enum { OP_KERNELS = 1, OP_OPERATOR, OP_COMPILE, OP_GENERAL, OP_ARRAY_MT, OP_DISPATCH };
 
 /* The kinds of operands, each an index of Operator.result: x's dtype * GPU_NDTYPES + y's for
 ** two arrays, GPU_NDTYPES^2 + the array's dtype * 4 + which number for an array and a number,
@@ -201,10 +202,22 @@ static int launch_operator (lua_State *L, const Operator *op, const gpu_Array *o
   return 0;
 }
 
-/* Calls the general path with the operands, out (nil for a new array) and the stream. */
+/* Calls the general path with the operands, out (nil for a new array) and the stream, after
+** the dispatcher where there is one: views and broadcasts launch from C that way too, without
+** the general path's tables of values and options. */
 static int call_general (lua_State *L, int noperands) {
+  int i;
   lua_settop(L, OP_AT_STREAM);
   if (noperands == 1) lua_remove(L, 2);                /* the unary's empty second operand */
+  if (lua_isfunction(L, lua_upvalueindex(OP_DISPATCH))) {
+    lua_pushvalue(L, lua_upvalueindex(OP_DISPATCH));   /* dispatch(out, stream, operands...) */
+    lua_pushvalue(L, noperands + 1);
+    lua_pushvalue(L, noperands + 2);
+    for (i = 1; i <= noperands; i++) lua_pushvalue(L, i);
+    lua_call(L, noperands + 2, 1);
+    if (lua_toboolean(L, -1)) return 1;
+    lua_pop(L, 1);
+  }
   lua_pushvalue(L, lua_upvalueindex(OP_GENERAL));
   lua_insert(L, 1);
   lua_call(L, noperands + 2, 1);
@@ -284,8 +297,9 @@ static lua_Integer check_count (lua_State *L, int arg, lua_Integer lo, lua_Integ
   return v;
 }
 
-/* The operator closure fn over (compile, general, block, max_grid[, per_thread]). */
-static int new_operator (lua_State *L, lua_CFunction fn) {
+/* The operator closure fn over (compile, general, block, max_grid[, per_thread]) and the
+** dispatcher at dispatch_arg (a function or nil). */
+static int new_operator (lua_State *L, lua_CFunction fn, int dispatch_arg) {
   lua_Integer block, max_grid, per_thread;
   Operator *op;
   luaL_checktype(L, 1, LUA_TFUNCTION);
@@ -294,7 +308,10 @@ static int new_operator (lua_State *L, lua_CFunction fn) {
   max_grid = check_count(L, 4, 1, MAX_BLOCKS, "the block count");
   per_thread = lua_isnoneornil(L, 5) ? 1
                                      : check_count(L, 5, 1, MAX_PER_THREAD, "elements per thread");
-  lua_settop(L, 2);
+  if (!lua_isnoneornil(L, dispatch_arg)) luaL_checktype(L, dispatch_arg, LUA_TFUNCTION);
+  lua_settop(L, dispatch_arg);
+  lua_replace(L, 3);                       /* the dispatcher, or nil */
+  lua_settop(L, 3);
   lua_newtable(L);
   op = (Operator *)lua_newuserdatauv(L, sizeof *op, 0);
   op->block = block;
@@ -305,18 +322,19 @@ static int new_operator (lua_State *L, lua_CFunction fn) {
   lua_pushvalue(L, 2);
   luaL_getmetatable(L, GPU_ARRAY);
   op->array_mt = lua_topointer(L, -1);
-  lua_pushcclosure(L, fn, 5);
+  lua_pushvalue(L, 3);
+  lua_pushcclosure(L, fn, 6);
   return 1;
 }
 
-/* array_binary_operator(compile, general, block, max_grid[, per_thread]) ->
+/* array_binary_operator(compile, general, block, max_grid[, per_thread[, dispatch]]) ->
 ** f(x, y[, out[, stream]]) */
-static int gpu_array_binary_operator (lua_State *L) { return new_operator(L, array_binary); }
+static int gpu_array_binary_operator (lua_State *L) { return new_operator(L, array_binary, 6); }
 
-/* array_unary_operator(compile, general, block, max_grid[, per_thread[, metamethod]]) ->
-** f(x[, out[, stream]]), or f(x) for a metamethod */
+/* array_unary_operator(compile, general, block, max_grid[, per_thread[, metamethod[,
+** dispatch]]]) -> f(x[, out[, stream]]), or f(x) for a metamethod */
 static int gpu_array_unary_operator (lua_State *L) {
-  return new_operator(L, lua_toboolean(L, 6) ? array_unary_metamethod : array_unary);
+  return new_operator(L, lua_toboolean(L, 6) ? array_unary_metamethod : array_unary, 7);
 }
 
 /* ---------------------------------------------------------------- kernel calls */

@@ -233,7 +233,8 @@ M._apply = apply
 -- promotion, broadcasting or key building per call, just one launch of the kernel compile()
 -- gave for the dtype pair (an array's dtype, or a number's weak type), the one the general
 -- path uses.  Everything else (and every error) is the general path's: general(x, y, out,
--- stream), apply by default.
+-- stream), apply by default, which the C operator calls after op's dispatcher (views,
+-- broadcasts and mixed kinds launch from C too) has missed.
 local BLOCK, MAX_GRID, UNROLL = ew.BLOCK, ew.MAX_GRID, ew.UNROLL
 
 local function binary_operator(op, fname, general)
@@ -242,10 +243,10 @@ local function binary_operator(op, fname, general)
     local p = program_of(op, {operand_type(x, 1, fname), operand_type(y, 2, fname)}, {x, y})
     if p then return ew.kernel(p, "c"), p.out end
   end
-  general = general or function(x, y, out, stream)   -- apply tries the dispatcher first
-    return apply(op, fname, {x, y}, {out = out, stream = stream})
-  end
-  return core.array_binary_operator(compile, general, BLOCK, MAX_GRID, UNROLL)
+  if general then return core.array_binary_operator(compile, general, BLOCK, MAX_GRID, UNROLL) end
+  return core.array_binary_operator(compile, function(x, y, out, stream)
+    return apply(op, fname, {x, y}, {out = out, stream = stream}, nil, true)
+  end, BLOCK, MAX_GRID, UNROLL, dispatcher(op))
 end
 M._binary_operator = binary_operator
 
@@ -256,10 +257,11 @@ local function unary_operator(op, fname, metamethod)
     local p = program_of(op, {x.dtype}, {x})
     if p then return ew.kernel(p, "c"), p.out end
   end
-  local function general(x, out, stream)
-    return apply(op, fname, {x}, {out = out, stream = stream})
+  local function general(x, out, stream)   -- after op's dispatcher, as for binary operators
+    return apply(op, fname, {x}, {out = out, stream = stream}, nil, true)
   end
-  return core.array_unary_operator(compile, general, BLOCK, MAX_GRID, UNROLL, metamethod)
+  return core.array_unary_operator(compile, general, BLOCK, MAX_GRID, UNROLL, metamethod,
+                                   dispatcher(op))
 end
 M._unary_operator = unary_operator
 

@@ -231,6 +231,42 @@ describe("matmul (CPU: NVRTC only)", function()
     assert.are.equal(1, destroyed)          -- when the state closed
   end)
 
+  it("repeats a 2-d product's launch by its key until a limit changes (stand-in driver)", function()
+    local probe = [[
+      local gpu = require "gpu"
+      local core, matmul = require "gpu.core", require "gpu.matmul"
+      local choices, kernel_for = 0, matmul.kernel_for
+      matmul.kernel_for = function(...) choices = choices + 1; return kernel_for(...) end
+      local a, b = gpu.zeros({64, 64}, "float32"), gpu.zeros({64, 64}, "float32")
+      local function count(f) local was = choices; f(); return choices - was end
+      local mm = gpu.gpuarray.matmul
+      print("first", count(function() mm(a, b) end), "again", count(function() mm(a, b) end))
+      print("other arrays", count(function() mm(b, a) end))
+      print("transposed", count(function() mm(a, b.T) end), count(function() mm(a, b.T) end))
+      print("options", count(function() mm(a, b, {}) end))
+      matmul.limits.small_k = matmul.limits.small_k
+      print("limit written", count(function() mm(a, b) end), count(function() mm(a, b) end))
+      gpu.fast_paths(false)
+      print("fast paths off", count(function() mm(a, b) end))
+      gpu.fast_paths(true)
+      print("big", count(function() mm(gpu.zeros({600, 600}), gpu.zeros({600, 600})) end),
+            count(function() mm(gpu.zeros({600, 600}), gpu.zeros({600, 600})) end))
+      print("keys", core.matrix_key(a, b) == core.matrix_key(b, a), core.matrix_key(a, b) ~= core.matrix_key(a, b.T),
+            #core.matrix_key(a, b), core.matrix_key(a, gpu.zeros(64)), (core.matrix_key(a, "b")))
+      b:free()
+      print(pcall(mm, a, b))
+    ]]
+    local out, ok = helpers.run_with_fakes(probe)
+    assert(ok, out)
+    -- cuBLAS takes 600^3 in float64: no plan, a choice every time
+    for _, line in ipairs{"first\t1\tagain\t0", "other arrays\t0", "transposed\t1\t0", "options\t1",
+                          "limit written\t1\t0", "fast paths off\t1", "big\t1\t1",
+                          "keys\ttrue\ttrue\t35\tnil\tnil",
+                          "bad argument #2 to 'matmul' (array has been freed)"} do
+      assert.truthy(out:find(line .. "\n", 1, true), out)
+    end
+  end)
+
   it("leaves products to the kernels where cuBLAS cannot take them, and names its failures", function()
     local probe = [[
       local gpu = require "gpu"
@@ -310,6 +346,29 @@ describe("matmul", function()
     end)
     matmul.limits.small_elements = limit
     assert(ok, err)
+  end)
+
+  helpers.gpu_it("repeats a product's launch on new operands of its geometry, views included", function()
+    -- each case thrice on fresh values: the first call plans, the others take the plan
+    local cases = {{"float32", "float32", 20, 30, 40}, {"float32", "float32", 64, 64, 64},
+                   {"float64", "int32", 70, 33, 65}, {"int8", "int8", 16, 50, 9},
+                   {"complex64", "complex64", 9, 40, 70}}
+    for _, c in ipairs(cases) do
+      local ta, tb, n, k, m = table.unpack(c)
+      local out = promote.promote_types(ta, tb)
+      for round = 1, 3 do
+        local av, bv, a, b = operands(ta, tb, n, k, m)
+        local want, scale = reference(av, bv, n, k, m, out)
+        local what = ("%s %s (%d, %d, %d) round %d"):format(ta, tb, n, k, m, round)
+        check(flat(gpu.gpuarray.matmul(a, b):get()), want, scale, out, what)
+        -- b read through its transpose's transpose, and a from a row past a slice's start
+        local bt = upload(bv, tb, {k, m}):transpose():copy():transpose()
+        local padded = random_values(ta, k)
+        table.move(av, 1, n * k, k + 1, padded)
+        local wide = upload(padded, ta, {n + 1, k}):slice(2, n + 1)
+        check(flat(gpu.gpuarray.matmul(wide, bt):get()), want, scale, out, what .. ", views")
+      end
+    end
   end)
 
   helpers.gpu_it("uses 8 x 8 elements a thread for large products, off the 128 x 128 tiles", function()

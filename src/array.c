@@ -469,6 +469,39 @@ static int gpu_axis_layout (lua_State *L) {
   return 5;
 }
 
+/* Appends v to a key as 4 bytes; 0 where it does not fit. */
+static int key_int32 (char **at, int64_t v) {
+  int32_t narrow = (int32_t)v;
+  if (narrow != v) return 0;
+  memcpy(*at, &narrow, sizeof narrow);
+  *at += sizeof narrow;
+  return 1;
+}
+
+/* matrix_key(a, b) -> a short string naming the product of a and b (the current device, both
+** dtypes, shapes and byte strides), or nothing unless both are live 2-d GPUArrays on the
+** current device whose dimensions and strides fit in 32 bits (and the fast paths are on):
+** matmul's key for the launches it repeats.  Short strings are interned, so a repeated key
+** costs Lua no allocation. */
+static int gpu_matrix_key (lua_State *L) {
+  const gpu_Array *m[2] = {gpu_testarray(L, 1), gpu_testarray(L, 2)};
+  char key[3 + 8 * sizeof(int32_t)], *at = key + 3;
+  int i, d;
+  for (i = 0; i < 2; i++) {
+    const gpu_Context *c;
+    if (m[i] == NULL || !gpu_array_alive(m[i]) || m[i]->ndim != 2) return 0;
+    c = m[i]->buffer->ctx;
+    if (c->state->general_only || c->ordinal != c->state->device || c->ordinal > 255) return 0;
+    for (d = 0; d < 2; d++)
+      if (!key_int32(&at, m[i]->shape[d]) || !key_int32(&at, m[i]->strides[d])) return 0;
+  }
+  key[0] = (char)m[0]->buffer->ctx->ordinal;
+  key[1] = (char)m[0]->dtype;
+  key[2] = (char)m[1]->dtype;
+  lua_pushlstring(L, key, sizeof key);
+  return 1;
+}
+
 /* :free(), __close and __gc: an owner releases its memory, a view detaches. */
 static int array_free (lua_State *L) {
   gpu_Array *a = (gpu_Array *)gpu_checkself(L, 1, GPU_ARRAY);
@@ -620,7 +653,8 @@ void gpu_array_open (lua_State *L) {
   static const luaL_Reg functions[] = {
     {"array_empty", gpu_array_empty}, {"array_zeros", gpu_array_zeros},
     {"array_view", gpu_array_view}, {"array_like", gpu_array_like},
-    {"view_method", gpu_view_method}, {"axis_layout", gpu_axis_layout}, {NULL, NULL},
+    {"view_method", gpu_view_method}, {"axis_layout", gpu_axis_layout},
+    {"matrix_key", gpu_matrix_key}, {NULL, NULL},
   };
   static const luaL_Reg meta[] = {
     {"__index", array_index}, {"__newindex", array_newindex}, {"__len", array_len},

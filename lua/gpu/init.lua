@@ -15,8 +15,8 @@ local internal = {
   types = true, complex_metatable = true, array_binary_operator = true,
   array_unary_operator = true, elementwise_caller = true, reduction_caller = true,
   program_launcher = true, program_dispatcher = true, view_method = true, axis_layout = true,
-  blas_matmul = true, cache_hash = true, cache_load = true, cache_store = true,
-  nvrtc_identity = true, module_image = true, module_share = true,
+  matrix_key = true, blas_matmul = true, cache_hash = true, cache_load = true,
+  cache_store = true, nvrtc_identity = true, module_image = true, module_share = true,
 }
 for name, value in pairs(core) do
   if not internal[name] then gpu[name] = value end

@@ -268,8 +268,18 @@ local ACROSS_GROUPS = MATVEC_BLOCK // 4   -- kernels/matvec.cu's GPU_ACROSS_GROU
 -- a tile idle; for a few columns (or rows), "narrow" where the other operand runs along k in
 -- memory and "across" where its rows (a's) or columns (b's) are adjacent, with the operand
 -- ("a" or "b"); else "tile".  Tests change the limits to reach each kernel.
-M.limits = {small_elements = 1024, small_k = 256, cublas_work = 2 ^ 24, cublas_work_float32 = 2 ^ 27,
-            cublas_matvec = 2 ^ 22}
+-- A write to a limit forgets the launches planned under the old ones (plans, below).
+local limit_values = {small_elements = 1024, small_k = 256, cublas_work = 2 ^ 24,
+                      cublas_work_float32 = 2 ^ 27, cublas_matvec = 2 ^ 22}
+local plans, nplans = {}, 0
+M.limits = setmetatable({}, {
+  __index = limit_values,
+  __newindex = function(_, key, value)
+    limit_values[key] = value
+    plans, nplans = {}, 0
+  end,
+  __pairs = function() return next, limit_values, nil end,
+})
 
 -- Whether elements of size bytes run along k (their byte stride there k_stride) for at least
 -- a warp's 16-byte runs.
@@ -376,8 +386,34 @@ local function as_matrices(target, a, b, a_nd, b_nd, batch, n, k, m, a_col, b_ro
   return target, a, b
 end
 
+-- Products of two 2-d arrays without options repeat their launch by its key
+-- (core.matrix_key: the device, dtypes, shapes and strides), where the general path below
+-- chose the small or the tiled kernel: a choice that depends on nothing else, while the limits
+-- stay as they are.  A loop of small products then costs an allocation and a launch, not the
+-- general path's checks and choices (a 64 x 64 float32 product: 55000 host instructions).
+local MAX_PLANS = 1024
+local matrix_key, array_empty = core.matrix_key, core.array_empty
+
+local function remember(key, product, grid, block, shape, out_dtype, a_row, a_col, b_row, b_col,
+                        n, k, m)
+  if nplans >= MAX_PLANS then plans, nplans = {}, 0 end
+  local launch = product.prepared_async_call
+  plans[key] = function(a, b)
+    local result = array_empty(shape, out_dtype)
+    launch(product, grid, block, nil, result, a, NO_BATCH, a_row, a_col, b, NO_BATCH, b_row, b_col,
+           n, k, m, 1)
+    return result
+  end
+  nplans = nplans + 1
+end
+
 -- Each of a's fields is read once below: reading one costs a call of the array's __index.
 function M.matmul(a, b, opts)
+  local key = opts == nil and matrix_key(a, b)
+  if key then
+    local plan = plans[key]
+    if plan then return plan(a, b) end
+  end
   check_array(a, 1, "matmul")
   check_array(b, 2, "matmul")
   opts = args.check_options(opts, 3, "matmul", OPTIONS)
@@ -467,6 +503,10 @@ function M.matmul(a, b, opts)
     end
     product(target, a, batch_layout(batch, a_bs), a_row, a_col, b, batch_layout(batch, b_bs), b_row,
             b_col, n, k, m, batches, launch)
+    if key then
+      remember(key, product, launch.grid, launch.block, shape, out_dtype, a_row, a_col, b_row,
+               b_col, n, k, m)
+    end
   end
   if target ~= result then
     ew.launch(ew.copy_program(out_dtype), result, stream, "matmul", target)

@@ -94,8 +94,11 @@ describe("operator kernels (CPU: NVRTC only)", function()
     local p = program_for("add", "float32", "float32")
     local c = ew.source(p, "c")
     assert.matches("lg_out[lg_i] = (float)(", c, 1, true)
-    assert.matches("const float v1 = lg_p_v1[lg_i];", c, 1, true)
+    assert.matches("lg_v_v1[lg_u] = lg_p_v1[lg_i];", c, 1, true)    -- loaded first,
+    assert.matches("const float v1 = lg_v_v1[lg_u];", c, 1, true)   -- then computed
     assert.matches("long long lg_i", c, 1, true)
+    local _, guards = c:gsub("if %(lg_i >= lg_n%) break;", "")       -- the last round's
+    assert.are.equal(2, guards)
     local s = ew.source(p, "s2")
     assert.matches("lg_c = lg_r % lg_d1; lg_r /= lg_d1;", s, 1, true)
     assert.matches("*(float *)(lg_out + lg_oo) =", s, 1, true)

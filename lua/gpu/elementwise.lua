@@ -227,38 +227,45 @@ local function tiled_body(p, arrays, nd, b, staged)
   return table.concat(t)
 end
 
+-- Contiguous kernels: UNROLL elements a thread a round, one grid stride apart, all loaded
+-- before any is computed (loads in flight together).  The last round of a thread is the same
+-- with each element checked against n: a small array (one block, a round or less) then costs
+-- one trip to memory, not UNROLL in a row.
 local function contiguous_body(p, arrays)
-  local function values(at)
+  local function round(indent, guarded)
     local t = {}
+    local function line(text) t[#t + 1] = indent .. text .. "\n" end
     for _, op in ipairs(arrays) do
-      t[#t + 1] = ("      const %s %s = %s;\n"):format(value_ctype(op.dtype), op.name,
-                                                      widen(op.dtype, at(op.name)))
+      line(("%s lg_v_%s[%d];"):format(stored_ctype(op.dtype), op.name, UNROLL))
     end
+    line(("#pragma unroll\n%sfor (int lg_u = 0; lg_u < %d; lg_u++) {"):format(indent, UNROLL))
+    line("  const long long lg_i = lg_i0 + lg_u * lg_stride;")
+    if guarded then line("  if (lg_i >= lg_n) break;") end
+    for _, op in ipairs(arrays) do
+      line(("  lg_v_%s[lg_u] = lg_p_%s[lg_i];"):format(op.name, op.name))
+    end
+    line("}")
+    line(("#pragma unroll\n%sfor (int lg_u = 0; lg_u < %d; lg_u++) {"):format(indent, UNROLL))
+    line("  const long long lg_i = lg_i0 + lg_u * lg_stride;")
+    if guarded then line("  if (lg_i >= lg_n) break;") end
+    for _, op in ipairs(arrays) do
+      line(("  const %s %s = %s;"):format(value_ctype(op.dtype), op.name,
+                                         widen(op.dtype, ("lg_v_%s[lg_u]"):format(op.name))))
+    end
+    line(("  lg_out[lg_i] = %s;"):format(narrow(p.out, p.expr)))
+    line("}")
     return table.concat(t)
   end
-  local store = ("      lg_out[lg_i] = %s;\n"):format(narrow(p.out, p.expr))
-  local t = {
+  return table.concat{
     "  const long long lg_stride = (long long)blockDim.x * gridDim.x;\n",
     "  long long lg_i0 = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n",
     ("  for (; lg_i0 + %d * lg_stride < lg_n; lg_i0 += %d * lg_stride) {\n"):format(UNROLL - 1, UNROLL),
+    round("    ", false),
+    "  }\n",
+    "  if (lg_i0 < lg_n) {   // the last round: under UNROLL elements left, each checked\n",
+    round("    ", true),
+    "  }\n",
   }
-  for _, op in ipairs(arrays) do
-    t[#t + 1] = ("    %s lg_v_%s[%d];\n"):format(stored_ctype(op.dtype), op.name, UNROLL)
-  end
-  t[#t + 1] = ("#pragma unroll\n    for (int lg_u = 0; lg_u < %d; lg_u++) {\n"):format(UNROLL)
-  for _, op in ipairs(arrays) do
-    t[#t + 1] = ("      lg_v_%s[lg_u] = lg_p_%s[lg_i0 + lg_u * lg_stride];\n"):format(op.name, op.name)
-  end
-  t[#t + 1] = ("    }\n#pragma unroll\n    for (int lg_u = 0; lg_u < %d; lg_u++) {\n"):format(UNROLL)
-  t[#t + 1] = "      const long long lg_i = lg_i0 + lg_u * lg_stride;\n"
-  t[#t + 1] = values(function(name) return ("lg_v_%s[lg_u]"):format(name) end)
-  t[#t + 1] = store
-  t[#t + 1] = "    }\n  }\n  for (; lg_i0 < lg_n; lg_i0 += lg_stride) {   // the last elements\n"
-  t[#t + 1] = "      const long long lg_i = lg_i0;\n"
-  t[#t + 1] = values(function(name) return ("lg_p_%s[lg_i]"):format(name) end)
-  t[#t + 1] = store
-  t[#t + 1] = "  }\n"
-  return table.concat(t)
 end
 
 -- Strided kernels: each operand read through its byte strides, in a grid-stride loop.

@@ -249,8 +249,12 @@ describe("matmul (CPU: NVRTC only)", function()
       gpu.fast_paths(false)
       print("fast paths off", count(function() mm(a, b) end))
       gpu.fast_paths(true)
-      print("big", count(function() mm(gpu.zeros({600, 600}), gpu.zeros({600, 600})) end),
-            count(function() mm(gpu.zeros({600, 600}), gpu.zeros({600, 600})) end))
+      local function big() mm(gpu.zeros({600, 600}), gpu.zeros({600, 600})) end
+      print("big", count(big), count(big))
+      gpu.use_cublas(false)                 -- the kernels take it, but cuBLAS may come back
+      print("cuBLAS off", count(big), count(big))
+      gpu.use_cublas(true)
+      print("cuBLAS on", count(big))
       print("keys", core.matrix_key(a, b) == core.matrix_key(b, a), core.matrix_key(a, b) ~= core.matrix_key(a, b.T),
             #core.matrix_key(a, b), core.matrix_key(a, gpu.zeros(64)), (core.matrix_key(a, "b")))
       b:free()
@@ -258,13 +262,16 @@ describe("matmul (CPU: NVRTC only)", function()
     ]]
     local out, ok = helpers.run_with_fakes(probe)
     assert(ok, out)
-    -- cuBLAS takes 600^3 in float64: no plan, a choice every time
+    -- cuBLAS takes 600^3 in float64: no plan, a choice every time, with cuBLAS off as well
     for _, line in ipairs{"first\t1\tagain\t0", "other arrays\t0", "transposed\t1\t0", "options\t1",
                           "limit written\t1\t0", "fast paths off\t1", "big\t1\t1",
+                          "cuBLAS off\t1\t1", "cuBLAS on\t1",
                           "keys\ttrue\ttrue\t35\tnil\tnil",
                           "bad argument #2 to 'matmul' (array has been freed)"} do
       assert.truthy(out:find(line .. "\n", 1, true), out)
     end
+    local _, gemms = out:gsub("fakecublas: gemm N N 600 600 600", "")
+    assert.are.equal(3, gemms)              -- big twice, then again once cuBLAS is back
   end)
 
   it("leaves products to the kernels where cuBLAS cannot take them, and names its failures", function()

@@ -388,8 +388,8 @@ end
 
 -- Products of two 2-d arrays without options repeat their launch by its key
 -- (core.matrix_key: the device, dtypes, shapes and strides), where the general path below
--- chose the small or the tiled kernel: a choice that depends on nothing else, while the limits
--- stay as they are.  A loop of small products then costs an allocation and a launch, not the
+-- chose the small or the tiled kernel without asking cuBLAS: a choice that depends on nothing
+-- else, while the limits stay as they are.  A loop of small products then costs an allocation and a launch, not the
 -- general path's checks and choices (a 64 x 64 float32 product: 55000 host instructions).
 local MAX_PLANS = 1024
 local matrix_key, array_empty = core.matrix_key, core.array_empty
@@ -470,6 +470,7 @@ function M.matmul(a, b, opts)
   local how, side = M.kernel_for(n, k, m, dtypes[a_dtype].size, a_row, a_col, dtypes[b_dtype].size,
                                  b_row, b_col)
   if M.takes_cublas(how, n, k, m, batches, out_dtype) then
+    key = nil     -- whether cuBLAS takes it depends on more than the key (gpu.use_cublas, alignment)
     local t, x, y = as_matrices(target, a, b, #a_shape, #b_shape, batch, n, k, m, a_col, b_row)
     if core.blas_matmul(t, x, y, stream) then how = "cublas" end
   end

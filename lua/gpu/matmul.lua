@@ -389,8 +389,9 @@ end
 -- Products of two 2-d arrays without options repeat their launch by its key
 -- (core.matrix_key: the device, dtypes, shapes and strides), where the general path below
 -- chose the small or the tiled kernel without asking cuBLAS: a choice that depends on nothing
--- else, while the limits stay as they are.  A loop of small products then costs an allocation and a launch, not the
--- general path's checks and choices (a 64 x 64 float32 product: 55000 host instructions).
+-- else, while the limits stay as they are.  A loop of small products then costs an
+-- allocation and a launch, not the general path's checks and choices (a 64 x 64 float32
+-- product: 55000 host instructions).
 local MAX_PLANS = 1024
 local matrix_key, array_empty = core.matrix_key, core.array_empty
 

@@ -45,14 +45,19 @@ local qualifiers = {
   ["std"] = true,
 }
 
--- Source with comments, string literals and preprocessor lines blanked out.
+-- Source with comments, string literals and preprocessor lines blanked out.  Each pass runs
+-- only where its first character occurs: a SourceModule in a new process parses its source
+-- on every disk-cache hit.
 local function strip(source)
-  source = source:gsub("/%*.-%*/", " "):gsub("//[^\n]*", "")
-  source = source:gsub('"[^"\n]*"', '""')
+  if source:find("/", 1, true) then
+    source = source:gsub("/%*.-%*/", " "):gsub("//[^\n]*", "")
+  end
+  if source:find('"', 1, true) then source = source:gsub('"[^"\n]*"', '""') end
   -- attributes that take parenthesised arguments would look like the parameter list
   for _, attr in ipairs{"__launch_bounds__", "__cluster_dims__", "__maxnreg__", "__attribute__"} do
-    source = source:gsub(attr .. "%s*%b()", " ")
+    if source:find(attr, 1, true) then source = source:gsub(attr .. "%s*%b()", " ") end
   end
+  if not source:find("#", 1, true) then return source end
   return (("\n" .. source):gsub("\n%s*#[^\n]*", "\n"))
 end
 
@@ -61,7 +66,7 @@ local function param_letter(decl)
   if decl:find("[%*%[&]") then return "P" end
   local words = {}
   for word in decl:gmatch("[%w_:]+") do
-    word = word:gsub("^std::", "")
+    if word:find(":", 1, true) then word = word:gsub("^std::", "") end
     if not qualifiers[word] then words[#words + 1] = word end
   end
   -- the last word is the parameter's name, unless it is part of the type (an unnamed
@@ -70,20 +75,36 @@ local function param_letter(decl)
   return scalar_letters[table.concat(words, " ")] or "V"
 end
 
--- Splits a parameter list at top-level commas.
+-- Splits a parameter list at top-level commas, jumping from bracket to bracket.
 local function split_params(list)
-  local params, depth, start = {}, 0, 1
-  for i = 1, #list do
-    local c = list:sub(i, i)
-    if c == "(" or c == "<" or c == "[" or c == "{" then depth = depth + 1
-    elseif c == ")" or c == ">" or c == "]" or c == "}" then depth = depth - 1
-    elseif c == "," and depth == 0 then
-      params[#params + 1] = list:sub(start, i - 1)
-      start = i + 1
-    end
+  local params, depth, start, i = {}, 0, 1, 1
+  while true do
+    i = list:find("[%(%)<>%[%]{},]", i)
+    if not i then break end
+    local c = list:byte(i)
+    if c == 40 or c == 60 or c == 91 or c == 123 then depth = depth + 1         -- ( < [ {
+    elseif c == 44 then                                                         -- ,
+      if depth == 0 then
+        params[#params + 1] = list:sub(start, i - 1)
+        start = i + 1
+      end
+    else depth = depth - 1 end                                                  -- ) > ] }
+    i = i + 1
   end
   params[#params + 1] = list:sub(start)
   return params
+end
+
+-- The position of the parenthesis that closes the one at open, or nil.
+local function closing(text, open)
+  local depth, i = 0, open
+  while true do
+    i = text:find("[()]", i)
+    if not i then return nil end
+    depth = depth + (text:byte(i) == 40 and 1 or -1)
+    if depth == 0 then return i end
+    i = i + 1
+  end
 end
 
 function M.parse(source)
@@ -103,16 +124,7 @@ function M.parse(source)
     if open then
       local head = text:sub(pos, open - 1)
       local name = head:match("([%a_][%w_]*)%s*$")
-      -- the matching close parenthesis
-      local depth, close = 0, nil
-      for i = open, #text do
-        local c = text:sub(i, i)
-        if c == "(" then depth = depth + 1
-        elseif c == ")" then
-          depth = depth - 1
-          if depth == 0 then close = i break end
-        end
-      end
+      local close = closing(text, open)
       if name and close and not templated and not head:find("[;{}]") then
         local list = text:sub(open + 1, close - 1)
         local letters = {}

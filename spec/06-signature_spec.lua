@@ -60,6 +60,12 @@ describe("gpu.signature.parse", function()
       ) {}]])
   end)
 
+  it("splits parameters only at commas outside brackets", function()
+    assert.are.same({tp = "VPPV", second = ""}, parse[[
+      __global__ void tp(Pair<int, float> p, int (*fp)(int, int), float a[4], S s) {}
+      __global__ void second(void) {}]])
+  end)
+
   it("finds every kernel of a source", function()
     local names, src = {}, {}
     for i = 1, 20 do

@@ -208,15 +208,18 @@ gpu_radix_histogram(const gpu_key_t *keys, unsigned long long *totals, long long
     }
     long long begin, end;
     gpu_tile_span(row, t % tiles, len, &begin, &end);
-    gpu_bits_t bits[GPU_RADIX_ITEMS];
-    for (int r = 0; r < GPU_RADIX_ITEMS; r++) {   // every load of the tile in flight at once
+    gpu_key_t key[GPU_RADIX_ITEMS];
+    // Every load of the tile in flight at once: a float's bits take branches, which would
+    // wait for each load in turn if they came with it.
+    for (int r = 0; r < GPU_RADIX_ITEMS; r++) {
       const long long i = begin + r * GPU_RADIX_THREADS + threadIdx.x;
-      if (i < end) bits[r] = gpu_radix_bits(keys[i]);
+      if (i < end) key[r] = keys[i];
     }
     for (int r = 0; r < GPU_RADIX_ITEMS; r++) {
       if (begin + r * GPU_RADIX_THREADS + threadIdx.x < end) {
+        const gpu_bits_t bits = gpu_radix_bits(key[r]);
         for (int pass = 0; pass < GPU_RADIX_PASSES; pass++)
-          atomicAdd(&histogram[pass][(unsigned)(bits[r] >> (8 * pass)) & (GPU_DIGITS - 1)], 1u);
+          atomicAdd(&histogram[pass][(unsigned)(bits >> (8 * pass)) & (GPU_DIGITS - 1)], 1u);
       }
     }
   }

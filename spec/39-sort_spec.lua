@@ -288,6 +288,51 @@ describe("sort", function()
     end
   end)
 
+  helpers.gpu_it("keeps the order through bytes in which a row's keys all have one digit", function()
+    -- In rows of many tiles such a byte's pass is a copy; rows of one array differ in which
+    -- bytes those are: small keys (high bytes alike), keys alike in every byte, keys alike in
+    -- the lowest byte only, and keys spread over the dtype's range.  (Rows of one tile too.)
+    local kinds = {
+      small = function(dtype)                      -- a float32 in [1, 2): its top byte alike
+        return dtype == "float32" and 1 + math.random(0, 999) / 1000 or math.random(0, 999)
+      end,
+      alike = function() return 42 end,
+      low_byte_alike = function() return math.random(-3000, 3000) * 256 + 7 end,
+      spread = function(dtype)
+        if dtype == "float32" then return (math.random() - 0.5) * 2^math.random(-20, 20) end
+        if dtype == "int32" then return math.random(-2^31, 2^31 - 1) end
+        return math.random(math.mininteger, math.maxinteger)
+      end,
+    }
+    local order = {"small", "alike", "low_byte_alike", "spread"}
+    for _, case in ipairs{{"int32", 3 * 4096 + 5}, {"int64", 2 * 2048 + 3}, {"float32", 3 * 4096 + 5},
+                          {"int32", 3000}, {"int64", 1500}, {"float32", 4000}} do
+      local dtype, len = case[1], case[2]
+      local rows = #order
+      local h = gpu.host.empty({rows, len}, dtype)
+      for r, kind in ipairs(order) do
+        for c = 1, len do h[(r - 1) * len + c] = kinds[kind](dtype) end
+      end
+      local a = gpu.to_gpu(h)
+      local hs, hi = gpu.gpuarray.sort(a):get(), gpu.gpuarray.argsort(a):get()
+      a:sort()                                     -- in place
+      local hp = a:get()
+      for r, kind in ipairs(order) do
+        local base = (r - 1) * len
+        local line = {}
+        for c = 1, len do line[c] = h[base + c] end
+        local want = stable_order(dtype, line)
+        for c = 1, len do
+          if hs[base + c] ~= line[want[c]] or hp[base + c] ~= line[want[c]] or hi[base + c] ~= want[c] then
+            error(("%s[%d x %d] %s row: #%d sorted %s, in place %s, index %d; expected %s, index %d"):format(
+              dtype, rows, len, kind, c, tostring(hs[base + c]), tostring(hp[base + c]), hi[base + c],
+              tostring(line[want[c]]), want[c]))
+          end
+        end
+      end
+    end
+  end)
+
   helpers.gpu_it("refuses 0-d arrays and bad options", function()
     helpers.assert_error("bad argument #1 to 'argsort' (a 0-d array has no axis to sort along)",
                          gpu.gpuarray.argsort, gpu.zeros({}, "float32"))

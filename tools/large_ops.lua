@@ -1,0 +1,69 @@
+-- tools/large_ops.lua: device time of 30 common operations on 2^26 float32 (and the dtypes
+-- and shapes named), against a copy's bandwidth, beside CuPy's (tools/large_ops.py): a survey
+-- for finding the operations that fall short of the memory's speed (bench/NOTES.md quotes one).
+--
+--   lua5.4 tools/large_ops.lua        (from the checkout on the GPU machine, after `make`)
+--   python3 tools/large_ops.py        (CuPy's figures for the same operations)
+--
+-- Each line: the median of 5 timings between events (after one untimed call) of a call that
+-- makes a new array, in ms, and GB/s counting each element's nominal bytes (inputs read once,
+-- outputs written once).
+package.path = "lua/?.lua;lua/?/init.lua;tools/?.lua;" .. package.path
+package.cpath = "./?.so;build/?.so;" .. package.cpath
+local gpu = require "gpu"
+local ga = gpu.gpuarray
+local device_ms = require "device_time"
+local n = 1 << 26
+local a = gpu.random.rand(n, "float32") * 2 - 1
+local b = gpu.random.rand(n, "float32")
+local d = a:astype("float64")
+local ia = (a * 1000):astype("int32")
+local idx = (gpu.random.rand(n, "float64") * (n - 1)):astype("int64") + 1
+local m = a:reshape(8192, 8192)
+local mask = a:gt(0)
+-- device_time frees what a call returns: a call that gives a Lua number gets an array to free
+local function keep(x)
+  if type(x) == "number" or x == nil then return gpu.zeros(1, "float32") end
+  return x
+end
+local cases = {   -- {name, nominal bytes an element, call}
+  {"copy", 8, function() return a:copy() end},
+  {"sum", 4, function() return ga.sum(a) end},
+  {"max", 4, function() return ga.max(a) end},
+  {"argmax", 4, function() return ga.argmax(a) end},
+  {"argmin", 4, function() return ga.argmin(a) end},
+  {"mean", 4, function() return ga.mean(a) end},
+  {"var", 4, function() return ga.var(a) end},
+  {"any", 1, function() return ga.any(mask) end},
+  {"count_nonzero", 1, function() return keep(ga.count_nonzero(mask)) end},
+  {"where", 13, function() return ga.where(mask, a, b) end},
+  {"clip", 8, function() return ga.clip(a, -0.5, 0.5) end},
+  {"isnan", 5, function() return ga.isnan(a) end},
+  {"astype f64", 12, function() return a:astype("float64") end},
+  {"astype i32", 8, function() return a:astype("int32") end},
+  {"exp", 8, function() return gpu.cumath.exp(a) end},
+  {"a:gt(b)", 9, function() return a:gt(b) end},
+  {"maximum", 12, function() return ga.maximum(a, b) end},
+  {"take", 16, function() return ga.take(a, idx) end},
+  {"cumsum f64", 16, function() return gpu.cumsum(d) end},
+  {"cumsum i32", 12, function() return gpu.cumsum(ia) end},   -- int64 out
+  {"sum f64", 8, function() return ga.sum(d) end},
+  {"sum axis 1", 4, function() return ga.sum(m, {axis = 2}) end},
+  {"sum axis 0", 4, function() return ga.sum(m, {axis = 1}) end},
+  {"max axis 1", 4, function() return ga.max(m, {axis = 2}) end},
+  {"transpose copy", 8, function() return m:transpose():copy() end},
+  {"extract", 6, function() return ga.extract(mask, a) end},
+  {"rand", 4, function() return gpu.random.rand(n, "float32") end},
+  {"randn", 4, function() return gpu.random.randn(n, "float32") end},
+  {"concatenate", 16, function() return ga.concatenate({a, b}) end},
+  {"a[::2] copy", 4, function() return a:slice(1, n, 2):copy() end},
+}
+for _, c in ipairs(cases) do
+  local ok, ms = pcall(device_ms, c[3], 5)
+  if ok then
+    print(("%-16s %8.3f ms  %7.0f GB/s (nominal %d bytes an element)")
+          :format(c[1], ms, c[2] * n / ms / 1e6, c[2]))
+  else
+    print(("%-16s error: %s"):format(c[1], tostring(ms)))
+  end
+end

@@ -1,0 +1,69 @@
+"""tools/large_ops.py: CuPy's device time of tools/large_ops.lua's operations.
+
+  python3 tools/large_ops.py
+
+Each line: the median of 5 timings between CUDA events (after one untimed call), in ms, and
+GB/s counting each element's nominal bytes, as tools/large_ops.lua reports lua-gpu's.
+"""
+import statistics
+
+import cupy as cp
+
+n = 1 << 26
+a = cp.random.rand(n, dtype=cp.float32) * 2 - 1
+b = cp.random.rand(n, dtype=cp.float32)
+d = a.astype(cp.float64)
+ia = (a * 1000).astype(cp.int32)
+idx = (cp.random.rand(n) * (n - 1)).astype(cp.int64)
+m = a.reshape(8192, 8192)
+mask = a > 0
+
+cases = [  # (name, nominal bytes an element, call)
+    ("copy", 8, lambda: a.copy()),
+    ("sum", 4, lambda: a.sum()),
+    ("max", 4, lambda: a.max()),
+    ("argmax", 4, lambda: a.argmax()),
+    ("argmin", 4, lambda: a.argmin()),
+    ("mean", 4, lambda: a.mean()),
+    ("var", 4, lambda: a.var()),
+    ("any", 1, lambda: mask.any()),
+    ("count_nonzero", 1, lambda: cp.count_nonzero(mask)),
+    ("where", 13, lambda: cp.where(mask, a, b)),
+    ("clip", 8, lambda: cp.clip(a, -0.5, 0.5)),
+    ("isnan", 5, lambda: cp.isnan(a)),
+    ("astype f64", 12, lambda: a.astype(cp.float64)),
+    ("astype i32", 8, lambda: a.astype(cp.int32)),
+    ("exp", 8, lambda: cp.exp(a)),
+    ("a:gt(b)", 9, lambda: a > b),
+    ("maximum", 12, lambda: cp.maximum(a, b)),
+    ("take", 16, lambda: cp.take(a, idx)),
+    ("cumsum f64", 16, lambda: cp.cumsum(d)),
+    ("cumsum i32", 12, lambda: cp.cumsum(ia)),  # int64 out
+    ("sum f64", 8, lambda: d.sum()),
+    ("sum axis 1", 4, lambda: m.sum(axis=1)),
+    ("sum axis 0", 4, lambda: m.sum(axis=0)),
+    ("max axis 1", 4, lambda: m.max(axis=1)),
+    ("transpose copy", 8, lambda: m.T.copy()),
+    ("extract", 6, lambda: cp.extract(mask, a)),
+    ("rand", 4, lambda: cp.random.rand(n, dtype=cp.float32)),
+    ("randn", 4, lambda: cp.random.randn(n, dtype=cp.float32)),
+    ("concatenate", 16, lambda: cp.concatenate([a, b])),
+    ("a[::2] copy", 4, lambda: a[::2].copy()),
+]
+
+start, stop = cp.cuda.Event(), cp.cuda.Event()
+for name, nbytes, call in cases:
+    try:
+        call()
+        cp.cuda.Device().synchronize()
+        times = []
+        for _ in range(5):
+            start.record()
+            call()
+            stop.record()
+            stop.synchronize()
+            times.append(cp.cuda.get_elapsed_time(start, stop))
+        ms = statistics.median(times)
+        print(f"{name:16s} {ms:8.3f} ms  {nbytes * n / ms / 1e6:7.0f} GB/s")
+    except Exception as e:  # a function CuPy lacks: say so and go on
+        print(f"{name:16s} error: {e}")

@@ -254,9 +254,9 @@ function ops.var_deviation(dtype, work)
   local acc = sum_acc(out)
   local wtype, rtype = dtypes[work].ctype, dtypes[real].ctype
   local squared = dtypes[work].kind == "c" and "d.re * d.re + d.im * d.im" or "d * d"
-  return {out = out, acc = acc, reduce = "a + b", neutral = "0",
-          preamble = ("__device__ __forceinline__ %s lg_squared_deviation(%s x, %s m) {\n"
-                      .. "  const %s d = x - m;\n  return %s;\n}"):format(rtype, wtype, wtype, wtype, squared),
+  local preamble = ("__device__ __forceinline__ %s lg_squared_deviation(%s x, %s m) {\n"
+                    .. "  const %s d = x - m;\n  return %s;\n}"):format(rtype, wtype, wtype, wtype, squared)
+  return {out = out, acc = acc, reduce = "a + b", neutral = "0", preamble = preamble,
           map = function(x, m)
             return ("(%s)lg_squared_deviation(%s, %s)"):format(acc, convert(dtype, x, wtype), m)
           end,

@@ -292,6 +292,25 @@ describe("sort", function()
     -- In rows of many tiles such a byte's pass is a copy; rows of one array differ in which
     -- bytes those are: small keys (high bytes alike), keys alike in every byte, keys alike in
     -- the lowest byte only, and keys spread over the dtype's range.  (Rows of one tile too.)
+    -- Checks the rows of host array h (rows x len) against their stable order: sorted,
+    -- indices and, when given, in_place are the GPU's results as host arrays.
+    local function check_rows(dtype, h, rows, len, labels, sorted, indices, in_place)
+      for r = 1, rows do
+        local base = (r - 1) * len
+        local line = {}
+        for c = 1, len do line[c] = h[base + c] end
+        local want = stable_order(dtype, line)
+        for c = 1, len do
+          local expected, got_in_place = line[want[c]], in_place and in_place[base + c]
+          if sorted[base + c] ~= expected or indices[base + c] ~= want[c] or
+             (in_place and got_in_place ~= expected) then
+            error(("%s[%d x %d] %s row: #%d sorted %s, in place %s, index %d; expected %s, index %d")
+                  :format(dtype, rows, len, labels[r], c, tostring(sorted[base + c]),
+                          tostring(got_in_place), indices[base + c], tostring(expected), want[c]))
+          end
+        end
+      end
+    end
     local kinds = {
       small = function(dtype)                      -- a float32 in [1, 2): its top byte alike
         return dtype == "float32" and 1 + math.random(0, 999) / 1000 or math.random(0, 999)
@@ -308,28 +327,14 @@ describe("sort", function()
     for _, case in ipairs{{"int32", 3 * 4096 + 5}, {"int64", 2 * 2048 + 3}, {"float32", 3 * 4096 + 5},
                           {"int32", 3000}, {"int64", 1500}, {"float32", 4000}} do
       local dtype, len = case[1], case[2]
-      local rows = #order
-      local h = gpu.host.empty({rows, len}, dtype)
+      local h = gpu.host.empty({#order, len}, dtype)
       for r, kind in ipairs(order) do
         for c = 1, len do h[(r - 1) * len + c] = kinds[kind](dtype) end
       end
       local a = gpu.to_gpu(h)
       local hs, hi = gpu.gpuarray.sort(a):get(), gpu.gpuarray.argsort(a):get()
       a:sort()                                     -- in place
-      local hp = a:get()
-      for r, kind in ipairs(order) do
-        local base = (r - 1) * len
-        local line = {}
-        for c = 1, len do line[c] = h[base + c] end
-        local want = stable_order(dtype, line)
-        for c = 1, len do
-          if hs[base + c] ~= line[want[c]] or hp[base + c] ~= line[want[c]] or hi[base + c] ~= want[c] then
-            error(("%s[%d x %d] %s row: #%d sorted %s, in place %s, index %d; expected %s, index %d"):format(
-              dtype, rows, len, kind, c, tostring(hs[base + c]), tostring(hp[base + c]), hi[base + c],
-              tostring(line[want[c]]), want[c]))
-          end
-        end
-      end
+      check_rows(dtype, h, #order, len, order, hs, hi, a:get())
     end
     -- One-byte keys have one pass, which is also the last: it writes the int64 indices.
     for _, dtype in ipairs{"uint8", "bool"} do
@@ -339,19 +344,9 @@ describe("sort", function()
         h[c] = dtype == "bool" or 7                                          -- alike
         h[len + c] = dtype == "bool" and math.random() < 0.5 or math.random(0, 255)
       end
-      local hs, hi = gpu.gpuarray.sort(gpu.to_gpu(h)):get(), gpu.gpuarray.argsort(gpu.to_gpu(h)):get()
-      for r = 1, 2 do
-        local base = (r - 1) * len
-        local line = {}
-        for c = 1, len do line[c] = h[base + c] end
-        local want = stable_order(dtype, line)
-        for c = 1, len do
-          if hs[base + c] ~= line[want[c]] or hi[base + c] ~= want[c] then
-            error(("%s row %d: #%d sorted %s, index %d; expected %s, index %d"):format(dtype, r, c,
-              tostring(hs[base + c]), hi[base + c], tostring(line[want[c]]), want[c]))
-          end
-        end
-      end
+      local a = gpu.to_gpu(h)
+      check_rows(dtype, h, 2, len, {"alike", "spread"}, gpu.gpuarray.sort(a):get(),
+                 gpu.gpuarray.argsort(a):get())
     end
   end)
 

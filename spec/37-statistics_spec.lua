@@ -106,6 +106,8 @@ describe("statistics", function()
       for _, op in ipairs{"var", "std"} do
         compile(op .. " scale of " .. dtype, ew.source(reduction.scale_program(op, deviations.out, out), "c"))
       end
+      compile("var_deviation of " .. dtype,
+              (reduction.builtin_source("var_deviation", dtype, reduction.var_work_dtype(dtype))))
     end
     for _, dtype in ipairs{"float16", "bfloat16"} do
       compile("var_mean of " .. dtype, (reduction.builtin_source("var_mean", dtype)))

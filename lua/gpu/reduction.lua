@@ -244,6 +244,25 @@ function ops.argmin(dtype) return arg(dtype, "argmin") end
 -- float32 for the 16-bit floats, whose own mean would round to 16 bits).
 function ops.var_mean(dtype) return mean_as(dtype, M.var_work_dtype(dtype)) end
 
+-- var's second pass over a whole array: the sum of the squared deviations of dtype's elements
+-- from their mean (the second operand, of the work dtype, read through a stride of 0), each
+-- made in the work dtype and rounded to its real type as the elementwise deviation program
+-- stores it, then summed as "sum" sums an array of them; no array of them is made.
+function ops.var_deviation(dtype, work)
+  local real = M.var_dtype(work)
+  local out = M.sum_dtype(real)
+  local acc = sum_acc(out)
+  local wtype, rtype = dtypes[work].ctype, dtypes[real].ctype
+  local squared = dtypes[work].kind == "c" and "d.re * d.re + d.im * d.im" or "d * d"
+  local preamble = ("__device__ __forceinline__ %s lg_squared_deviation(%s x, %s m) {\n"
+                    .. "  const %s d = x - m;\n  return %s;\n}"):format(rtype, wtype, wtype, wtype, squared)
+  return {out = out, acc = acc, reduce = "a + b", neutral = "0", preamble = preamble,
+          map = function(x, m)
+            return ("(%s)lg_squared_deviation(%s, %s)"):format(acc, convert(dtype, x, wtype), m)
+          end,
+          finish = function(a) return store(out, a) end}
+end
+
 M.ops = ops
 
 -- Sources ----------------------------------------------------------------------------------
@@ -381,9 +400,10 @@ local function run(f, grid, stream, ...)
   f:prepared_async_call(grid, BLOCK, stream, ...)
 end
 
--- Reductions whose result does not depend on the order they meet the elements in.
+-- Reductions whose result does not depend on the order they meet the elements in
+-- (var_deviation's second operand is one value, read through a stride of 0).
 local ORDER_FREE = {sum = true, prod = true, min = true, max = true, mean = true, any = true,
-                    all = true, var_mean = true}
+                    all = true, var_mean = true, var_deviation = true}
 
 -- A contiguous 1-d view of a's elements when a is a dense view in another order (a
 -- transposed or reversed array: its elements fill one block of memory); else nil.
@@ -903,8 +923,9 @@ M.deviation_program, M.scale_program = deviation_program, scale_program
 local var_options = {axis = true, ddof = true, stream = true}
 
 -- NumPy's var (or std: op) of a, whole (axis nil) or along axis: two passes, the mean and then
--- the sum of squared deviations from it, divided by n - ddof (0 when ddof >= n, giving inf or
--- nan as NumPy does).  Returns the result array; temporaries are freed in the stream's order.
+-- the sum of squared deviations from it (whole: in one reduction, ops.var_deviation), divided
+-- by n - ddof (0 when ddof >= n, giving inf or nan as NumPy does).  Returns the result array;
+-- temporaries are freed in the stream's order.
 local function variance(op, a, axis, ddof, stream)
   local dtype = a.dtype
   local work = M.var_work_dtype(dtype)
@@ -920,16 +941,20 @@ local function variance(op, a, axis, ddof, stream)
     mean, mean_buf = reduce_all(mean_op, a, nil, stream)
     n, broadcast_mean = a.size, mean
   end
-  local squares = ew.launch(deviation_program(dtype), nil, stream, op, a, broadcast_mean)
-  core.free_after(mean_buf, stream)
   local sum, sum_buf
-  if axis then
-    sum = reduce_axis(op, "sum", squares, axis, stream)
-    sum_buf = sum
-  else
-    sum, sum_buf = reduce_all("sum", squares, nil, stream)
+  if axis or n == 0 then
+    local squares = ew.launch(deviation_program(dtype), nil, stream, op, a, broadcast_mean)
+    if axis then
+      sum = reduce_axis(op, "sum", squares, axis, stream)
+      sum_buf = sum
+    else
+      sum, sum_buf = reduce_all("sum", squares, nil, stream)
+    end
+    core.free_after(squares, stream)
+  else               -- the squared deviations summed as they are made: one read of a
+    sum, sum_buf = reduce_all("var_deviation", a, core.array_view(mean, 0, work, {n}, {0}), stream)
   end
-  core.free_after(squares, stream)
+  core.free_after(mean_buf, stream)
   local divisor = math.max(n - ddof, 0) + 0.0
   local result = ew.launch(scale_program(op, sum.dtype, M.var_dtype(dtype)), nil, stream, op, sum,
                            divisor)

@@ -8,10 +8,10 @@
 // scalar, through shared memory otherwise (ReductionKernel's struct types).  argmax and argmin
 // reduce (index, value) pairs, a struct that their preamble declares with its own shuffle.
 //
-// Kernels: gpu_reduce_vec (contiguous, 16-byte aligned built-ins; a second input for dot),
-// gpu_reduce_index (a map over the index i and the arguments: strided inputs and
-// ReductionKernel), gpu_reduce_axis (one output per kept index; gpu_reduce_axis_finish after it
-// when it splits the axes among blocks) and gpu_reduce_finish.
+// Kernels: gpu_reduce_vec (contiguous, 16-byte aligned built-ins; a second input for dot, or
+// one value for every element: var's mean), gpu_reduce_index (a map over the index i and the
+// arguments: strided inputs and ReductionKernel), gpu_reduce_axis (one output per kept index;
+// gpu_reduce_axis_finish after it when it splits the axes among blocks) and gpu_reduce_finish.
 // One module holds every kernel of an operation and dtype, so each compiles once.
 
 $PREAMBLE
@@ -79,12 +79,19 @@ typedef $IN_T gpu_in_t;
 #if GPU_HAS_B
 typedef $IN2_T gpu_in2_t;
 #endif
+#define GPU_B_SCALAR $B_SCALAR
 // the map of element x (and y, dot's), at flat index gpu_i (0-based: argmax and argmin's)
 #define GPU_MAP(x, y, gpu_i) ($MAPV)
 #define GPU_V (16 / (int)sizeof(gpu_in_t))
 
 union gpu_vec_a { uint4 raw; gpu_in_t v[GPU_V]; };
-#if GPU_HAS_B
+#if GPU_B_SCALAR
+// one value of b for every element (var's mean), read once
+union gpu_vec_b { int unused; };
+#define GPU_LOAD_B(r, k) (void)0
+#define GPU_B_AT(r, j) b0
+#define GPU_B_ELEM(i) b0
+#elif GPU_HAS_B
 union gpu_vec_b { uint4 raw; gpu_in2_t v[GPU_V]; };
 #define GPU_LOAD_B(r, k) r.raw = ((const uint4 *)b)[k]
 #define GPU_B_AT(r, j) r.v[j]
@@ -103,6 +110,9 @@ gpu_reduce_vec(const gpu_in_t *__restrict__ a, $B_PARAM long long n, gpu_acc_t *
   const long long stride = (long long)gridDim.x * GPU_BLOCK;
   const uint4 *av = (const uint4 *)a;
   long long v = (long long)blockIdx.x * GPU_BLOCK + threadIdx.x;
+#if GPU_B_SCALAR
+  const gpu_in2_t b0 = b[0];
+#endif
   gpu_acc_t acc0 = gpu_neutral(), acc1 = gpu_neutral(), acc2 = gpu_neutral(), acc3 = gpu_neutral();
   gpu_vec_a x0, x1, x2, x3;
   gpu_vec_b y0, y1, y2, y3;

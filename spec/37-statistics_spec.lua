@@ -247,6 +247,21 @@ describe("statistics", function()
     end
   end)
 
+  -- A whole array's deviations are summed as they are made, 16 bytes at a time where the
+  -- array is contiguous and aligned (the mean read once a thread), else element by element.
+  helpers.gpu_it("var of a whole array over many blocks, with a tail, from an unaligned start", function()
+    for _, dtype in ipairs{"float32", "float64", "float16", "int32"} do
+      local n = 300000 + math.random(0, 15)
+      local a, values = R.generate(n, dtype, function() return var_value(dtype) end)
+      local rtol = math.max(var_rtol[dtype], 1e-10)
+      helpers.assert_close(var_reference(values, 0), a:var(), rtol, "var of " .. n .. " " .. dtype)
+      local itemsize = core.dtype(dtype).itemsize
+      local tail = core.array_view(a, itemsize, dtype, {n - 1})     -- one element in: unaligned
+      helpers.assert_close(var_reference(table.move(values, 2, n, 1, {}), 1), tail:var({ddof = 1}),
+                           rtol, "var from the second element of " .. dtype)
+    end
+  end)
+
   helpers.gpu_it("var and std: negative axes, streams, ddof past n, empty arrays", function()
     local a, values = R.generate(2 * 50, "float64", function() return math.random() end)
     local m = R.reshaped(a, {2, 50})

@@ -247,7 +247,8 @@ function ops.var_mean(dtype) return mean_as(dtype, M.var_work_dtype(dtype)) end
 -- var's second pass over a whole array: the sum of the squared deviations of dtype's elements
 -- from their mean (the second operand, of the work dtype, read through a stride of 0), each
 -- made in the work dtype and rounded to its real type as the elementwise deviation program
--- stores it, then summed as "sum" sums an array of them; no array of them is made.
+-- stores it, then summed as "sum" sums an array of them; no array of them is made.  The
+-- mean is read once a thread (scalar_b), so the contiguous path reads only dtype's elements.
 function ops.var_deviation(dtype, work)
   local real = M.var_dtype(work)
   local out = M.sum_dtype(real)
@@ -257,6 +258,7 @@ function ops.var_deviation(dtype, work)
   local preamble = ("__device__ __forceinline__ %s lg_squared_deviation(%s x, %s m) {\n"
                     .. "  const %s d = x - m;\n  return %s;\n}"):format(rtype, wtype, wtype, wtype, squared)
   return {out = out, acc = acc, reduce = "a + b", neutral = "0", preamble = preamble,
+          scalar_b = true,
           map = function(x, m)
             return ("(%s)lg_squared_deviation(%s, %s)"):format(acc, convert(dtype, x, wtype), m)
           end,
@@ -281,9 +283,10 @@ end
 
 -- Whether an operation of spec over dtypes d (and d2, dot's) has a kernel that reads its
 -- contiguous input 16 bytes at a time (gpu_reduce_vec): a map of the elements, real ones, and
--- both inputs of one size.
+-- both inputs of one size (or the second one value: spec.scalar_b).
 local function reads_vectors(spec, d, d2)
-  return (spec.map or spec.map_at) ~= nil and d.kind ~= "c" and (not d2 or d2.size == d.size)
+  return (spec.map or spec.map_at) ~= nil and d.kind ~= "c" and
+         (not d2 or spec.scalar_b or d2.size == d.size)
 end
 
 -- The module source of a built-in operation on dtype (and dtype2 for dot).  An operation
@@ -310,6 +313,7 @@ function M.builtin_source(op, dtype, dtype2)
     WITH_VEC = reads_vectors(spec, d, d2) and "1" or "0",
     WITH_AXIS = d2 and "0" or "1",
     IN_T = d.ctype, IN2_T = d2 and d2.ctype or "int", HAS_B = d2 and "1" or "0",
+    B_SCALAR = spec.scalar_b and "1" or "0",
     -- spelled out, not a macro: gpu.signature reads the parameter list as written
     B_PARAM = d2 and "const gpu_in2_t *__restrict__ b," or "",
     MAPV = spec.map and spec.map("x", mapv_b) or spec.map_at and spec.map_at("x", "gpu_i") or "0",
@@ -461,7 +465,7 @@ local function reduce_all(op, a, b, stream)
   local plan = plan_of(op, a.dtype, b and b.dtype)
   local n = a.size
   local vec = plan.vec and a.is_contiguous and a.ptr % 16 == 0 and
-              (not b or (b.is_contiguous and b.ptr % 16 == 0))
+              (not b or plan.spec.scalar_b or (b.is_contiguous and b.ptr % 16 == 0))
   local per_thread = vec and 16 // plan.itemsize or 1
   local grid = math.max(1, math.min(max_grid(), ceil_div(n, BLOCK * per_thread)))
   local buf, out, partials = result_buffer(plan.spec.out, grid * plan.acc_size)
@@ -774,7 +778,8 @@ function M.ReductionKernel(dtype_out, neutral, reduce_expr, map_expr, arguments,
   local source = fill(template(), {
     PREAMBLE = opts.preamble or "", SHUFFLE = shuffle and "1" or "0",
     ACC_T = out_ctype, OUT_T = out_ctype, REDUCE = reduce_expr, NEUTRAL = neutral,
-    FINISH = "a", WITH_VEC = "0", WITH_AXIS = "0", IN_T = "int", IN2_T = "int", HAS_B = "0", B_PARAM = "",
+    FINISH = "a", WITH_VEC = "0", WITH_AXIS = "0", IN_T = "int", IN2_T = "int", HAS_B = "0",
+    B_SCALAR = "0", B_PARAM = "",
     MAPV = "0", MAP_ARGS = arguments, MAP_NAMES = table.concat(names, ", "), MAP = map_expr,
     MAP_AT = "0",
   })

@@ -3,13 +3,16 @@
   python3 tools/large_ops.py
 
 Each line: the median of 5 timings between CUDA events (after one untimed call), in ms, and
-GB/s counting each element's nominal bytes, as tools/large_ops.lua reports lua-gpu's.
+GB/s counting each element's nominal bytes, as tools/large_ops.lua reports lua-gpu's
+(LARGE_OPS_BATCH=k: k calls back to back a timing, as there).
 """
+import os
 import statistics
 
 import cupy as cp
 
 n = 1 << 26
+batch = int(os.environ.get("LARGE_OPS_BATCH", "1"))
 a = cp.random.rand(n, dtype=cp.float32) * 2 - 1
 b = cp.random.rand(n, dtype=cp.float32)
 d = a.astype(cp.float64)
@@ -28,6 +31,7 @@ cases = [  # (name, nominal bytes an element, call)
     ("var", 4, lambda: a.var()),
     ("any", 1, lambda: mask.any()),
     ("count_nonzero", 1, lambda: cp.count_nonzero(mask)),
+    ("sum bool", 1, lambda: mask.sum()),
     ("where", 13, lambda: cp.where(mask, a, b)),
     ("clip", 8, lambda: cp.clip(a, -0.5, 0.5)),
     ("isnan", 5, lambda: cp.isnan(a)),
@@ -43,6 +47,7 @@ cases = [  # (name, nominal bytes an element, call)
     ("sum axis 1", 4, lambda: m.sum(axis=1)),
     ("sum axis 0", 4, lambda: m.sum(axis=0)),
     ("max axis 1", 4, lambda: m.max(axis=1)),
+    ("argmax axis 1", 4, lambda: m.argmax(axis=1)),
     ("transpose copy", 8, lambda: m.T.copy()),
     ("extract", 6, lambda: cp.extract(mask, a)),
     ("rand", 4, lambda: cp.random.rand(n, dtype=cp.float32)),
@@ -59,10 +64,11 @@ for name, nbytes, call in cases:
         times = []
         for _ in range(5):
             start.record()
-            call()
+            outs = [call() for _ in range(batch)]
             stop.record()
             stop.synchronize()
-            times.append(cp.cuda.get_elapsed_time(start, stop))
+            times.append(cp.cuda.get_elapsed_time(start, stop) / batch)
+            del outs
         ms = statistics.median(times)
         print(f"{name:16s} {ms:8.3f} ms  {nbytes * n / ms / 1e6:7.0f} GB/s")
     except Exception as e:  # a function CuPy lacks: say so and go on

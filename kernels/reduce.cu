@@ -166,22 +166,30 @@ gpu_reduce_index($MAP_ARGS, long long n, gpu_acc_t *partials, gpu_out_t *out, lo
 // the map of element x, at index j (0-based) along the axis
 #define GPU_MAP_AT(x, j) ($MAP_AT)
 
-// Each output (one kept index, found through lay) reduces the k elements of its axis,
-// axis_stride bytes apart.  A block takes GPU_BLOCK / shares outputs, shares threads each,
-// placed so that a warp's loads are adjacent in memory: with `along` (a contiguous axis)
-// consecutive threads take consecutive elements of an output's axis, each every shares-th;
-// otherwise (the columns of a row-major array) consecutive threads take consecutive outputs,
-// and the shares of an output (at most 8, so that a warp stays on 32 outputs) every
-// shares-th element.  Each thread keeps four loads in flight, each into an accumulator of
-// its own; the shares then combine in shared memory.  When the outputs give too few blocks
-// to fill the device, blockIdx.y splits the axes into gridDim.y ranges of split_k elements,
-// whose results go to partials ([range][output]) for gpu_reduce_axis_finish.  (A thread an
-// output, walking its axis one load at a time, summed the columns of 8192 x 8192 float32 at
-// 0.6 TB/s, and a warp an output summed 16 rows of 2^22 at 0.02 TB/s.)
 #define GPU_AXIS_LOADS 4
-extern "C" __global__ void __launch_bounds__(GPU_BLOCK)
-gpu_reduce_axis(const char *in, long long m, long long k, long long axis_stride, gpu_layout lay,
-                gpu_out_t *out, gpu_acc_t *partials, long long split_k, int shares, int along) {
+
+// One axis element as gpu_reduce_axis_of<V> loads it: V elements in one load (16 bytes when
+// V > 1: the contiguous path), the map of the e-th at index j along the axis.
+template <int V> struct gpu_axis_item;
+template <> struct gpu_axis_item<1> {
+  gpu_in_t x;
+  __device__ __forceinline__ gpu_acc_t map(int e, long long j) const { return GPU_MAP_AT(x, j); }
+};
+#if GPU_WITH_VEC
+template <> struct gpu_axis_item<GPU_V> {
+  gpu_vec_a x;
+  __device__ __forceinline__ gpu_acc_t map(int e, long long j) const { return GPU_MAP_AT(x.v[e], j); }
+};
+#endif
+
+// The body of gpu_reduce_axis over axis items of V elements: k items along each axis, count
+// elements in all (k * V, for gpu_finish).
+template <int V>
+__device__ __forceinline__ void gpu_reduce_axis_of(const char *in, long long m, long long k,
+                                                   long long axis_stride, const gpu_layout &lay,
+                                                   gpu_out_t *out, gpu_acc_t *partials,
+                                                   long long split_k, int shares, int along,
+                                                   long long count_all) {
   __shared__ gpu_acc_t sums[GPU_BLOCK];
   const int t = threadIdx.x;
   const gpu_sharing s = gpu_share_out(GPU_BLOCK, shares, along, k, split_k);
@@ -203,24 +211,59 @@ gpu_reduce_axis(const char *in, long long m, long long k, long long axis_stride,
     for (int u = 0; u < GPU_AXIS_LOADS; u++) part[u] = gpu_neutral();
     long long i = 0, j = first;
     for (; i + GPU_AXIS_LOADS <= count; i += GPU_AXIS_LOADS) {
+      gpu_axis_item<V> item[GPU_AXIS_LOADS];
+#pragma unroll
+      for (int u = 0; u < GPU_AXIS_LOADS; u++) item[u] = *(const gpu_axis_item<V> *)(p + u * step);
 #pragma unroll
       for (int u = 0; u < GPU_AXIS_LOADS; u++)
-        part[u] = gpu_reduce_op(part[u], GPU_MAP_AT(*(const gpu_in_t *)(p + u * step),
-                                                    j + u * shares));
+#pragma unroll
+        for (int e = 0; e < V; e++)
+          part[u] = gpu_reduce_op(part[u], item[u].map(e, (j + u * shares) * V + e));
       p += GPU_AXIS_LOADS * step;
       j += GPU_AXIS_LOADS * shares;
     }
-    for (; i < count; i++, p += step, j += shares)
-      part[0] = gpu_reduce_op(part[0], GPU_MAP_AT(*(const gpu_in_t *)p, j));
+    for (; i < count; i++, p += step, j += shares) {
+      const gpu_axis_item<V> item = *(const gpu_axis_item<V> *)p;
+#pragma unroll
+      for (int e = 0; e < V; e++) part[0] = gpu_reduce_op(part[0], item.map(e, j * V + e));
+    }
     sums[t] = gpu_reduce_op(gpu_reduce_op(part[0], part[1]),
                                       gpu_reduce_op(part[2], part[3]));
     gpu_combine_shares(sums, s, shares, gpu_reduce_op);
     if (share == 0 && o < m) {
-      if (gridDim.y == 1) out[o] = gpu_finish(sums[t], k);
+      if (gridDim.y == 1) out[o] = gpu_finish(sums[t], count_all);
       else partials[blockIdx.y * m + o] = sums[t];
     }
   }
 }
+
+// Each output (one kept index, found through lay) reduces the k elements of its axis,
+// axis_stride bytes apart.  A block takes GPU_BLOCK / shares outputs, shares threads each,
+// placed so that a warp's loads are adjacent in memory: with `along` (a contiguous axis)
+// consecutive threads take consecutive elements of an output's axis, each every shares-th;
+// otherwise (the columns of a row-major array) consecutive threads take consecutive outputs,
+// and the shares of an output (at most 8, so that a warp stays on 32 outputs) every
+// shares-th element.  Each thread keeps four loads in flight, each into an accumulator of
+// its own; the shares then combine in shared memory.  When the outputs give too few blocks
+// to fill the device, blockIdx.y splits the axes into gridDim.y ranges of split_k elements,
+// whose results go to partials ([range][output]) for gpu_reduce_axis_finish.  (A thread an
+// output, walking its axis one load at a time, summed the columns of 8192 x 8192 float32 at
+// 0.6 TB/s, and a warp an output summed 16 rows of 2^22 at 0.02 TB/s.)
+extern "C" __global__ void __launch_bounds__(GPU_BLOCK)
+gpu_reduce_axis(const char *in, long long m, long long k, long long axis_stride, gpu_layout lay,
+                gpu_out_t *out, gpu_acc_t *partials, long long split_k, int shares, int along) {
+  gpu_reduce_axis_of<1>(in, m, k, axis_stride, lay, out, partials, split_k, shares, along, k);
+}
+
+#if GPU_WITH_VEC
+// gpu_reduce_axis along contiguous axes whose every start is 16-byte aligned, 16 bytes a load
+// (more bytes in flight a thread): k and split_k count 16-byte vectors, n_along elements.
+extern "C" __global__ void __launch_bounds__(GPU_BLOCK)
+gpu_reduce_axis_vec(const char *in, long long m, long long k, gpu_layout lay, gpu_out_t *out,
+                    gpu_acc_t *partials, long long split_k, int shares, long long n_along) {
+  gpu_reduce_axis_of<GPU_V>(in, m, k, 16, lay, out, partials, split_k, shares, 1, n_along);
+}
+#endif
 
 // out[o] = the ranges' partials of output o combined, for o < m.
 extern "C" __global__ void __launch_bounds__(GPU_BLOCK)

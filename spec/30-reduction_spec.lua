@@ -199,19 +199,22 @@ describe("reductions", function()
 
   -- core.axis_layout reads in C what reduce_axis took from a.shape and a.strides: the kept
   -- axes' shape, count and packed layout (collapse, then pack_layout), the axis' length and
-  -- stride.
+  -- stride, and the alignment (up to 16) of every axis' first element.
   helpers.gpu_it("lay out the kept axes in C as collapse and pack_layout do", function()
     local function lua_layout(a, axis)
       local shape, strides = a.shape, a.strides
       local kept_shape, kept_strides, m = {}, {}, 1
+      local start_bits = a.ptr | 16
       for i = 1, #shape do
         if i ~= axis then
           kept_shape[#kept_shape + 1], kept_strides[#kept_strides + 1] = shape[i], strides[i]
           m = m * shape[i]
+          if shape[i] ~= 1 then start_bits = start_bits | strides[i] end
         end
       end
       return kept_shape, m, shape[axis], strides[axis],
-             reduction.pack_layout(reduction.collapse(kept_shape, kept_strides))
+             reduction.pack_layout(reduction.collapse(kept_shape, kept_strides)),
+             start_bits & -start_bits
     end
     local base = R.generate(4 * 1 * 6 * 5, "float32", function(i) return i end)
     local arrays = {
@@ -220,6 +223,8 @@ describe("reductions", function()
       core.array_view(base, 8, "float32", {3, 2, 5}, {160, 40, 4}),           -- every other row
       core.array_view(base, 0, "float32", {6, 0, 3}, {80, 4, 8}),             -- empty
       core.array_view(base, 4, "float32", {2, 3, 4}, {0, 40, 8}),             -- broadcast axis
+      core.array_view(base, 48, "float32", {2, 3, 4}, {-32, 64, 4}),          -- reversed
+      core.array_view(base, 32, "float32", {7, 4}, {16, 4}),                 -- rows 16 bytes apart
     }
     for n, a in ipairs(arrays) do
       for axis = 1, a.ndim do
@@ -387,7 +392,7 @@ describe("reductions", function()
     for _, case in ipairs(cases) do
       local rows, cols, axis = table.unpack(case)
       local k, m = axis == 1 and rows or cols, axis == 1 and cols or rows
-      local shares = reduction.axis_threads(m, k, axis == 1 and cols or 1, 1)
+      local shares = reduction.axis_threads(m, k, axis == 2, 1)
       local blocks = -(-m // (256 // shares))
       assert.is_true(shares > 1 or reduction.split_ranges(blocks, k, 8 * reduction.multiprocessors(), 1) > 1,
                      ("%d x %d along %d has work to share"):format(rows, cols, axis))
@@ -416,6 +421,65 @@ describe("reductions", function()
         check_sum(sf, abs, sumf[o], "float32", what .. " float32 sum")
         assert.are.equal(mx, maxf[o], what .. " float32 max")
         check_sum(sf / k, abs / k, meanf[o], "float32", what .. " float32 mean")
+      end
+    end
+  end)
+
+  -- Contiguous rows that each start on 16 bytes and hold whole 16-byte vectors are read 16
+  -- bytes a load (gpu_reduce_axis_vec); the same rows one element off that alignment take
+  -- gpu_reduce_axis.  Float values are multiples of 1/64, so their sums are exact either way.
+  helpers.gpu_it("reduce aligned rows 16 bytes a load, unaligned ones element by element", function()
+    local kernel_cache = require "gpu.kernel_cache"
+    local get, used = kernel_cache.get, {}
+    kernel_cache.get = function(key, build)
+      used[key:match("|([%w_]+)$")] = true
+      return get(key, build)
+    end
+    finally(function() kernel_cache.get = get end)
+    local function value(dtype)
+      if dtype == "bool" then return math.random() < 0.5 end
+      if dtype:match("float") then return math.random(-64, 64) / 64 end
+      return math.random(dtype:match("^u") and 0 or -100, 100)
+    end
+    local function num(v) return v == true and 1 or v == false and 0 or v end
+    for _, dtype in ipairs{"float32", "float64", "float16", "int8", "uint16", "int32", "bool"} do
+      local itemsize = core.dtype(dtype).itemsize
+      local per_vector = 16 // itemsize
+      -- long rows split among blocks; many short rows; one row of one vector
+      for _, case in ipairs{{3, (2048 + 4) * per_vector}, {300, 3 * per_vector}, {1, per_vector}} do
+        local rows, cols = case[1], case[2]
+        local flat, values = R.generate(rows * cols + per_vector, dtype, function() return value(dtype) end)
+        for _, first in ipairs{1, 2} do              -- element 1 is 16-byte aligned, 2 is not
+          local a = core.array_view(flat, (first - 1) * itemsize, dtype, {rows, cols})
+          local what = ("%d x %d %s from element %d"):format(rows, cols, dtype, first)
+          used = {}
+          local sums = R.get(gpu.gpuarray.sum(a, {axis = 2}))
+          local maxes = R.get(gpu.gpuarray.max(a, {axis = -1}))
+          local argmins = R.get(gpu.gpuarray.argmin(a, {axis = 2}))
+          local anys = R.get(gpu.gpuarray.any(a, {axis = 2}))
+          local kernel = first == 1 and "gpu_reduce_axis_vec" or "gpu_reduce_axis"
+          assert.is_true(used[kernel], what .. " takes " .. kernel)
+          assert.is_nil(used[first == 1 and "gpu_reduce_axis" or "gpu_reduce_axis_vec"], what)
+          for r = 1, rows do
+            local base = first - 1 + (r - 1) * cols
+            local sum, best, best_j, max, any = 0, nil, nil, nil, false
+            for j = 1, cols do
+              local v = num(values[base + j])
+              sum = sum + v
+              if best == nil or v < best then best, best_j = v, j end
+              if max == nil or v > max then max = v end
+              any = any or v ~= 0
+            end
+            if dtype == "float16" then
+              helpers.assert_close(sum, sums[r], 2 ^ -10, what .. " sum, row " .. r)
+            else
+              assert.are.equal(sum, sums[r], what .. " sum, row " .. r)
+            end
+            assert.are.equal(max, num(maxes[r]), what .. " max, row " .. r)
+            assert.are.equal(best_j, argmins[r], what .. " argmin (the first least), row " .. r)
+            assert.are.equal(any, anys[r], what .. " any, row " .. r)
+          end
+        end
       end
     end
   end)

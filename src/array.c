@@ -428,17 +428,19 @@ typedef struct Packed_layout {
   int64_t ndim, shape[GPU_MAXDIM], strides[GPU_MAXDIM];
 } Packed_layout;
 
-/* axis_layout(a, axis) -> kept_shape, m, k, axis_stride, layout: for a reduction of the array
-** a along axis (1-based), the shape of the other axes, their element
+/* axis_layout(a, axis) -> kept_shape, m, k, axis_stride, layout, start_align: for a
+** reduction of the array a along axis (1-based), the shape of the other axes, their element
 ** count m, the axis' length k and byte stride, and the other axes as a packed gpu_layout,
 ** length-1 axes dropped and axes that one stride walks merged (what reduction.lua's collapse
 ** and pack_layout make of them; read from the array at once instead of its shape and strides
-** tables). */
+** tables), and the largest power of two up to 16 that divides the address of every axis'
+** first element (whether 16-byte loads can walk the axes). */
 static int gpu_axis_layout (lua_State *L) {
   const gpu_Array *a = gpu_checkarray(L, 1);
   const lua_Integer axis = luaL_checkinteger(L, 2);
   Packed_layout lay;
   int64_t m = 1;
+  uint64_t start_bits = (uint64_t)a->ptr | 16;   /* a stride's low bits as the address's */
   int d, kept = 0;
   luaL_argcheck(L, axis >= 1 && axis <= a->ndim, 2, "axis out of range");
   memset(&lay, 0, sizeof lay);
@@ -450,6 +452,7 @@ static int gpu_axis_layout (lua_State *L) {
     lua_rawseti(L, -2, ++kept);
     m *= n;
     if (n == 1) continue;
+    start_bits |= (uint64_t)stride;
     if (lay.ndim > 0 && lay.strides[lay.ndim - 1] == stride * n) {   /* merges with the last */
       lay.shape[lay.ndim - 1] *= n;
       lay.strides[lay.ndim - 1] = stride;
@@ -466,7 +469,8 @@ static int gpu_axis_layout (lua_State *L) {
   lua_pushinteger(L, (lua_Integer)a->shape[axis - 1]);
   lua_pushinteger(L, (lua_Integer)a->strides[axis - 1]);
   lua_pushlstring(L, (const char *)&lay, sizeof lay);
-  return 5;
+  lua_pushinteger(L, (lua_Integer)(start_bits & (~start_bits + 1)));   /* its lowest set bit */
+  return 6;
 }
 
 /* Appends v to a key as 4 bytes; 0 where it does not fit. */

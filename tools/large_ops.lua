@@ -1,4 +1,4 @@
--- tools/large_ops.lua: device time of 30 common operations on 2^26 float32 (and the dtypes
+-- tools/large_ops.lua: device time of 32 common operations on 2^26 float32 (and the dtypes
 -- and shapes named), against a copy's bandwidth, beside CuPy's (tools/large_ops.py): a survey
 -- for finding the operations that fall short of the memory's speed (bench/NOTES.md quotes one).
 --

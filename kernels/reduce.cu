@@ -242,8 +242,8 @@ __device__ __forceinline__ void gpu_reduce_axis_of(const char *in, long long m, 
 // placed so that a warp's loads are adjacent in memory: with `along` (a contiguous axis)
 // consecutive threads take consecutive elements of an output's axis, each every shares-th;
 // otherwise (the columns of a row-major array) consecutive threads take consecutive outputs,
-// and the shares of an output (at most 8, so that a warp stays on 32 outputs) every
-// shares-th element.  Each thread keeps four loads in flight, each into an accumulator of
+// and the shares of an output (at most 8 among 32 outputs or more, so that a warp stays on
+// 32 outputs; more among fewer, so that no lane idles) every shares-th element.  Each thread keeps four loads in flight, each into an accumulator of
 // its own; the shares then combine in shared memory.  When the outputs give too few blocks
 // to fill the device, blockIdx.y splits the axes into gridDim.y ranges of split_k elements,
 // whose results go to partials ([range][output]) for gpu_reduce_axis_finish.  (A thread an

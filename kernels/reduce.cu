@@ -11,7 +11,9 @@
 // Kernels: gpu_reduce_vec (contiguous, 16-byte aligned built-ins; a second input for dot, or
 // one value for every element: var's mean), gpu_reduce_index (a map over the index i and the
 // arguments: strided inputs and ReductionKernel), gpu_reduce_axis (one output per kept index;
-// gpu_reduce_axis_finish after it when it splits the axes among blocks) and gpu_reduce_finish.
+// gpu_reduce_columns (the first axis of rows that hold every output side by side), each
+// with gpu_reduce_axis_finish or gpu_reduce_axis_finish_block after it when it splits the axes
+// among blocks) and gpu_reduce_finish.
 // One module holds every kernel of an operation and dtype, so each compiles once.
 
 $PREAMBLE
@@ -232,7 +234,7 @@ __device__ __forceinline__ void gpu_reduce_axis_of(const char *in, long long m, 
     gpu_combine_shares(sums, s, shares, gpu_reduce_op);
     if (share == 0 && o < m) {
       if (gridDim.y == 1) out[o] = gpu_finish(sums[t], count_all);
-      else partials[blockIdx.y * m + o] = sums[t];
+      else partials[o * gridDim.y + blockIdx.y] = sums[t];
     }
   }
 }
@@ -246,7 +248,7 @@ __device__ __forceinline__ void gpu_reduce_axis_of(const char *in, long long m, 
 // 32 outputs; more among fewer, so that no lane idles) every shares-th element.  Each thread keeps four loads in flight, each into an accumulator of
 // its own; the shares then combine in shared memory.  When the outputs give too few blocks
 // to fill the device, blockIdx.y splits the axes into gridDim.y ranges of split_k elements,
-// whose results go to partials ([range][output]) for gpu_reduce_axis_finish.  (A thread an
+// whose results go to partials ([output][range]) for a finish kernel.  (A thread an
 // output, walking its axis one load at a time, summed the columns of 8192 x 8192 float32 at
 // 0.6 TB/s, and a warp an output summed 16 rows of 2^22 at 0.02 TB/s.)
 extern "C" __global__ void __launch_bounds__(GPU_BLOCK)
@@ -265,14 +267,104 @@ gpu_reduce_axis_vec(const char *in, long long m, long long k, gpu_layout lay, gp
 }
 #endif
 
-// out[o] = the ranges' partials of output o combined, for o < m.
+// Reductions along the first axis of rows that each hold every output once, contiguous
+// (sum(a, {axis = 1}) of a tall row-major matrix, or of a stack of such): k rows of `width`
+// items (V elements each), pitch bytes apart.  Consecutive threads take consecutive items of
+// a row, then of the next (a block reads `rows` whole rows at once, a power of two), so a
+// warp's loads are adjacent however few the outputs; each thread keeps one accumulator an
+// element of its item, over every (gridDim.x * rows)-th row.  The rows' accumulators then
+// combine in shared memory, all V at each step where they fit (a step each, int8's 16 took
+// longer than the loads); with one block that gives the results, else one partial an output and block
+// ([output][block]) for a finish kernel.
+template <int V>
+__device__ __forceinline__ void gpu_reduce_columns_of(const char *in, long long k, long long pitch,
+                                                      int width, int rows, gpu_out_t *out,
+                                                      gpu_acc_t *partials) {
+  // elements combined at each step: as many as 32 KiB of shared memory holds (int8's argmin
+  // pairs, 16 of 16 bytes a thread, would need 64)
+  constexpr int G = V * sizeof(gpu_acc_t) <= 128 ? V : (int)(128 / sizeof(gpu_acc_t));
+  __shared__ gpu_acc_t sums[G][GPU_BLOCK];
+  const int t = threadIdx.x;
+  const int column = t % width, row = t / width;   // row >= rows: idle
+  gpu_acc_t acc[V];
+#pragma unroll
+  for (int e = 0; e < V; e++) acc[e] = gpu_neutral();
+  const long long step = (long long)gridDim.x * rows;
+  long long r = (long long)blockIdx.x * rows + row;
+  const char *p = in + r * pitch + column * (long long)sizeof(gpu_axis_item<V>);
+  if (row < rows) {
+    for (; r + 3 * step < k; r += 4 * step, p += 4 * step * pitch) {
+      gpu_axis_item<V> item[GPU_AXIS_LOADS];
+#pragma unroll
+      for (int u = 0; u < GPU_AXIS_LOADS; u++) item[u] = *(const gpu_axis_item<V> *)(p + u * step * pitch);
+#pragma unroll
+      for (int u = 0; u < GPU_AXIS_LOADS; u++)
+#pragma unroll
+        for (int e = 0; e < V; e++) acc[e] = gpu_reduce_op(acc[e], item[u].map(e, r + u * step));
+    }
+    for (; r < k; r += step, p += step * pitch) {
+      const gpu_axis_item<V> item = *(const gpu_axis_item<V> *)p;
+#pragma unroll
+      for (int e = 0; e < V; e++) acc[e] = gpu_reduce_op(acc[e], item.map(e, r));
+    }
+  }
+#pragma unroll
+  for (int g = 0; g < V; g += G) {
+    if (g > 0) __syncthreads();        // the group before has been read
+#pragma unroll
+    for (int e = 0; e < G; e++) sums[e][t] = acc[g + e];
+    __syncthreads();
+    for (int half = rows / 2; half > 0; half /= 2) {
+      if (row < half)
+#pragma unroll
+        for (int e = 0; e < G; e++) sums[e][t] = gpu_reduce_op(sums[e][t], sums[e][t + half * width]);
+      __syncthreads();
+    }
+    if (row == 0) {
+#pragma unroll
+      for (int e = 0; e < G; e++) {
+        const int o = column * V + g + e;
+        if (gridDim.x == 1) out[o] = gpu_finish(sums[e][t], k);
+        else partials[(long long)o * gridDim.x + blockIdx.x] = sums[e][t];
+      }
+    }
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(GPU_BLOCK)
+gpu_reduce_columns(const char *in, long long k, long long pitch, int width, int rows,
+                   gpu_out_t *out, gpu_acc_t *partials) {
+  gpu_reduce_columns_of<1>(in, k, pitch, width, rows, out, partials);
+}
+
+#if GPU_WITH_VEC
+// gpu_reduce_columns over rows that start on 16 bytes and hold whole vectors, 16 bytes a load
+extern "C" __global__ void __launch_bounds__(GPU_BLOCK)
+gpu_reduce_columns_vec(const char *in, long long k, long long pitch, int width, int rows,
+                       gpu_out_t *out, gpu_acc_t *partials) {
+  gpu_reduce_columns_of<GPU_V>(in, k, pitch, width, rows, out, partials);
+}
+#endif
+
+// out[o] = the `splits` partials of output o (adjacent) combined, a block an output: for many
+// partials an output (one thread walking a thousand of them took longer than the first pass).
+extern "C" __global__ void __launch_bounds__(GPU_BLOCK)
+gpu_reduce_axis_finish_block(const gpu_acc_t *partials, int splits, long long k, gpu_out_t *out) {
+  const gpu_acc_t *mine = partials + (long long)blockIdx.x * splits;
+  gpu_acc_t acc = gpu_neutral();
+  for (int i = threadIdx.x; i < splits; i += GPU_BLOCK) acc = gpu_reduce_op(acc, mine[i]);
+  acc = gpu_block_reduce(acc);
+  if (threadIdx.x == 0) out[blockIdx.x] = gpu_finish(acc, k);
+}
+
+// out[o] = the `splits` partials of output o (adjacent) combined, for o < m, a thread an output.
 extern "C" __global__ void __launch_bounds__(GPU_BLOCK)
 gpu_reduce_axis_finish(const gpu_acc_t *partials, long long m, long long splits, long long k,
                        gpu_out_t *out) {
   for (long long o = (long long)blockIdx.x * GPU_BLOCK + threadIdx.x; o < m;
        o += (long long)gridDim.x * GPU_BLOCK) {
     gpu_acc_t acc = gpu_neutral();
-    for (long long s = 0; s < splits; s++) acc = gpu_reduce_op(acc, partials[s * m + o]);
+    for (long long s = 0; s < splits; s++) acc = gpu_reduce_op(acc, partials[o * splits + s]);
     out[o] = gpu_finish(acc, k);
   }
 }

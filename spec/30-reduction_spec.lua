@@ -100,8 +100,12 @@ describe("reductions", function()
           assert(ok, ("%s of %s: %s"):format(op, dtype, tostring(err)))
         end
       end
-      local image = gpu.compile(reduction.builtin_source("argmax", "float16"), {arch = "sm_90", no_extern_c = true})
-      assert.is_true(#image > 0)
+      -- cubins, so that ptxas checks registers and shared memory: int8's argmin holds the most
+      -- accumulators (16 pairs a thread across rows: gpu_reduce_columns_vec)
+      for _, case in ipairs{{"argmax", "float16"}, {"argmin", "int8"}, {"prod", "uint8"}} do
+        local image = gpu.compile(reduction.builtin_source(case[1], case[2]), {arch = "sm_90", no_extern_c = true})
+        assert.is_true(#image > 0, case[1] .. " of " .. case[2])
+      end
     end)
   end)
 
@@ -199,7 +203,8 @@ describe("reductions", function()
 
   -- core.axis_layout reads in C what reduce_axis took from a.shape and a.strides: the kept
   -- axes' shape, count and packed layout (collapse, then pack_layout), the axis' length and
-  -- stride, and the alignment (up to 16) of every axis' first element.
+  -- stride, the alignment (up to 16) of every axis' first element, and the stride of the kept
+  -- axes where they merge into one.
   helpers.gpu_it("lay out the kept axes in C as collapse and pack_layout do", function()
     local function lua_layout(a, axis)
       local shape, strides = a.shape, a.strides
@@ -212,9 +217,10 @@ describe("reductions", function()
           if shape[i] ~= 1 then start_bits = start_bits | strides[i] end
         end
       end
+      local merged_shape, merged_strides = reduction.collapse(kept_shape, kept_strides)
       return kept_shape, m, shape[axis], strides[axis],
-             reduction.pack_layout(reduction.collapse(kept_shape, kept_strides)),
-             start_bits & -start_bits
+             reduction.pack_layout(merged_shape, merged_strides), start_bits & -start_bits,
+             #merged_shape == 1 and merged_strides[1] or 0
     end
     local base = R.generate(4 * 1 * 6 * 5, "float32", function(i) return i end)
     local arrays = {
@@ -481,6 +487,99 @@ describe("reductions", function()
           end
         end
       end
+    end
+  end)
+
+  -- Along the first axis of rows that each hold every output side by side (a tall matrix's
+  -- columns, a stack of images), gpu_reduce_columns reads whole rows, 16 bytes a load where
+  -- every row starts on 16 bytes and holds whole vectors (gpu_reduce_columns_vec), and
+  -- a finish kernel combines its blocks' partials.  Float values are multiples of
+  -- 1/64, so their sums are exact in any order.
+  helpers.gpu_it("reduce across rows that hold every output side by side", function()
+    local kernel_cache = require "gpu.kernel_cache"
+    local get, used = kernel_cache.get, {}
+    kernel_cache.get = function(key, build)
+      used[key:match("|([%w_]+)$")] = true
+      return get(key, build)
+    end
+    finally(function() kernel_cache.get = get end)
+    local function value(dtype)
+      if dtype == "bool" then return math.random() < 0.5 end
+      if dtype:match("float") then return math.random(-64, 64) / 64 end
+      return math.random(dtype:match("^u") and 0 or -100, 100)
+    end
+    local function num(v) return v == true and 1 or v == false and 0 or v end
+    for _, dtype in ipairs{"float32", "float64", "float16", "int8", "uint16", "int32", "bool"} do
+      local itemsize = core.dtype(dtype).itemsize
+      local per_vector = 16 // itemsize
+      local finished = false
+      -- {rows, outputs, row pitch in elements, reversed rows, kept shape}: many rows among
+      -- blocks; 3 outputs; rows wider than their outputs; rows in reverse; the widest rows the
+      -- path takes (columns_most loads); one block; a 3-d stack whose kept axes merge
+      local widest = reduction.columns_most * per_vector
+      local cases = {{6000, 16, 16}, {3000, 3, 3}, {2000, 2 * per_vector, 3 * per_vector},
+                     {1500, 4 * per_vector, 4 * per_vector, true}, {100, widest, widest},
+                     {7, 5, 5}, {900, 8, 8, false, {2, 4}}}
+      for _, case in ipairs(cases) do
+        local rows, m, pitch, reversed, kept = table.unpack(case)
+        local flat, values = R.generate(rows * pitch + per_vector, dtype, function() return value(dtype) end)
+        for _, first in ipairs{1, 2} do              -- element 1 is 16-byte aligned, 2 is not
+          local shape, strides = {rows, m}, {pitch * itemsize, itemsize}
+          local offset = (first - 1) * itemsize
+          if reversed then offset, strides[1] = offset + (rows - 1) * pitch * itemsize, -strides[1] end
+          if kept then shape, strides = {rows, kept[1], kept[2]}, {strides[1], kept[2] * itemsize, itemsize} end
+          local a = core.array_view(flat, offset, dtype, shape, strides)
+          local what = ("%d x %d %s (pitch %d%s) from element %d"):format(rows, m, dtype, pitch,
+                                                                         reversed and ", reversed" or "", first)
+          -- the kernel op takes: rows of more than columns_most loads, and argmin's pairs 8 or
+          -- 16 a load, take the general one
+          local function kernel_of(op)
+            local vec = first == 1 and m % per_vector == 0
+            if (vec and m // per_vector or m) > reduction.columns_most or
+               (op == "argmin" and vec and per_vector > 4) then
+              return "gpu_reduce_axis"
+            end
+            return vec and "gpu_reduce_columns_vec" or "gpu_reduce_columns"
+          end
+          local function along_rows(op)
+            used = {}
+            local r = gpu.gpuarray[op](a, {axis = 1})
+            local kernel = kernel_of(op)
+            for _, name in ipairs{"gpu_reduce_columns_vec", "gpu_reduce_columns", "gpu_reduce_axis"} do
+              assert.are.equal(name == kernel, used[name] == true, what .. ": " .. op .. " takes " .. kernel)
+            end
+            local finish = used.gpu_reduce_axis_finish_block or used.gpu_reduce_axis_finish
+            if rows < 10 then assert.is_nil(finish, what .. " in one block") end
+            finished = finished or kernel ~= "gpu_reduce_axis" and finish
+            return R.get(kept and R.reshaped(r, {m}) or r)
+          end
+          local sums, maxes, argmins, anys = along_rows("sum"), along_rows("max"), along_rows("argmin"),
+                                             along_rows("any")
+          local means = dtype == "float32" and along_rows("mean")
+          for o = 1, m do
+            local sum, best, best_j, max, any = 0, nil, nil, nil, false
+            for j = 1, rows do
+              local row = reversed and rows - j or j - 1
+              local v = num(values[first + row * pitch + o - 1])
+              sum = sum + v
+              if best == nil or v < best then best, best_j = v, j end
+              if max == nil or v > max then max = v end
+              any = any or v ~= 0
+            end
+            if dtype == "float16" then
+              helpers.assert_close(sum, sums[o], 2 ^ -10, what .. " sum, output " .. o)
+            else
+              assert.are.equal(sum, sums[o], what .. " sum, output " .. o)
+            end
+            assert.are.equal(max, num(maxes[o]), what .. " max, output " .. o)
+            assert.are.equal(best_j, argmins[o], what .. " argmin (the first least), output " .. o)
+            assert.are.equal(any, anys[o], what .. " any, output " .. o)
+            if means then helpers.assert_close(sum / rows, means[o], 2 ^ -22, what .. " mean, output " .. o) end
+          end
+        end
+        flat:free()
+      end
+      assert.is_true(finished, dtype .. ": some reductions among blocks")
     end
   end)
 

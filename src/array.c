@@ -428,13 +428,15 @@ typedef struct Packed_layout {
   int64_t ndim, shape[GPU_MAXDIM], strides[GPU_MAXDIM];
 } Packed_layout;
 
-/* axis_layout(a, axis) -> kept_shape, m, k, axis_stride, layout, start_align: for a
-** reduction of the array a along axis (1-based), the shape of the other axes, their element
-** count m, the axis' length k and byte stride, and the other axes as a packed gpu_layout,
-** length-1 axes dropped and axes that one stride walks merged (what reduction.lua's collapse
-** and pack_layout make of them; read from the array at once instead of its shape and strides
-** tables), and the largest power of two up to 16 that divides the address of every axis'
-** first element (whether 16-byte loads can walk the axes). */
+/* axis_layout(a, axis) -> kept_shape, m, k, axis_stride, layout, start_align, run_stride:
+** for a reduction of the array a along axis (1-based), the shape of the other axes, their
+** element count m, the axis' length k and byte stride, and the other axes as a packed
+** gpu_layout, length-1 axes dropped and axes that one stride walks merged (what
+** reduction.lua's collapse and pack_layout make of them; read from the array at once instead
+** of its shape and strides tables), the largest power of two up to 16 that divides the
+** address of every axis' first element (whether 16-byte loads can walk the axes), and the
+** byte stride of the other axes where they merge into one (0 where not): the element size
+** when each step along the axis meets all m outputs side by side. */
 static int gpu_axis_layout (lua_State *L) {
   const gpu_Array *a = gpu_checkarray(L, 1);
   const lua_Integer axis = luaL_checkinteger(L, 2);
@@ -470,7 +472,8 @@ static int gpu_axis_layout (lua_State *L) {
   lua_pushinteger(L, (lua_Integer)a->strides[axis - 1]);
   lua_pushlstring(L, (const char *)&lay, sizeof lay);
   lua_pushinteger(L, (lua_Integer)(start_bits & (~start_bits + 1)));   /* its lowest set bit */
-  return 6;
+  lua_pushinteger(L, (lua_Integer)(lay.ndim == 1 ? lay.strides[0] : 0));
+  return 7;
 }
 
 /* Appends v to a key as 4 bytes; 0 where it does not fit. */

@@ -504,19 +504,66 @@ local function axis_plan(op, dtype)
             -- threads an output along a contiguous axis at most (axis_threads): a warp for
             -- argmax's and argmin's pairs
             along_most = spec.acc == "lg_arg_pair" and 32 or nil,
+            -- elements a load at most where gpu_reduce_columns takes the reduction: argmax's
+            -- and argmin's 16 or 8 pairs a thread (1- and 2-byte dtypes) took 166 registers
+            -- and ran at a third of the general kernel's speed
+            columns_per_load = spec.acc == "lg_arg_pair" and 4 or 16,
             axis_key = key .. "|gpu_reduce_axis", axis_build = builder("gpu_reduce_axis"),
             vec_key = key .. "|gpu_reduce_axis_vec", vec_build = builder("gpu_reduce_axis_vec"),
             finish_key = key .. "|gpu_reduce_axis_finish",
-            finish_build = builder("gpu_reduce_axis_finish")}
+            finish_build = builder("gpu_reduce_axis_finish"),
+            finish_block_key = key .. "|gpu_reduce_axis_finish_block",
+            finish_block_build = builder("gpu_reduce_axis_finish_block"),
+            columns_key = key .. "|gpu_reduce_columns", columns_build = builder("gpu_reduce_columns"),
+            columns_vec_key = key .. "|gpu_reduce_columns_vec",
+            columns_vec_build = builder("gpu_reduce_columns_vec")}
     by_dtype[dtype] = plan
   end
   return plan
 end
 
+-- out[o] = output o's `splits` partials combined ([output][range], the axis kernels' layout),
+-- for m outputs of k elements: a block an output where they are many partials, a thread
+-- where few; partials are freed after.
+local function finish_axis(plan, partials, m, splits, k, out, stream)
+  if splits > 32 then
+    run(kernel_cache.get(plan.finish_block_key, plan.finish_block_build), m, stream, partials,
+        splits, k, out)
+  else
+    run(kernel_cache.get(plan.finish_key, plan.finish_build),
+        math.min(max_grid(), ceil_div(m, BLOCK)), stream, partials, m, splits, k, out)
+  end
+  core.free_after(partials, stream)
+end
+
+-- Loads a row at most where reduce_columns takes a reduction (gpu_reduce_columns: a block
+-- reads whole rows, so a row fits in a block)
+M.columns_most = 64
+
+-- reduce_axis of the k rows of a, axis_stride bytes apart, that each hold the m outputs'
+-- elements side by side, into out: gpu_reduce_columns, then its finish if it took more than
+-- one block.
+local function reduce_columns(plan, a, m, k, axis_stride, width, per_load, out, stream)
+  local rows = 1                        -- rows a block reads at once: a power of two
+  while 2 * rows * width <= BLOCK do rows = 2 * rows end
+  local blocks = math.max(1, math.min(max_grid(), k // (rows * 16)))   -- 16 loads a thread
+  local partials = out
+  if blocks > 1 then partials = core.mem_alloc(blocks * m * ctype_sizes[plan.spec.acc]) end
+  if per_load > 1 then
+    run(kernel_cache.get(plan.columns_vec_key, plan.columns_vec_build), blocks, stream, a, k,
+        axis_stride, width, rows, out, partials)
+  else
+    run(kernel_cache.get(plan.columns_key, plan.columns_build), blocks, stream, a, k,
+        axis_stride, width, rows, out, partials)
+  end
+  if blocks > 1 then finish_axis(plan, partials, m, blocks, k, out, stream) end
+  return out
+end
+
 -- Reduction of a along axis (1-based, checked) on stream; returns a new array.
 local function reduce_axis(fname, op, a, axis, stream)
   -- the kept axes' shape and layout (collapse and pack_layout of them), read in C at once
-  local kept_shape, m, k, axis_stride, layout, start_align = core.axis_layout(a, axis)
+  local kept_shape, m, k, axis_stride, layout, start_align, run_stride = core.axis_layout(a, axis)
   if k == 0 and op_names[op] then
     M.argerror(1, fname, ("zero-size array to reduction operation %s which has no identity")
                          :format(op_names[op]), 2)
@@ -527,8 +574,15 @@ local function reduce_axis(fname, op, a, axis, stream)
   local out = core.array_empty(kept_shape, spec.out)
   if m == 0 then return out end
   local along = axis_stride == plan.itemsize
-  -- contiguous axes that each start on 16 bytes and hold whole vectors: 16 bytes a load
   local per_vector = plan.per_vector
+  if not along and (run_stride == plan.itemsize or m == 1) then   -- each row holds every output
+    local per_load = per_vector and m % per_vector == 0 and (a.ptr | axis_stride) % 16 == 0 and
+                     per_vector or 1
+    if m // per_load <= M.columns_most and per_load <= plan.columns_per_load then
+      return reduce_columns(plan, a, m, k, axis_stride, m // per_load, per_load, out, stream)
+    end
+  end
+  -- contiguous axes that each start on 16 bytes and hold whole vectors: 16 bytes a load
   local vec = along and per_vector and start_align == 16 and k % per_vector == 0
   local items = vec and k // per_vector or k          -- loads along each axis
   local shares = M.axis_threads(m, items, along, plan.itemsize, plan.along_most)
@@ -547,11 +601,7 @@ local function reduce_axis(fname, op, a, axis, stream)
     run(kernel_cache.get(plan.axis_key, plan.axis_build), {blocks, splits}, stream, a, m, k,
         axis_stride, layout, out, partials, split_k, shares, along and 1 or 0)
   end
-  if splits > 1 then
-    run(kernel_cache.get(plan.finish_key, plan.finish_build),
-        math.min(max_grid(), ceil_div(m, BLOCK)), stream, partials, m, splits, k, out)
-    core.free_after(partials, stream)
-  end
+  if splits > 1 then finish_axis(plan, partials, m, splits, k, out, stream) end
   return out
 end
 

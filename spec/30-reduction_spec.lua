@@ -515,11 +515,12 @@ describe("reductions", function()
       local finished = false
       -- {rows, outputs, row pitch in elements, reversed rows, kept shape}: many rows among
       -- blocks; 3 outputs; rows wider than their outputs; rows in reverse; the widest rows the
-      -- path takes (columns_most loads); one block; a 3-d stack whose kept axes merge
+      -- path takes (columns_most loads); one block; a 3-d stack whose kept axes merge; one
+      -- output, every other element
       local widest = reduction.columns_most * per_vector
       local cases = {{6000, 16, 16}, {3000, 3, 3}, {2000, 2 * per_vector, 3 * per_vector},
                      {1500, 4 * per_vector, 4 * per_vector, true}, {100, widest, widest},
-                     {7, 5, 5}, {900, 8, 8, false, {2, 4}}}
+                     {7, 5, 5}, {900, 8, 8, false, {2, 4}}, {2000, 1, 2}}
       for _, case in ipairs(cases) do
         local rows, m, pitch, reversed, kept = table.unpack(case)
         local flat, values = R.generate(rows * pitch + per_vector, dtype, function() return value(dtype) end)
@@ -580,6 +581,15 @@ describe("reductions", function()
         flat:free()
       end
       assert.is_true(finished, dtype .. ": some reductions among blocks")
+    end
+    -- no rows: sums of nothing, and means of nothing NaN, as NumPy gives
+    local empty = core.array_empty({0, 4}, "float32")
+    used = {}
+    local sums, means = R.get(gpu.gpuarray.sum(empty, {axis = 1})), R.get(gpu.gpuarray.mean(empty, {axis = 1}))
+    assert.is_true(used.gpu_reduce_columns_vec or used.gpu_reduce_columns, "no rows take the columns' kernel")
+    for o = 1, 4 do
+      assert.are.equal(0, sums[o])
+      assert.is_true(means[o] ~= means[o], "mean of no rows")
     end
   end)
 

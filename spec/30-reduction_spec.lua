@@ -37,6 +37,33 @@ local function check_sum(expected, abs, got, dtype, what)
   end
 end
 
+-- Values whose sums are exact in any order: multiples of 1/64 for floats, small integers.
+local function exact_value(dtype)
+  if dtype == "bool" then return math.random() < 0.5 end
+  if dtype:match("float") then return math.random(-64, 64) / 64 end
+  return math.random(dtype:match("^u") and 0 or -100, 100)
+end
+
+local function as_number(v) return v == true and 1 or v == false and 0 or v end
+
+-- Records, until the test ends, the kernels the library asks gpu.kernel_cache for; the
+-- function returned gives the set of names (each key's last part) asked for since its last
+-- call.
+local function record_kernels()
+  local kernel_cache = require "gpu.kernel_cache"
+  local get, used = kernel_cache.get, {}
+  kernel_cache.get = function(key, build)
+    used[key:match("|([%w_]+)$")] = true
+    return get(key, build)
+  end
+  finally(function() kernel_cache.get = get end)
+  return function()
+    local names = used
+    used = {}
+    return names
+  end
+end
+
 describe("reductions", function()
   describe("result dtypes", function()
     it("follow NumPy for sum, prod and mean", function()
@@ -435,34 +462,23 @@ describe("reductions", function()
   -- bytes a load (gpu_reduce_axis_vec); the same rows one element off that alignment take
   -- gpu_reduce_axis.  Float values are multiples of 1/64, so their sums are exact either way.
   helpers.gpu_it("reduce aligned rows 16 bytes a load, unaligned ones element by element", function()
-    local kernel_cache = require "gpu.kernel_cache"
-    local get, used = kernel_cache.get, {}
-    kernel_cache.get = function(key, build)
-      used[key:match("|([%w_]+)$")] = true
-      return get(key, build)
-    end
-    finally(function() kernel_cache.get = get end)
-    local function value(dtype)
-      if dtype == "bool" then return math.random() < 0.5 end
-      if dtype:match("float") then return math.random(-64, 64) / 64 end
-      return math.random(dtype:match("^u") and 0 or -100, 100)
-    end
-    local function num(v) return v == true and 1 or v == false and 0 or v end
+    local kernels_taken = record_kernels()
     for _, dtype in ipairs{"float32", "float64", "float16", "int8", "uint16", "int32", "bool"} do
       local itemsize = core.dtype(dtype).itemsize
       local per_vector = 16 // itemsize
       -- long rows split among blocks; many short rows; one row of one vector
       for _, case in ipairs{{3, (2048 + 4) * per_vector}, {300, 3 * per_vector}, {1, per_vector}} do
         local rows, cols = case[1], case[2]
-        local flat, values = R.generate(rows * cols + per_vector, dtype, function() return value(dtype) end)
+        local flat, values = R.generate(rows * cols + per_vector, dtype, function() return exact_value(dtype) end)
         for _, first in ipairs{1, 2} do              -- element 1 is 16-byte aligned, 2 is not
           local a = core.array_view(flat, (first - 1) * itemsize, dtype, {rows, cols})
           local what = ("%d x %d %s from element %d"):format(rows, cols, dtype, first)
-          used = {}
+          kernels_taken()
           local sums = R.get(gpu.gpuarray.sum(a, {axis = 2}))
           local maxes = R.get(gpu.gpuarray.max(a, {axis = -1}))
           local argmins = R.get(gpu.gpuarray.argmin(a, {axis = 2}))
           local anys = R.get(gpu.gpuarray.any(a, {axis = 2}))
+          local used = kernels_taken()
           local kernel = first == 1 and "gpu_reduce_axis_vec" or "gpu_reduce_axis"
           assert.is_true(used[kernel], what .. " takes " .. kernel)
           assert.is_nil(used[first == 1 and "gpu_reduce_axis" or "gpu_reduce_axis_vec"], what)
@@ -470,7 +486,7 @@ describe("reductions", function()
             local base = first - 1 + (r - 1) * cols
             local sum, best, best_j, max, any = 0, nil, nil, nil, false
             for j = 1, cols do
-              local v = num(values[base + j])
+              local v = as_number(values[base + j])
               sum = sum + v
               if best == nil or v < best then best, best_j = v, j end
               if max == nil or v > max then max = v end
@@ -481,7 +497,7 @@ describe("reductions", function()
             else
               assert.are.equal(sum, sums[r], what .. " sum, row " .. r)
             end
-            assert.are.equal(max, num(maxes[r]), what .. " max, row " .. r)
+            assert.are.equal(max, as_number(maxes[r]), what .. " max, row " .. r)
             assert.are.equal(best_j, argmins[r], what .. " argmin (the first least), row " .. r)
             assert.are.equal(any, anys[r], what .. " any, row " .. r)
           end
@@ -496,19 +512,7 @@ describe("reductions", function()
   -- a finish kernel combines its blocks' partials.  Float values are multiples of
   -- 1/64, so their sums are exact in any order.
   helpers.gpu_it("reduce across rows that hold every output side by side", function()
-    local kernel_cache = require "gpu.kernel_cache"
-    local get, used = kernel_cache.get, {}
-    kernel_cache.get = function(key, build)
-      used[key:match("|([%w_]+)$")] = true
-      return get(key, build)
-    end
-    finally(function() kernel_cache.get = get end)
-    local function value(dtype)
-      if dtype == "bool" then return math.random() < 0.5 end
-      if dtype:match("float") then return math.random(-64, 64) / 64 end
-      return math.random(dtype:match("^u") and 0 or -100, 100)
-    end
-    local function num(v) return v == true and 1 or v == false and 0 or v end
+    local kernels_taken = record_kernels()
     for _, dtype in ipairs{"float32", "float64", "float16", "int8", "uint16", "int32", "bool"} do
       local itemsize = core.dtype(dtype).itemsize
       local per_vector = 16 // itemsize
@@ -523,7 +527,7 @@ describe("reductions", function()
                      {7, 5, 5}, {900, 8, 8, false, {2, 4}}, {2000, 1, 2}}
       for _, case in ipairs(cases) do
         local rows, m, pitch, reversed, kept = table.unpack(case)
-        local flat, values = R.generate(rows * pitch + per_vector, dtype, function() return value(dtype) end)
+        local flat, values = R.generate(rows * pitch + per_vector, dtype, function() return exact_value(dtype) end)
         for _, first in ipairs{1, 2} do              -- element 1 is 16-byte aligned, 2 is not
           local shape, strides = {rows, m}, {pitch * itemsize, itemsize}
           local offset = (first - 1) * itemsize
@@ -543,9 +547,9 @@ describe("reductions", function()
             return vec and "gpu_reduce_columns_vec" or "gpu_reduce_columns"
           end
           local function along_rows(op)
-            used = {}
+            kernels_taken()
             local r = gpu.gpuarray[op](a, {axis = 1})
-            local kernel = kernel_of(op)
+            local used, kernel = kernels_taken(), kernel_of(op)
             for _, name in ipairs{"gpu_reduce_columns_vec", "gpu_reduce_columns", "gpu_reduce_axis"} do
               assert.are.equal(name == kernel, used[name] == true, what .. ": " .. op .. " takes " .. kernel)
             end
@@ -561,7 +565,7 @@ describe("reductions", function()
             local sum, best, best_j, max, any = 0, nil, nil, nil, false
             for j = 1, rows do
               local row = reversed and rows - j or j - 1
-              local v = num(values[first + row * pitch + o - 1])
+              local v = as_number(values[first + row * pitch + o - 1])
               sum = sum + v
               if best == nil or v < best then best, best_j = v, j end
               if max == nil or v > max then max = v end
@@ -572,7 +576,7 @@ describe("reductions", function()
             else
               assert.are.equal(sum, sums[o], what .. " sum, output " .. o)
             end
-            assert.are.equal(max, num(maxes[o]), what .. " max, output " .. o)
+            assert.are.equal(max, as_number(maxes[o]), what .. " max, output " .. o)
             assert.are.equal(best_j, argmins[o], what .. " argmin (the first least), output " .. o)
             assert.are.equal(any, anys[o], what .. " any, output " .. o)
             if means then helpers.assert_close(sum / rows, means[o], 2 ^ -22, what .. " mean, output " .. o) end
@@ -584,8 +588,9 @@ describe("reductions", function()
     end
     -- no rows: sums of nothing, and means of nothing NaN, as NumPy gives
     local empty = core.array_empty({0, 4}, "float32")
-    used = {}
+    kernels_taken()
     local sums, means = R.get(gpu.gpuarray.sum(empty, {axis = 1})), R.get(gpu.gpuarray.mean(empty, {axis = 1}))
+    local used = kernels_taken()
     assert.is_true(used.gpu_reduce_columns_vec or used.gpu_reduce_columns, "no rows take the columns' kernel")
     for o = 1, 4 do
       assert.are.equal(0, sums[o])

@@ -46,6 +46,29 @@ end
 
 local function as_number(v) return v == true and 1 or v == false and 0 or v end
 
+-- Checks output i of a reduction along an axis (results.sums, maxes, argmins and anys, and
+-- means where given) against the count elements at(1), ..., at(count) of its axis, values
+-- from exact_value (sums exact but for float16's rounding).
+local function check_exact_line(dtype, results, i, count, at, what)
+  local sum, best, best_j, max, any = 0, nil, nil, nil, false
+  for j = 1, count do
+    local v = as_number(at(j))
+    sum = sum + v
+    if best == nil or v < best then best, best_j = v, j end
+    if max == nil or v > max then max = v end
+    any = any or v ~= 0
+  end
+  if dtype == "float16" then
+    helpers.assert_close(sum, results.sums[i], 2 ^ -10, what .. ": sum")
+  else
+    assert.are.equal(sum, results.sums[i], what .. ": sum")
+  end
+  assert.are.equal(max, as_number(results.maxes[i]), what .. ": max")
+  assert.are.equal(best_j, results.argmins[i], what .. ": argmin (the first least)")
+  assert.are.equal(any, results.anys[i], what .. ": any")
+  if results.means then helpers.assert_close(sum / count, results.means[i], 2 ^ -22, what .. ": mean") end
+end
+
 -- Records, until the test ends, the kernels the library asks gpu.kernel_cache for; the
 -- function returned gives the set of names (each key's last part) asked for since its last
 -- call.
@@ -474,32 +497,18 @@ describe("reductions", function()
           local a = core.array_view(flat, (first - 1) * itemsize, dtype, {rows, cols})
           local what = ("%d x %d %s from element %d"):format(rows, cols, dtype, first)
           kernels_taken()
-          local sums = R.get(gpu.gpuarray.sum(a, {axis = 2}))
-          local maxes = R.get(gpu.gpuarray.max(a, {axis = -1}))
-          local argmins = R.get(gpu.gpuarray.argmin(a, {axis = 2}))
-          local anys = R.get(gpu.gpuarray.any(a, {axis = 2}))
+          local results = {sums = R.get(gpu.gpuarray.sum(a, {axis = 2})),
+                           maxes = R.get(gpu.gpuarray.max(a, {axis = -1})),
+                           argmins = R.get(gpu.gpuarray.argmin(a, {axis = 2})),
+                           anys = R.get(gpu.gpuarray.any(a, {axis = 2}))}
           local used = kernels_taken()
           local kernel = first == 1 and "gpu_reduce_axis_vec" or "gpu_reduce_axis"
           assert.is_true(used[kernel], what .. " takes " .. kernel)
           assert.is_nil(used[first == 1 and "gpu_reduce_axis" or "gpu_reduce_axis_vec"], what)
           for r = 1, rows do
             local base = first - 1 + (r - 1) * cols
-            local sum, best, best_j, max, any = 0, nil, nil, nil, false
-            for j = 1, cols do
-              local v = as_number(values[base + j])
-              sum = sum + v
-              if best == nil or v < best then best, best_j = v, j end
-              if max == nil or v > max then max = v end
-              any = any or v ~= 0
-            end
-            if dtype == "float16" then
-              helpers.assert_close(sum, sums[r], 2 ^ -10, what .. " sum, row " .. r)
-            else
-              assert.are.equal(sum, sums[r], what .. " sum, row " .. r)
-            end
-            assert.are.equal(max, as_number(maxes[r]), what .. " max, row " .. r)
-            assert.are.equal(best_j, argmins[r], what .. " argmin (the first least), row " .. r)
-            assert.are.equal(any, anys[r], what .. " any, row " .. r)
+            check_exact_line(dtype, results, r, cols, function(j) return values[base + j] end,
+                             what .. ", row " .. r)
           end
         end
       end
@@ -558,28 +567,13 @@ describe("reductions", function()
             finished = finished or kernel ~= "gpu_reduce_axis" and finish
             return R.get(kept and R.reshaped(r, {m}) or r)
           end
-          local sums, maxes, argmins, anys = along_rows("sum"), along_rows("max"), along_rows("argmin"),
-                                             along_rows("any")
-          local means = dtype == "float32" and along_rows("mean")
+          local results = {sums = along_rows("sum"), maxes = along_rows("max"),
+                           argmins = along_rows("argmin"), anys = along_rows("any"),
+                           means = dtype == "float32" and along_rows("mean") or nil}
           for o = 1, m do
-            local sum, best, best_j, max, any = 0, nil, nil, nil, false
-            for j = 1, rows do
-              local row = reversed and rows - j or j - 1
-              local v = as_number(values[first + row * pitch + o - 1])
-              sum = sum + v
-              if best == nil or v < best then best, best_j = v, j end
-              if max == nil or v > max then max = v end
-              any = any or v ~= 0
-            end
-            if dtype == "float16" then
-              helpers.assert_close(sum, sums[o], 2 ^ -10, what .. " sum, output " .. o)
-            else
-              assert.are.equal(sum, sums[o], what .. " sum, output " .. o)
-            end
-            assert.are.equal(max, as_number(maxes[o]), what .. " max, output " .. o)
-            assert.are.equal(best_j, argmins[o], what .. " argmin (the first least), output " .. o)
-            assert.are.equal(any, anys[o], what .. " any, output " .. o)
-            if means then helpers.assert_close(sum / rows, means[o], 2 ^ -22, what .. " mean, output " .. o) end
+            check_exact_line(dtype, results, o, rows, function(j)
+              return values[first + (reversed and rows - j or j - 1) * pitch + o - 1]
+            end, what .. ", output " .. o)
           end
         end
         flat:free()

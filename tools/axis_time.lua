@@ -1,6 +1,6 @@
 -- tools/axis_time.lua: device time of reductions along an axis over shapes of 2^26 elements,
--- rows from 16 long to 2^22 long and columns (bench/NOTES.md quotes such runs), on the GPU
--- machine:
+-- rows from 16 long to 2^22 long, and columns from 3 to 8192 (bench/NOTES.md quotes such
+-- runs), on the GPU machine:
 --
 --   lua5.4 tools/axis_time.lua [pattern]     (from the checkout, after `make`)
 --
@@ -19,6 +19,7 @@ local pattern = arg[1]
 local n = 1 << 26
 local sources = {float32 = gpu.random.rand(n + 16, "float32") * 2 - 1}
 sources.float16 = sources.float32:astype("float16")
+sources.int8 = (sources.float32 * 100):astype("int8")
 
 local cases = {   -- {operation, dtype, rows, columns, axis, first element}
   {"sum", "float32", 1 << 22, 16, 2, 1}, {"sum", "float32", 262144, 256, 2, 1},
@@ -26,7 +27,9 @@ local cases = {   -- {operation, dtype, rows, columns, axis, first element}
   {"sum", "float32", 8192, 8192, 2, 1}, {"sum", "float32", 8192, 8192, 2, 2},
   {"sum", "float32", 1024, 65536, 2, 1}, {"sum", "float32", 16, 1 << 22, 2, 1},
   {"sum", "float32", 8192, 8192, 1, 1}, {"sum", "float32", 16, 1 << 22, 1, 1},
-  {"sum", "float32", 1 << 22, 16, 1, 1},
+  {"sum", "float32", 1 << 22, 16, 1, 1}, {"sum", "float32", 22369621, 3, 1, 1},
+  {"sum", "float32", 262144, 256, 1, 1}, {"argmax", "float32", 1 << 22, 16, 1, 1},
+  {"sum", "int8", 1 << 22, 16, 1, 1},
   {"max", "float32", 8192, 8192, 2, 1}, {"mean", "float32", 8192, 8192, 2, 1},
   {"argmax", "float32", 8192, 8192, 2, 1}, {"argmax", "float32", 1024, 65536, 2, 1},
   {"sum", "float16", 8192, 8192, 2, 1}, {"sum", "float16", 8192, 8192, 2, 2},

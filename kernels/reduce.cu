@@ -10,10 +10,10 @@
 //
 // Kernels: gpu_reduce_vec (contiguous, 16-byte aligned built-ins; a second input for dot, or
 // one value for every element: var's mean), gpu_reduce_index (a map over the index i and the
-// arguments: strided inputs and ReductionKernel), gpu_reduce_axis (one output per kept index;
-// gpu_reduce_columns (the first axis of rows that hold every output side by side), each
-// with gpu_reduce_axis_finish or gpu_reduce_axis_finish_block after it when it splits the axes
-// among blocks) and gpu_reduce_finish.
+// arguments: strided inputs and ReductionKernel), gpu_reduce_axis (one output per kept index)
+// and gpu_reduce_columns (along the first axis of rows that hold every output side by side),
+// each followed by gpu_reduce_axis_finish or gpu_reduce_axis_finish_block when it splits the
+// axes among blocks, and gpu_reduce_finish.
 // One module holds every kernel of an operation and dtype, so each compiles once.
 
 $PREAMBLE
@@ -274,8 +274,8 @@ gpu_reduce_axis_vec(const char *in, long long m, long long k, gpu_layout lay, gp
 // warp's loads are adjacent however few the outputs; each thread keeps one accumulator an
 // element of its item, over every (gridDim.x * rows)-th row.  The rows' accumulators then
 // combine in shared memory, all V at each step where they fit (a step each, int8's 16 took
-// longer than the loads); with one block that gives the results, else one partial an output and block
-// ([output][block]) for a finish kernel.
+// longer than the loads); with one block that gives the results, else one partial an output
+// and block ([output][block]) for a finish kernel.
 template <int V>
 __device__ __forceinline__ void gpu_reduce_columns_of(const char *in, long long k, long long pitch,
                                                       int width, int rows, gpu_out_t *out,
@@ -296,7 +296,8 @@ __device__ __forceinline__ void gpu_reduce_columns_of(const char *in, long long 
     for (; r + 3 * step < k; r += 4 * step, p += 4 * step * pitch) {
       gpu_axis_item<V> item[GPU_AXIS_LOADS];
 #pragma unroll
-      for (int u = 0; u < GPU_AXIS_LOADS; u++) item[u] = *(const gpu_axis_item<V> *)(p + u * step * pitch);
+      for (int u = 0; u < GPU_AXIS_LOADS; u++)
+        item[u] = *(const gpu_axis_item<V> *)(p + u * step * pitch);
 #pragma unroll
       for (int u = 0; u < GPU_AXIS_LOADS; u++)
 #pragma unroll
@@ -317,7 +318,8 @@ __device__ __forceinline__ void gpu_reduce_columns_of(const char *in, long long 
     for (int half = rows / 2; half > 0; half /= 2) {
       if (row < half)
 #pragma unroll
-        for (int e = 0; e < G; e++) sums[e][t] = gpu_reduce_op(sums[e][t], sums[e][t + half * width]);
+        for (int e = 0; e < G; e++)
+          sums[e][t] = gpu_reduce_op(sums[e][t], sums[e][t + half * width]);
       __syncthreads();
     }
     if (row == 0) {

@@ -48,7 +48,8 @@ suite_files() {
 # The whole suite in one call: the four slowest files in a lane each and the rest in three
 # more, all at once (most of the suite's time is its CPU references, in Lua), then, alone,
 # spec/40, spec/51 and spec/60, which measure the whole device's free memory (spec/60 fills
-# it; spec/51 without the pool) and fail beside other processes.  Every failure's report goes to failures.log.
+# it; spec/51 without the pool) and fail beside other processes.  Every failure's report goes
+# to failures.log, each test's time to spec-times.txt (SLOWEST of them shown, 12 unless set).
 # About 6 minutes on a fresh H100 (spec/38, its many matmul kernels compiled by a cold NVRTC,
 # took 5 in its lane: files get 480 s here unless STEP_TIMEOUT says), where the file-by-file
 # suite takes 12.
@@ -60,6 +61,8 @@ suite_lanes() {
                "spec/40*_spec.lua spec/51*_spec.lua spec/60*_spec.lua")
   local i last=$((${#lanes[@]} - 1)) passed=0 failed=0 skipped=0
   rm -f "$OUT"/suite-output-*.log "$OUT"/suite-times-*.txt   # suite_files appends to them
+  export SPEC_TIMES="$OUT/spec-times.txt"                    # spec/summary.lua appends to it
+  rm -f "$SPEC_TIMES"
   for ((i = 0; i < last; i++)); do
     (LANE=$i STEP_TIMEOUT=${STEP_TIMEOUT:-480} SUITE_FILES="${lanes[$i]}" suite_files \
        > "$OUT/lane-$i.txt") &
@@ -71,6 +74,8 @@ suite_lanes() {
     add_summary "$(tail -1 "$OUT/lane-$i.txt")"
   done
   grep -h -A30 -E "^(Failure|Error) ->" "$OUT"/suite-output-*.log > "$OUT/failures.log"
+  echo "slowest tests (seconds, status, where):"
+  sort -rn "$SPEC_TIMES" | head -"${SLOWEST:-12}" | cut -f1-3
   echo "$passed passed, $failed failed, $skipped skipped"
   [ "$failed" -eq 0 ]
 }

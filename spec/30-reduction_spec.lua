@@ -44,6 +44,9 @@ local function exact_value(dtype)
   return math.random(dtype:match("^u") and 0 or -100, 100)
 end
 
+-- The dtypes the kernel-choice tests cover: each size of element, floats and integers.
+local EXACT_DTYPES = {"float32", "float64", "float16", "int8", "uint16", "int32", "bool"}
+
 local function as_number(v) return v == true and 1 or v == false and 0 or v end
 
 -- Checks output i of a reduction along an axis (results.sums, maxes, argmins and anys, and
@@ -486,7 +489,7 @@ describe("reductions", function()
   -- gpu_reduce_axis.  Float values are multiples of 1/64, so their sums are exact either way.
   helpers.gpu_it("reduce aligned rows 16 bytes a load, unaligned ones element by element", function()
     local kernels_taken = record_kernels()
-    for _, dtype in ipairs{"float32", "float64", "float16", "int8", "uint16", "int32", "bool"} do
+    for _, dtype in ipairs(EXACT_DTYPES) do
       local itemsize = core.dtype(dtype).itemsize
       local per_vector = 16 // itemsize
       -- long rows split among blocks; many short rows; one row of one vector
@@ -522,7 +525,7 @@ describe("reductions", function()
   -- 1/64, so their sums are exact in any order.
   helpers.gpu_it("reduce across rows that hold every output side by side", function()
     local kernels_taken = record_kernels()
-    for _, dtype in ipairs{"float32", "float64", "float16", "int8", "uint16", "int32", "bool"} do
+    for _, dtype in ipairs(EXACT_DTYPES) do
       local itemsize = core.dtype(dtype).itemsize
       local per_vector = 16 // itemsize
       local finished = false

@@ -151,3 +151,60 @@ describe("core.view_method", function()
     assert.are.same({n = 4, "x", 1, nil, 2}, seen)
   end)
 end)
+
+-- a[i] reads one element in C (src/array.c's read_element) where the index is a whole number
+-- in range and the array alive; every other index goes to the Lua layer.  The probe compares
+-- each element's value with the fast paths off (the Lua layer's read) for every dtype and
+-- layout, random bytes included (NaNs, subnormals, bools other than 0 and 1), and prints its
+-- verdict; it runs on the GPU and, through the stand-in driver (host memory), on the CPU.
+local ELEMENT_PROBE = [[
+  local gpu = require "gpu"
+  local core = require "gpu.core"
+  local function key(v)       -- a value's type and exact bits, NaNs alike
+    if type(v) == "number" then
+      return math.type(v) == "float" and (v ~= v and "nan" or ("%a"):format(v)) or ("int " .. v)
+    elseif type(v) == "table" then return key(v.re) .. " " .. key(v.im) .. "i" end
+    return type(v) .. " " .. tostring(v)
+  end
+  local checked = 0
+  for _, dtype in ipairs{"bool", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
+                         "uint64", "float16", "bfloat16", "float32", "float64", "complex64",
+                         "complex128"} do
+    local itemsize = core.dtype(dtype).itemsize
+    local bytes = {}
+    for i = 1, 24 * itemsize do bytes[i] = string.char(math.random(0, 255)) end
+    local m = gpu.to_gpu(gpu.host.from_bytes(table.concat(bytes), dtype)):reshape(4, 6)
+    local layouts = {m, m:transpose(), m:slice(4, 1, -2), m:ravel():slice(3, 20, 5),
+                     core.array_view(m, itemsize, dtype, {3, 5}, {0, itemsize}),     -- a broadcast row
+                     m:ravel():slice(7, 7):reshape({})}                                 -- 0-d
+    for n, a in ipairs(layouts) do
+      for i = 1, a.size do
+        local fast = a[i]
+        gpu.fast_paths(false)
+        local general = a[i]
+        gpu.fast_paths(true)
+        if key(fast) ~= key(general) then
+          error(("%s layout %d element %d: %s in C, %s in Lua"):format(dtype, n, i, key(fast), key(general)))
+        end
+        checked = checked + 1
+      end
+    end
+  end
+  print("elements agree", checked)
+]]
+
+describe("a[i] in C", function()
+  helpers.gpu_it("reads what the Lua layer reads, for every dtype and layout", function()
+    local print_was, said = print, nil
+    print = function(...) said = table.concat({...}, " ") end     -- luacheck: ignore 121
+    finally(function() print = print_was end)                     -- luacheck: ignore 121
+    assert(load(ELEMENT_PROBE))()
+    assert.truthy(said and said:match("^elements agree %d+$"), said)
+  end)
+
+  it("reads what the Lua layer reads, through the stand-in driver", function()
+    local out, ok = helpers.run_with_fakes(ELEMENT_PROBE)
+    assert(ok, out)
+    assert.truthy(out:match("elements agree\t%d+\n"), out)
+  end)
+end)

@@ -599,6 +599,28 @@ static void push_field (lua_State *L, gpu_Array *a, int field) {
   }
 }
 
+/* a[i] for a whole number i in range, of a live array with the fast paths on: pushes flat
+** element i (1-based, row-major) as a HostArray holds it, and returns 1; else 0, for the Lua
+** layer (methods.__element), which reads the same bytes the same way and words the errors.
+** (That one makes the shape and strides tables, a Buffer face and view, and a HostArray.) */
+static int read_element (lua_State *L, const gpu_Array *a) {
+  unsigned char value[16];               /* the largest dtype: complex128 */
+  int isint, d;
+  lua_Integer k = lua_tointegerx(L, 2, &isint);
+  int64_t rest, offset = 0;
+  if (!isint || k < 1 || k > a->size || !gpu_array_alive(a) ||
+      a->buffer->ctx->state->general_only)
+    return 0;
+  for (rest = k - 1, d = a->ndim - 1; d >= 0; d--) {
+    offset += rest % a->shape[d] * a->strides[d];
+    rest /= a->shape[d];
+  }
+  gpu_copy_to_host(L, a->buffer->ctx, value, (CUdeviceptr)((int64_t)a->ptr + offset),
+                   gpu_dtypes[a->dtype].itemsize);
+  gpu_pushvalue(L, a->dtype, value);
+  return 1;
+}
+
 /* the layout's fields, then methods (added by the Lua layer), then __properties (functions
 ** of the array, also the Lua layer's) */
 static int array_index (lua_State *L) {
@@ -612,7 +634,8 @@ static int array_index (lua_State *L) {
   lua_pushvalue(L, 2);
   if (lua_rawget(L, lua_upvalueindex(1)) != LUA_TNIL) return 1;
   if (lua_type(L, 2) != LUA_TSTRING) {  /* test first: lua_tostring would turn 5 into "5" */
-    /* a[i]: the Lua layer's element access */
+    if (read_element(L, a)) return 1;
+    /* a[i] otherwise (every error): the Lua layer's element access */
     lua_getfield(L, lua_upvalueindex(1), "__element");
     if (lua_isnil(L, -1)) return 0;
     lua_pushvalue(L, 1);

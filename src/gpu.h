@@ -302,6 +302,10 @@ GPU_INTERNAL void gpu_buffer_unexport(gpu_Buffer *b);
 /* Before a free of b (Lua's :free(), __gc, free_after): where its allocation was exported,
 ** lets go of the exports already done with, so that it is released now if none is left. */
 GPU_INTERNAL void gpu_buffer_sweep_exports(lua_State *L, const gpu_Buffer *b);
+/* Copies n bytes at src, memory of Context c, to dst on the host: in the host's stream (then
+** waited for) where it gave one, else synchronously. */
+GPU_INTERNAL void gpu_copy_to_host(lua_State *L, gpu_Context *c, void *dst, CUdeviceptr src,
+                                   size_t n);
 GPU_INTERNAL void gpu_memory_open(lua_State *L);
 
 /* ---------------------------------------------------------------- host.c */

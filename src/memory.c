@@ -411,13 +411,16 @@ static int gpu_from_device (lua_State *L) {
                                         (lua_Integer)b->size));
   h = gpu_hostarray_new(L, dtype, ndim, shape, 0);
   b = gpu_checkbuffer(L, 1);               /* again: the allocation ran finalizers */
-  gpu_context_enter(L, b->ctx);
-  if (b->ctx->stream) gpu_check(L, gpu_driver(L)->cuMemcpyDtoHAsync(h->data, b->ptr, h->nbytes,
-                                                                   b->ctx->stream),
-                                "cuMemcpyDtoHAsync");
-  else gpu_check(L, gpu_driver(L)->cuMemcpyDtoH(h->data, b->ptr, h->nbytes), "cuMemcpyDtoH");
-  wait_host_stream(L, 0, b->ctx->stream);
+  gpu_copy_to_host(L, b->ctx, h->data, b->ptr, h->nbytes);
   return 1;
+}
+
+void gpu_copy_to_host (lua_State *L, gpu_Context *c, void *dst, CUdeviceptr src, size_t n) {
+  gpu_context_enter(L, c);
+  if (c->stream)
+    gpu_check(L, c->driver->cuMemcpyDtoHAsync(dst, src, n, c->stream), "cuMemcpyDtoHAsync");
+  else gpu_check(L, c->driver->cuMemcpyDtoH(dst, src, n), "cuMemcpyDtoH");
+  wait_host_stream(L, 0, c->stream);
 }
 
 void gpu_memory_open (lua_State *L) {

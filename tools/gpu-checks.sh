@@ -31,49 +31,60 @@ add_summary() {
 }
 
 # make test-gpu file by file: each file's seconds and summary, then the total summary line.
-# LANE, when set, names the logs apart (suite-output-LANE.log, suite-times-LANE.txt).
+# A word of SUITE_FILES that starts with -- is a busted option for the files after it (so a
+# lane can take a file's tests with or without a tag).  LOGS, when set, names the folder of
+# the logs (suite-output.log, suite-times.txt), $OUT unless set.
 suite_files() {
-  local file line t0 passed=0 failed=0 skipped=0 tag=${LANE:+-$LANE}
+  local file line t0 passed=0 failed=0 skipped=0 options="" logs=${LOGS:-$OUT}
   for file in ${SUITE_FILES:-spec/*_spec.lua}; do
+    if [[ $file == --* ]]; then options+="$file "; continue; fi
     t0=$(date +%s)
-    line=$(timeout "${STEP_TIMEOUT:-300}" make -s test-gpu "${vars[@]}" SPECS="$file" 2>&1 |
-           tee -a "$OUT/suite-output$tag.log" | grep -E "$SUMMARY")
-    echo "$(( $(date +%s) - t0 ))s $file: $line" | tee -a "$OUT/suite-times$tag.txt"
+    line=$(timeout "${STEP_TIMEOUT:-300}" make -s test-gpu "${vars[@]}" SPECS="$options$file" 2>&1 |
+           tee -a "$logs/suite-output.log" | grep -E "$SUMMARY")
+    echo "$(( $(date +%s) - t0 ))s $options$file: $line" | tee -a "$logs/suite-times.txt"
     add_summary "$line"
   done
   echo "$passed passed, $failed failed, $skipped skipped"
   [ "$failed" -eq 0 ]
 }
 
-# The whole suite in one call: the four slowest files in a lane each and the rest in three
-# more, all at once (most of the suite's time is its CPU references, in Lua), then, alone,
-# spec/40, spec/51 and spec/60, which measure the whole device's free memory (spec/60 fills
-# it; spec/51 without the pool) and fail beside other processes.  Every failure's report goes
-# to failures.log, each test's time to spec-times.txt (SLOWEST of them shown, 12 unless set).
-# About 6 minutes on a fresh H100 (spec/38, its many matmul kernels compiled by a cold NVRTC,
-# took 5 in its lane: files get 480 s here unless STEP_TIMEOUT says), where the file-by-file
-# suite takes 12.
+# The whole suite in one call: the slowest files in a lane each (spec/38's tests without a
+# GPU, cold NVRTC compiles of its many kernels, in another lane than those with one) and the
+# rest in three more, all at once (most of the suite's time is its CPU references, in Lua),
+# then, alone, spec/40, spec/51 and spec/60, which measure the whole device's free memory
+# (spec/60 fills it; spec/51 without the pool) and fail beside other processes.  The lanes'
+# logs are joined into suite-output.log and suite-times.txt, every failure's report goes to
+# failures.log, each test's time to spec-times.txt (SLOWEST of them shown, 12 unless set):
+# few files, as the device tool brings back at most 8.  About 3 minutes on the H200 (spec/38's
+# GPU tests, 165 s, the longest lane; files get 480 s here unless STEP_TIMEOUT says), where
+# the file-by-file suite takes 12.
 suite_lanes() {
-  local lanes=("spec/22*_spec.lua" "spec/30*_spec.lua" "spec/31*_spec.lua" "spec/38*_spec.lua"
+  local lanes=("spec/22*_spec.lua" "spec/30*_spec.lua" "spec/31*_spec.lua"
+               "--tags=gpu spec/38*_spec.lua"
                "spec/0*_spec.lua spec/1*_spec.lua spec/2[013-9]*_spec.lua"
                "spec/3[2-79]*_spec.lua"
-               "spec/4[1-9]*_spec.lua spec/50*_spec.lua spec/6[1-9]*_spec.lua"
+               "spec/4[1-9]*_spec.lua spec/50*_spec.lua spec/6[1-9]*_spec.lua
+                --exclude-tags=gpu spec/38*_spec.lua"
                "spec/40*_spec.lua spec/51*_spec.lua spec/60*_spec.lua")
-  local i last=$((${#lanes[@]} - 1)) passed=0 failed=0 skipped=0
-  rm -f "$OUT"/suite-output-*.log "$OUT"/suite-times-*.txt   # suite_files appends to them
+  local i last=$((${#lanes[@]} - 1)) passed=0 failed=0 skipped=0 work
+  work=$(mktemp -d)
   export SPEC_TIMES="$OUT/spec-times.txt"                    # spec/summary.lua appends to it
-  rm -f "$SPEC_TIMES"
+  rm -f "$SPEC_TIMES" "$OUT/suite-output.log" "$OUT/suite-times.txt"
+  for ((i = 0; i <= last; i++)); do mkdir "$work/$i"; done
   for ((i = 0; i < last; i++)); do
-    (LANE=$i STEP_TIMEOUT=${STEP_TIMEOUT:-480} SUITE_FILES="${lanes[$i]}" suite_files \
-       > "$OUT/lane-$i.txt") &
+    (LOGS=$work/$i STEP_TIMEOUT=${STEP_TIMEOUT:-480} SUITE_FILES="${lanes[$i]}" suite_files \
+       > "$work/$i/lane.txt") &
   done
   wait
-  LANE=$last SUITE_FILES="${lanes[$last]}" suite_files > "$OUT/lane-$last.txt"
+  LOGS=$work/$last SUITE_FILES="${lanes[$last]}" suite_files > "$work/$last/lane.txt"
   for ((i = 0; i <= last; i++)); do
-    cat "$OUT/suite-times-$i.txt"
-    add_summary "$(tail -1 "$OUT/lane-$i.txt")"
+    cat "$work/$i/suite-output.log" >> "$OUT/suite-output.log"
+    echo "lane $i: $(tail -1 "$work/$i/lane.txt")" | tee -a "$OUT/suite-times.txt"
+    tee -a "$OUT/suite-times.txt" < "$work/$i/suite-times.txt"
+    add_summary "$(tail -1 "$work/$i/lane.txt")"
   done
-  grep -h -A30 -E "^(Failure|Error) ->" "$OUT"/suite-output-*.log > "$OUT/failures.log"
+  rm -rf "$work"
+  grep -h -A30 -E "^(Failure|Error) ->" "$OUT/suite-output.log" > "$OUT/failures.log"
   echo "slowest tests (seconds, status, where):"
   sort -rn "$SPEC_TIMES" | head -"${SLOWEST:-12}" | cut -f1-3
   echo "$passed passed, $failed failed, $skipped skipped"

@@ -85,6 +85,68 @@ typedef $IN2_T gpu_in2_t;
 // the map of element x (and y, dot's), at flat index gpu_i (0-based: argmax and argmin's)
 #define GPU_MAP(x, y, gpu_i) ($MAPV)
 #define GPU_V (16 / (int)sizeof(gpu_in_t))
+// 1 where GPU_WHOLE(x, y) maps and reduces a whole load (x.raw, and y.raw for dot) at once
+#define GPU_WITH_WHOLE $WITH_WHOLE
+#define GPU_WHOLE(x, y) ((gpu_acc_t)($WHOLE))
+
+// Whole 16-byte loads of 1- and 2-byte integers, bool among them (lua/gpu/reduction.lua's
+// whole_load picks one for sum, mean, any, all and dot): the load's 8 or 16 elements reduced
+// in 32-bit registers, where a conversion and an accumulator add each (64-bit for sums) cost
+// more instructions than the memory has time for.  Exact: 16 bytes sum to under 2^21.
+__device__ __forceinline__ int gpu_dp4a_s8(unsigned int a, unsigned int b, int c) {
+  int d;
+  asm("dp4a.s32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+__device__ __forceinline__ unsigned int gpu_dp4a_u8(unsigned int a, unsigned int b, unsigned int c) {
+  unsigned int d;
+  asm("dp4a.u32.u32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
+  return d;
+}
+__device__ __forceinline__ int gpu_whole_sum_s8(uint4 r) {
+  const unsigned int ones = 0x01010101u;
+  return gpu_dp4a_s8(r.x, ones, gpu_dp4a_s8(r.y, ones, gpu_dp4a_s8(r.z, ones, gpu_dp4a_s8(r.w, ones, 0))));
+}
+__device__ __forceinline__ unsigned int gpu_whole_sum_u8(uint4 r) {
+  const unsigned int ones = 0x01010101u;
+  return gpu_dp4a_u8(r.x, ones, gpu_dp4a_u8(r.y, ones, gpu_dp4a_u8(r.z, ones, gpu_dp4a_u8(r.w, ones, 0u))));
+}
+__device__ __forceinline__ int gpu_whole_dot_s8(uint4 r, uint4 q) {
+  return gpu_dp4a_s8(r.x, q.x, gpu_dp4a_s8(r.y, q.y, gpu_dp4a_s8(r.z, q.z, gpu_dp4a_s8(r.w, q.w, 0))));
+}
+__device__ __forceinline__ unsigned int gpu_whole_dot_u8(uint4 r, uint4 q) {
+  return gpu_dp4a_u8(r.x, q.x, gpu_dp4a_u8(r.y, q.y, gpu_dp4a_u8(r.z, q.z, gpu_dp4a_u8(r.w, q.w, 0u))));
+}
+__device__ __forceinline__ int gpu_sum_s16(unsigned int w) { return (int)(short)(w & 0xffffu) + ((int)w >> 16); }
+__device__ __forceinline__ unsigned int gpu_sum_u16(unsigned int w) { return (w & 0xffffu) + (w >> 16); }
+__device__ __forceinline__ int gpu_whole_sum_s16(uint4 r) {
+  return gpu_sum_s16(r.x) + gpu_sum_s16(r.y) + gpu_sum_s16(r.z) + gpu_sum_s16(r.w);
+}
+__device__ __forceinline__ unsigned int gpu_whole_sum_u16(uint4 r) {
+  return gpu_sum_u16(r.x) + gpu_sum_u16(r.y) + gpu_sum_u16(r.z) + gpu_sum_u16(r.w);
+}
+// A byte's high bit set where the byte is not zero: its low seven bits plus 0x7f carry into it.
+__device__ __forceinline__ unsigned int gpu_nonzero_bytes(unsigned int w) {
+  return (((w & 0x7f7f7f7fu) + 0x7f7f7f7fu) | w) & 0x80808080u;
+}
+// bool's sum: the bytes that are not zero (any byte but 0 is true)
+__device__ __forceinline__ unsigned int gpu_whole_count_nonzero(uint4 r) {
+  return __popc(gpu_nonzero_bytes(r.x)) + __popc(gpu_nonzero_bytes(r.y)) +
+         __popc(gpu_nonzero_bytes(r.z)) + __popc(gpu_nonzero_bytes(r.w));
+}
+__device__ __forceinline__ unsigned int gpu_whole_any(uint4 r) { return (r.x | r.y | r.z | r.w) != 0u; }
+__device__ __forceinline__ unsigned int gpu_whole_all8(uint4 r) {
+  return (gpu_nonzero_bytes(r.x) & gpu_nonzero_bytes(r.y) & gpu_nonzero_bytes(r.z) &
+          gpu_nonzero_bytes(r.w)) == 0x80808080u;
+}
+// the same for 16-bit halves
+__device__ __forceinline__ unsigned int gpu_nonzero_halves(unsigned int w) {
+  return (((w & 0x7fff7fffu) + 0x7fff7fffu) | w) & 0x80008000u;
+}
+__device__ __forceinline__ unsigned int gpu_whole_all16(uint4 r) {
+  return (gpu_nonzero_halves(r.x) & gpu_nonzero_halves(r.y) & gpu_nonzero_halves(r.z) &
+          gpu_nonzero_halves(r.w)) == 0x80008000u;
+}
 
 union gpu_vec_a { uint4 raw; gpu_in_t v[GPU_V]; };
 #if GPU_B_SCALAR
@@ -127,6 +189,12 @@ gpu_reduce_vec(const gpu_in_t *__restrict__ a, $B_PARAM long long n, gpu_acc_t *
     GPU_LOAD_B(y1, v + stride);
     GPU_LOAD_B(y2, v + 2 * stride);
     GPU_LOAD_B(y3, v + 3 * stride);
+#if GPU_WITH_WHOLE
+    acc0 = gpu_reduce_op(acc0, GPU_WHOLE(x0, y0));
+    acc1 = gpu_reduce_op(acc1, GPU_WHOLE(x1, y1));
+    acc2 = gpu_reduce_op(acc2, GPU_WHOLE(x2, y2));
+    acc3 = gpu_reduce_op(acc3, GPU_WHOLE(x3, y3));
+#else
 #pragma unroll
     for (int j = 0; j < GPU_V; j++) {
       acc0 = gpu_reduce_op(acc0, GPU_MAP(x0.v[j], GPU_B_AT(y0, j), v * GPU_V + j));
@@ -134,13 +202,18 @@ gpu_reduce_vec(const gpu_in_t *__restrict__ a, $B_PARAM long long n, gpu_acc_t *
       acc2 = gpu_reduce_op(acc2, GPU_MAP(x2.v[j], GPU_B_AT(y2, j), (v + 2 * stride) * GPU_V + j));
       acc3 = gpu_reduce_op(acc3, GPU_MAP(x3.v[j], GPU_B_AT(y3, j), (v + 3 * stride) * GPU_V + j));
     }
+#endif
   }
   for (; v < nvec; v += stride) {
     x0.raw = av[v];
     GPU_LOAD_B(y0, v);
+#if GPU_WITH_WHOLE
+    acc0 = gpu_reduce_op(acc0, GPU_WHOLE(x0, y0));
+#else
 #pragma unroll
     for (int j = 0; j < GPU_V; j++)
       acc0 = gpu_reduce_op(acc0, GPU_MAP(x0.v[j], GPU_B_AT(y0, j), v * GPU_V + j));
+#endif
   }
   for (long long i = nvec * GPU_V + (long long)blockIdx.x * GPU_BLOCK + threadIdx.x; i < n; i += stride)
     acc1 = gpu_reduce_op(acc1, GPU_MAP(a[i], GPU_B_ELEM(i), i));

@@ -49,6 +49,15 @@ local EXACT_DTYPES = {"float32", "float64", "float16", "int8", "uint16", "int32"
 
 local function as_number(v) return v == true and 1 or v == false and 0 or v end
 
+-- Integer v wrapped to dtype's width, as an integer dot's result wraps (as in NumPy).
+local function wrapped(v, dtype)
+  local bits = tonumber(dtype:match("%d+"))
+  if bits == 64 then return v end
+  v = v & ((1 << bits) - 1)
+  if dtype:match("^int") and v >= 1 << (bits - 1) then v = v - (1 << bits) end
+  return v
+end
+
 -- Checks output i of a reduction along an axis (results.sums, maxes, argmins and anys, and
 -- means where given) against the count elements at(1), ..., at(count) of its axis, values
 -- from exact_value (sums exact but for float16's rounding).
@@ -620,13 +629,10 @@ describe("reductions", function()
           check_sum(ref, abs, v, out, what)
           check_sum(ref, abs, R.value(d), out, what)
         else
-          -- integers wrap at the result's width, as in NumPy
-          local bits = tonumber(out:match("%d+"))
-          local wrapped = ref & ((1 << bits) - 1)
-          if wrapped >= 1 << (bits - 1) then wrapped = wrapped - (1 << bits) end
-          assert.are.equal(wrapped, a:dot(b))
-          assert.are.equal(wrapped, R.value(d))
-          assert.are.equal(wrapped, v)
+          local expected = wrapped(ref, out)
+          assert.are.equal(expected, a:dot(b))
+          assert.are.equal(expected, R.value(d))
+          assert.are.equal(expected, v)
         end
       end
     end
@@ -638,6 +644,114 @@ describe("reductions", function()
     local big = R.generate(100001, "int32", function(i) return i == 77777 and 0 or i end)
     assert.is_false(big:all())
     assert.is_true(big:any())
+  end)
+
+  -- Whole arrays of 1- and 2-byte integers and bools: gpu_reduce_vec sums, means, any, all
+  -- and int8 and uint8 dots reduce a whole 16-byte load at once (reduce.cu's gpu_whole_*
+  -- helpers: dp4a, nonzero bytes found by carries), while a view from the second element is
+  -- not 16-byte aligned and goes element by element.  Fills place the zeros that decide any
+  -- and all, and full-range values include the ones whose high bit alone is set (-128,
+  -- -32768, 0x80, 0x8000), where a carry trick could slip.
+  helpers.gpu_it("reduce 1- and 2-byte integers and bools a whole 16-byte load at once", function()
+    local kernels_taken = record_kernels()
+    local ranges = {int8 = {-128, 127}, uint8 = {0, 255}, int16 = {-32768, 32767}, uint16 = {0, 65535},
+                    bool = {0, 1}}
+    for _, dtype in ipairs{"bool", "int8", "uint8", "int16", "uint16"} do
+      local lo, hi = ranges[dtype][1], ranges[dtype][2]
+      local nonzero = function() local v repeat v = math.random(lo, hi) until v ~= 0 return v end
+      local fills = {
+        random = function() return math.random(lo, hi) end,
+        ["high bits"] = function() return math.random(0, 1) == 0 and (hi == 1 and 1 or (lo < 0 and lo or (hi + 1) // 2)) or 0 end,
+        ["one zero"] = nonzero, ["one nonzero"] = function() return 0 end,
+      }
+      for _, n in ipairs{16, 4097, 70001} do
+        for name, fill in pairs(fills) do
+          local odd = math.random(1, n)               -- the one zero, the one nonzero
+          local flat, values = R.generate(n + 1, dtype, function(i)
+            local v = i == odd + 1 and name == "one zero" and 0 or
+                      i == odd + 1 and name == "one nonzero" and nonzero() or fill()
+            if dtype == "bool" then return v ~= 0 end
+            return v
+          end)
+          local other = dtype ~= "bool" and dtype:match("8") and
+                        R.generate(n + 1, dtype, function() return math.random(lo, hi) end)
+          local other_values = other and R.get(other)
+          for _, first in ipairs{1, 2} do           -- element 1 is 16-byte aligned, 2 is not
+            local a = core.array_view(flat, (first - 1) * flat.itemsize, dtype, {n})
+            local what = ("%s[%d] (%s) from element %d"):format(dtype, n, name, first)
+            local sum, any, all, dot = 0, false, true, 0
+            for i = first, first + n - 1 do
+              local v = as_number(values[i])
+              sum, any, all = sum + v, any or v ~= 0, all and v ~= 0
+              if other then dot = dot + v * other_values[i] end
+            end
+            kernels_taken()
+            assert.are.equal(sum, a:sum(), what .. ": sum")
+            assert.are.equal(any, a:any(), what .. ": any")
+            assert.are.equal(all, a:all(), what .. ": all")
+            helpers.assert_close(sum / n, a:mean(), 2 ^ -50, what .. ": mean")
+            if other then
+              local b = core.array_view(other, (first - 1) * other.itemsize, dtype, {n})
+              assert.are.equal(wrapped(dot, dtype), a:dot(b), what .. ": dot")
+            end
+            local used = kernels_taken()
+            assert.are.equal(first == 1, used.gpu_reduce_vec == true, what .. ": 16-byte loads")
+          end
+          flat:free()
+          if other then other:free() end
+        end
+      end
+    end
+  end)
+
+  -- The same over 2^24 + 9 elements (made on the device, the reference read from their
+  -- bytes), where each thread takes four loads at a time: random values, then no zeros, then
+  -- one zero written in.
+  helpers.gpu_it("reduce 1- and 2-byte integers and bools of 2^24 elements whole loads at a time", function()
+    local formats = {bool = "B", int8 = "i1", uint8 = "I1", int16 = "<i2", uint16 = "<I2"}
+    local scales = {bool = 2, int8 = 255, uint8 = 256, int16 = 65535, uint16 = 65536}
+    local n = (1 << 24) + 9
+    -- calls f(v, w) for every element v of a (bools as 0 and 1), w b's element beside it
+    local function each_value(a, f, b)
+      local fmt, per = formats[a.dtype], 4096
+      local a_bytes, b_bytes, chunk = a:get():bytes(), b and b:get():bytes(), fmt:rep(per)
+      for first = 1, a.size, per do
+        local count = math.min(per, a.size - first + 1)
+        local format, at = count == per and chunk or fmt:rep(count), (first - 1) * a.itemsize + 1
+        local values, others = {string.unpack(format, a_bytes, at)}, b and {string.unpack(format, b_bytes, at)}
+        for i = 1, count do f(values[i], others and others[i]) end
+      end
+    end
+    for _, dtype in ipairs{"bool", "int8", "uint8", "int16", "uint16"} do
+      local r = gpu.random.rand(n, "float32")
+      local a = dtype == "bool" and r:gt(0.5) or
+                (r * scales[dtype] + (dtype:match("^int") and -scales[dtype] / 2 or 0)):astype(dtype)
+      r:free()
+      local b = dtype ~= "bool" and dtype:match("8") and a:copy()
+      for _, fill in ipairs{"random", "no zeros", "one zero"} do
+        if fill == "no zeros" then
+          local nonzero = dtype == "bool" and gpu.gpuarray.ones_like(a) or a | 1
+          a:free()
+          a = nonzero
+        elseif fill == "one zero" then
+          a[math.random(1, n)] = dtype == "bool" and false or 0
+        end
+        local what = ("%s[%d] (%s)"):format(dtype, n, fill)
+        local sum, any, all = 0, false, true
+        each_value(a, function(v) sum, any, all = sum + v, any or v ~= 0, all and v ~= 0 end)
+        assert.are.equal(sum, a:sum(), what .. ": sum")
+        assert.are.equal(any, a:any(), what .. ": any")
+        assert.are.equal(all, a:all(), what .. ": all")
+        helpers.assert_close(sum / n, a:mean(), 2 ^ -50, what .. ": mean")
+        if b then
+          local dot = 0
+          each_value(a, function(v, w) dot = dot + v * w end, b)
+          assert.are.equal(wrapped(dot, dtype), a:dot(b), what .. ": dot")
+        end
+      end
+      a:free()
+      if b then b:free() end
+    end
   end)
 
   helpers.gpu_it("argmax and argmin of every real dtype: first best, first NaN, 1-based", function()

@@ -289,6 +289,23 @@ local function reads_vectors(spec, d, d2)
          (not d2 or spec.scalar_b or d2.size == d.size)
 end
 
+-- The expression of reduce.cu's gpu_whole_* helper that maps and reduces a whole 16-byte load
+-- x (and y, dot's) of op over 1- or 2-byte integers or bools, or nil where op over them takes
+-- the load element by element.  mean's accumulator is a double: the helpers' sums are exact.
+local function whole_load(op, d, d2)
+  if d.size > 2 or not (d.kind == "i" or d.kind == "u" or d.kind == "b") then return nil end
+  local bits = d.size * 8
+  if op == "sum" or op == "mean" then
+    if d.kind == "b" then return "gpu_whole_count_nonzero(x.raw)" end
+    return ("gpu_whole_sum_%s%d(x.raw)"):format(d.kind == "i" and "s" or "u", bits)
+  elseif op == "any" then return "gpu_whole_any(x.raw)"
+  elseif op == "all" then return ("gpu_whole_all%d(x.raw)"):format(bits)
+  elseif op == "dot" and d2 == d and bits == 8 and d.kind ~= "b" then
+    return ("gpu_whole_dot_%s8(x.raw, y.raw)"):format(d.kind == "i" and "s" or "u")
+  end
+  return nil
+end
+
 -- The module source of a built-in operation on dtype (and dtype2 for dot).  An operation
 -- whose map needs the element's index gives map_at(x, index) instead of map(x).
 function M.builtin_source(op, dtype, dtype2)
@@ -305,6 +322,7 @@ function M.builtin_source(op, dtype, dtype2)
   local load1 = "(" .. load:gsub("gpu_in_t", d.ctype) .. ")"
   local load2 = d2 and ("(*(const %s *)(in2 + gpu_offset(lay2, i)))"):format(d2.ctype) or "0"
   local map_at = spec.map_at or function(x) return spec.map(x) end
+  local whole = whole_load(op, d, d2)
   return fill(template(), {
     PREAMBLE = spec.preamble or "", SHUFFLE = "1",
     ACC_T = spec.acc, OUT_T = dtypes[spec.out].ctype,
@@ -314,6 +332,7 @@ function M.builtin_source(op, dtype, dtype2)
     WITH_AXIS = d2 and "0" or "1",
     IN_T = d.ctype, IN2_T = d2 and d2.ctype or "int", HAS_B = d2 and "1" or "0",
     B_SCALAR = spec.scalar_b and "1" or "0",
+    WITH_WHOLE = whole and "1" or "0", WHOLE = whole or "0",
     -- spelled out, not a macro: gpu.signature reads the parameter list as written
     B_PARAM = d2 and "const gpu_in2_t *__restrict__ b," or "",
     MAPV = spec.map and spec.map("x", mapv_b) or spec.map_at and spec.map_at("x", "gpu_i") or "0",
@@ -863,7 +882,7 @@ function M.ReductionKernel(dtype_out, neutral, reduce_expr, map_expr, arguments,
     PREAMBLE = opts.preamble or "", SHUFFLE = shuffle and "1" or "0",
     ACC_T = out_ctype, OUT_T = out_ctype, REDUCE = reduce_expr, NEUTRAL = neutral,
     FINISH = "a", WITH_VEC = "0", WITH_AXIS = "0", IN_T = "int", IN2_T = "int", HAS_B = "0",
-    B_SCALAR = "0", B_PARAM = "",
+    B_SCALAR = "0", B_PARAM = "", WITH_WHOLE = "0", WHOLE = "0",
     MAPV = "0", MAP_ARGS = arguments, MAP_NAMES = table.concat(names, ", "), MAP = map_expr,
     MAP_AT = "0",
   })

@@ -21,9 +21,11 @@ end
 
 local function scan_size(dtype) return select(2, scan_type(dtype)) end
 
--- Elements per thread (kernels/scan.cu's GPU_ITEMS): 16 for 16-byte values, whose tile of
--- 32 a thread would not fit in a block's 48 KiB of static shared memory.
-local function items(dtype) return scan_size(dtype) > 8 and 16 or 32 end
+-- Elements per thread (kernels/scan.cu's GPU_ITEMS) by the scanned value's size, 32 unless
+-- named: 16 for 16-byte values, whose tile of 32 a thread would not fit in a block's 48 KiB
+-- of static shared memory.
+M.items_by_size = {[16] = 16}
+local function items(dtype) return M.items_by_size[scan_size(dtype)] or 32 end
 local argerror, check_array, check_options = reduction.argerror, reduction.check_array,
                                              reduction.check_options
 
@@ -68,9 +70,9 @@ local function scan(spec, input, out, stream)
   local n = input.size
   if n == 0 then return out end
   local strided = not input.is_contiguous
-  local key = ("scan|%s|%s|%s|%s|%s|%s"):format(spec.dtype, spec.in_dtype, spec.expr,
-                                                spec.neutral or "", spec.exclusive and "x" or "i",
-                                                strided and "s" or "c")
+  local key = ("scan|%s|%s|%s|%s|%s|%s|%d"):format(spec.dtype, spec.in_dtype, spec.expr,
+                                                   spec.neutral or "", spec.exclusive and "x" or "i",
+                                                   strided and "s" or "c", items(spec.dtype))
   local vec = not strided and input.ptr % 16 == 0 and out.ptr % 16 == 0
   local name = vec and "gpu_scan_vec" or "gpu_scan_any"
   local f = kernel_cache.get(key .. "|" .. name, function()

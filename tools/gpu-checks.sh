@@ -48,21 +48,21 @@ suite_files() {
   [ "$failed" -eq 0 ]
 }
 
-# The whole suite in one call: the slowest files in a lane each (spec/38's tests without a
-# GPU, cold NVRTC compiles of its many kernels, in another lane than those with one) and the
+# The whole suite in one call: the slowest files in a lane each (spec/30's and spec/38's tests
+# without a GPU, cold NVRTC compiles of many kernels, in other lanes than those with one) and the
 # rest in three more, all at once (most of the suite's time is its CPU references, in Lua),
 # then, alone, spec/40, spec/51 and spec/60, which measure the whole device's free memory
 # (spec/60 fills it; spec/51 without the pool) and fail beside other processes.  The lanes'
 # logs are joined into suite-output.log and suite-times.txt, every failure's report goes to
 # failures.log, each test's time to spec-times.txt (SLOWEST of them shown, 12 unless set):
 # few files, as the device tool brings back at most 8.  About 3 minutes on the H200 (spec/38's
-# GPU tests, 165 s, the longest lane; files get 480 s here unless STEP_TIMEOUT says), where
+# GPU tests, 175 s, the longest lane; files get 480 s here unless STEP_TIMEOUT says), where
 # the file-by-file suite takes 12.
 suite_lanes() {
-  local lanes=("spec/22*_spec.lua" "spec/30*_spec.lua" "spec/31*_spec.lua"
+  local lanes=("spec/22*_spec.lua" "--tags=gpu spec/30*_spec.lua" "spec/31*_spec.lua"
                "--tags=gpu spec/38*_spec.lua"
                "spec/0*_spec.lua spec/1*_spec.lua spec/2[013-9]*_spec.lua"
-               "spec/3[2-79]*_spec.lua"
+               "spec/3[2-79]*_spec.lua --exclude-tags=gpu spec/30*_spec.lua"
                "spec/4[1-9]*_spec.lua spec/50*_spec.lua spec/6[1-9]*_spec.lua
                 --exclude-tags=gpu spec/38*_spec.lua"
                "spec/40*_spec.lua spec/51*_spec.lua spec/60*_spec.lua")

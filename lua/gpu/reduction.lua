@@ -703,10 +703,10 @@ local check_axis = require("gpu.args").check_axis
 local axis_options = {stream = true, axis = true}
 local stream_options = {stream = true}
 
--- The value of a 0-d result in buf, once the stream is done.
-local function fetch(buf, dtype, stream)
+-- The value of the 0-d array result, once the stream is done (a[1] reads it in C).
+local function fetch(result, stream)
   if stream then stream:synchronize() end
-  return core.from_device(buf, 1, dtype)[1]
+  return result[1]
 end
 
 -- The checks and the axis form both kinds of reduction share; finish(a, opts) does a whole-
@@ -733,11 +733,13 @@ end
 -- fits one block of gpu_reduce_vec (contiguous, 16-byte aligned, at most BLOCK 16-byte
 -- vectors), into a new 0-d array; general(_, a) takes all else.  Only general where op over
 -- dtype reads no vectors, or is not defined (the general path words the error).
-local function small_caller(op, dtype, general)
+-- With dtype2, the caller of a dot-like op of two arrays, which must be of one size.
+local function small_caller(op, dtype, general, dtype2)
   if op_names[op] and dtypes[dtype].kind == "c" then return general end
-  local plan = plan_of(op, dtype)
+  local plan = plan_of(op, dtype, dtype2)
   if not plan.vec then return general end
-  return core.reduction_caller({{dtype = dtype, pointer = true}},
+  local arguments = {{dtype = dtype, pointer = true}, dtype2 and {dtype = dtype2, pointer = true}}
+  return core.reduction_caller(arguments,
                                function() return plan_kernel(plan, plan.vec_key, "gpu_reduce_vec") end,
                                general, BLOCK, 16 // plan.itemsize, plan.spec.out, 16)
 end
@@ -761,12 +763,20 @@ local function device_reduction(op)
   end
 end
 
--- a:<op>([{axis = k, stream = s}]) -> Lua value (an array with axis)
+-- a:<op>([{axis = k, stream = s}]) -> Lua value (an array with axis).  Without options the
+-- device form (its C caller for small arrays) makes the 0-d result and a[1] reads it in C.
 local function host_reduction(op)
-  return reduction(op, function(a, opts)
-    local _, buf, dtype = reduce_all(op, a, nil, opts.stream)
-    return fetch(buf, dtype, opts.stream)
+  local checked = reduction(op, function(a, opts)
+    return fetch((reduce_all(op, a, nil, opts.stream)), opts.stream)
   end)
+  local on_device = device_reduction(op)
+  return function(a, opts)
+    if opts ~= nil or getmetatable(a) ~= GPUArray then return checked(a, opts) end
+    local result = on_device(a)
+    local value = result[1]
+    result:free()
+    return value
+  end
 end
 
 local function check_dot(a, b, opts, fname)
@@ -780,13 +790,32 @@ local function check_dot(a, b, opts, fname)
 end
 
 -- gpuarray.dot(a, b) -> Lua value: the sum of a * b over all elements (synchronizes);
--- gpuarray.dot(a, b, {stream = s}) -> 0-d GPUArray that stays on the device
+-- gpuarray.dot(a, b, {stream = s}) -> 0-d GPUArray that stays on the device.  Two arrays of
+-- one size without options take the C caller of one block where they fit it.
 local function dot(op)
+  local function general(_, a, b)
+    check_dot(a, b, nil, op)
+    return (reduce_all(op, a, b, nil))
+  end
+  local callers = {}          -- dtype -> dtype2 -> small_caller
   return function(a, b, opts)
+    if opts == nil and getmetatable(a) == GPUArray and getmetatable(b) == GPUArray and
+       a.size == b.size then
+      local by_dtype2 = kernel_cache.level(callers, a.dtype)
+      local call = by_dtype2[b.dtype]
+      if call == nil then
+        call = small_caller(op, a.dtype, general, b.dtype)
+        by_dtype2[b.dtype] = call
+      end
+      local result = call(nil, a, b)
+      local value = result[1]
+      result:free()
+      return value
+    end
     opts = check_dot(a, b, opts, op)
-    local result, buf, dtype = reduce_all(op, a, b, opts.stream)
+    local result = reduce_all(op, a, b, opts.stream)
     if opts.stream ~= nil then return result end
-    return fetch(buf, dtype, nil)
+    return fetch(result)
   end
 end
 M.dot = dot("dot")
@@ -795,9 +824,9 @@ M.vdot = dot("vdot")
 
 -- a:dot(b[, {stream = s}]) -> Lua value
 function M.dot_value(a, b, opts)
+  if opts == nil then return M.dot(a, b) end
   opts = check_dot(a, b, opts, "dot")
-  local _, buf, dtype = reduce_all("dot", a, b, opts.stream)
-  return fetch(buf, dtype, opts.stream)
+  return fetch((reduce_all("dot", a, b, opts.stream)), opts.stream)
 end
 
 M.reduce_all = reduce_all
@@ -965,9 +994,9 @@ ReductionKernel.__call = call_general
 
 -- argmax and argmin ------------------------------------------------------------------------
 
--- The checks of argmax and argmin, then the axis form, or finish(index, buf, stream) with the
--- 1-based row-major index of a's best element, a 0-d int64 array at the start of buf.  (The
--- checks stay in the returned function, so errors blame its caller.)
+-- The checks of argmax and argmin, then the axis form, or finish(index, stream) with the
+-- 1-based row-major index of a's best element, a 0-d int64 array.  (The checks stay in the
+-- returned function, so errors blame its caller.)
 local function arg_reduction(op, finish)
   return function(a, opts)
     check_array(a, 1, op)
@@ -984,8 +1013,7 @@ local function arg_reduction(op, finish)
       return reduce_axis(op, op, a, axis, opts.stream)
     end
     if a.size == 0 then argerror(1, op, ("attempt to get %s of an empty array"):format(op)) end
-    local index, buf = reduce_all(op, a, nil, opts.stream)
-    return finish(index, buf, opts.stream)
+    return finish((reduce_all(op, a, nil, opts.stream)), opts.stream)
   end
 end
 
@@ -993,9 +1021,7 @@ for _, op in ipairs{"argmax", "argmin"} do
   -- gpuarray.argmax(a[, {axis = k, stream = s}]) -> int64 GPUArray (0-d without axis)
   M[op] = arg_reduction(op, function(index) return index end)
   -- a:argmax([{axis = k, stream = s}]) -> Lua integer (synchronizes); an array with axis
-  M[op .. "_value"] = arg_reduction(op, function(_, buf, stream)
-    return fetch(buf, "int64", stream)
-  end)
+  M[op .. "_value"] = arg_reduction(op, fetch)
 end
 
 -- var and std ------------------------------------------------------------------------------
@@ -1093,7 +1119,7 @@ for _, op in ipairs{"var", "std"} do
   M[op] = variance_reduction(op, function(result) return result end)
   -- a:var([{axis = k, ddof = d, stream = s}]) -> Lua number (synchronizes); an array with axis
   M[op .. "_value"] = variance_reduction(op, function(result, stream)
-    local value = fetch(result.gpudata, result.dtype, stream)
+    local value = fetch(result, stream)
     core.free_after(result, stream)
     return value
   end)

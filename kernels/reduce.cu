@@ -92,7 +92,7 @@ typedef $IN2_T gpu_in2_t;
 // Whole 16-byte loads of 1- and 2-byte integers, bool among them (lua/gpu/reduction.lua's
 // whole_load picks one for sum, mean, any, all and dot): the load's 8 or 16 elements reduced
 // in 32-bit registers, where a conversion and an accumulator add each (64-bit for sums) cost
-// more instructions than the memory has time for.  Exact: 16 bytes sum to under 2^21.
+// more instructions than the memory has time for.  Exact: a load sums to under 2^19.
 __device__ __forceinline__ int gpu_dp4a_s8(unsigned int a, unsigned int b, int c) {
   int d;
   asm("dp4a.s32.s32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c));

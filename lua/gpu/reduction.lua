@@ -1027,29 +1027,42 @@ end
 -- var and std ------------------------------------------------------------------------------
 
 -- The elementwise program |x - m|^2 over x of dtype and its mean m of the work dtype, in the
--- work dtype's real type (complex: re^2 + im^2, as NumPy sums them).
+-- work dtype's real type (complex: re^2 + im^2, as NumPy sums them).  Made once a dtype, as
+-- is each scale program below: ew.program checks its spec and builds its key each call.
+local deviation_programs = {}
 local function deviation_program(dtype)
+  local made = deviation_programs[dtype]
+  if made then return made end
   local work = M.var_work_dtype(dtype)
   local wtype, real = dtypes[work].ctype, M.var_dtype(work)   -- var_dtype: the real type
   local rtype = dtypes[real].ctype
   local squared = dtypes[work].kind == "c" and "d.re * d.re + d.im * d.im" or "d * d"
-  return ew.program{
+  made = ew.program{
     expr = ("var_squared_deviation((%s)(x), m)"):format(wtype), out = real,
     name = "var_deviation_" .. dtype,
     operands = {{name = "x", dtype = dtype}, {name = "m", dtype = work}},
     preamble = ("__device__ __forceinline__ %s var_squared_deviation(%s x, %s m) {\n"
                 .. "  const %s d = x - m;\n  return %s;\n}\n"):format(rtype, wtype, wtype, wtype, squared),
   }
+  deviation_programs[dtype] = made
+  return made
 end
 
 -- The program sum / count (and its square root for std), stored as the result dtype; count is
 -- a float64 argument, so every ddof reuses the kernel.
+local scale_programs = {}   -- op -> sum dtype -> out -> program
 local function scale_program(op, sum_dtype, out)
-  return ew.program{
-    expr = op == "std" and "sqrt((double)s / count)" or "(double)s / count", out = out,
-    name = ("%s_scale_%s_%s"):format(op, sum_dtype, out),
-    operands = {{name = "s", dtype = sum_dtype}, {name = "count", dtype = "float64", scalar = true}},
-  }
+  local by_out = kernel_cache.level(kernel_cache.level(scale_programs, op), sum_dtype)
+  local made = by_out[out]
+  if made == nil then
+    made = ew.program{
+      expr = op == "std" and "sqrt((double)s / count)" or "(double)s / count", out = out,
+      name = ("%s_scale_%s_%s"):format(op, sum_dtype, out),
+      operands = {{name = "s", dtype = sum_dtype}, {name = "count", dtype = "float64", scalar = true}},
+    }
+    by_out[out] = made
+  end
+  return made
 end
 
 M.deviation_program, M.scale_program = deviation_program, scale_program

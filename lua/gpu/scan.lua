@@ -65,6 +65,9 @@ M.state_bytes = state_bytes
 -- Tile count for n elements of dtype (kernels/scan.cu's tiles; the grid, one block each).
 function M.tiles(n, dtype) return ceil_div(n, BLOCK * items(dtype)) end
 
+-- The layout argument of the kernels built for contiguous input, which index it directly.
+local UNREAD_LAYOUT = reduction.pack_layout({1}, {0})
+
 -- Scans input into out (contiguous, dtype spec.dtype, same size) on stream.
 local function scan(spec, input, out, stream)
   local n = input.size
@@ -87,8 +90,9 @@ local function scan(spec, input, out, stream)
     state = core.mem_alloc(bytes)
     core.memset_d32_async(state, 0, bytes // 4, stream)
   end
-  local layout = reduction.pack_layout(reduction.collapse(input.shape, input.strides))
-  f(input, layout, n, out, state, {block = BLOCK, grid = tiles, stream = stream})
+  local layout = strided and reduction.pack_layout(reduction.collapse(input.shape, input.strides))
+                 or UNREAD_LAYOUT
+  f:prepared_async_call(tiles, BLOCK, stream, input, layout, n, out, state)
   if state then core.free_after(state, stream) end   -- once the stream is done with it
   return out
 end

@@ -145,7 +145,8 @@ describe("reductions", function()
       end
       for _, pair in ipairs{{"float32", "float32"}, {"float64", "float64"}, {"int32", "int32"},
                             {"float32", "float64"}, {"bool", "bool"}, {"int8", "uint64"},
-                            {"float16", "float16"}, {"bfloat16", "float32"}} do
+                            {"float16", "float16"}, {"bfloat16", "float32"},
+                            {"int8", "int8"}, {"uint8", "uint8"}} do   -- the last two by dp4a
         local image = gpu.compile(reduction.builtin_source("dot", pair[1], pair[2]),
                                   {arch = "sm_90", no_extern_c = true})
         assert.is_true(#image > 0, pair[1] .. " . " .. pair[2])

@@ -80,6 +80,34 @@ describe("compaction", function()
                          gpu.gpuarray.nonzero, gpu.zeros({}))
   end)
 
+  -- Tiles are 4096 elements and a thread reads 16 mask bytes in one load when the mask is
+  -- aligned; views that start one element in read them one at a time.
+  helpers.gpu_it("extract and nonzero place every tile's elements, from aligned and unaligned views", function()
+    for _, n in ipairs{4095, 4096, 4097, 8192 * 3 + 17, 100003} do
+      for _, density in ipairs{0, 0.02, 0.5, 1} do
+        for _, offset in ipairs{0, 1, 5} do
+          local total = n + offset
+          local hmask, hvalues = gpu.host.empty(total, "bool"), gpu.host.empty(total, "int32")
+          for i = 1, total do
+            hmask[i] = math.random() < density
+            hvalues[i] = math.random(-2^31, 2^31 - 1)
+          end
+          local mask = gpu.to_gpu(hmask):slice(offset + 1, total)
+          local values = gpu.to_gpu(hvalues):slice(offset + 1, total)
+          local kept, picked = {}, {}
+          for i = 1, n do
+            if hmask[offset + i] then kept[#kept + 1] = i; picked[#picked + 1] = hvalues[offset + i] end
+          end
+          local what = ("n %d, density %g, offset %d"):format(n, density, offset)
+          local e = gpu.gpuarray.extract(mask, values)
+          assert.are.equal(#picked, e.size, what)
+          assert.are.same(picked, e:get():totable(), what)
+          assert.are.same(kept, gpu.gpuarray.nonzero(mask):get():totable(), what .. " nonzero")
+        end
+      end
+    end
+  end)
+
   helpers.gpu_it("unique gives the sorted distinct values and their counts, NaNs as one", function()
     for _, dtype in ipairs{"int8", "uint64", "float32", "float64", "complex64", "bool"} do
       for _, n in ipairs{1, 2, 50, 5000} do

@@ -1,6 +1,7 @@
 -- gpu.compact: NumPy's selections whose size depends on the data, by stream compaction
--- (kernels/compact.cu): the running count of a mask (gpu.cumsum) gives each selected element
--- its place.  Each reads that count back to size its result, so each synchronizes once.
+-- (kernels/compact.cu): each tile of the mask is counted, the running count of the tiles'
+-- counts (gpu.cumsum) gives each tile its place in the result.  Each reads the total back to
+-- size its result, so each synchronizes once.
 --   gpuarray.extract(condition, a) -> 1-d array of a's elements where condition is true
 --     (nonzero), both read in row-major order
 --   gpuarray.nonzero(a) -> one int64 array per axis of a, the 1-based indices of a's nonzero
@@ -18,17 +19,13 @@ local args = require "gpu.args"
 local M = {}
 
 local argerror, check_array = args.argerror, reduction.check_array
-local BLOCK = 256
+local BLOCK, TILE = 256, 4096          -- kernels/compact.cu's GPU_BLOCK and GPU_TILE
 
 local function kernel(name, item_bytes)
   return kernel_cache.get(("compact|%d|%s"):format(item_bytes, name), function()
     return reduction.fill(core.kernel_sources["compact.cu"], {ITEM_BYTES = tostring(item_bytes)}),
            name, nil, {no_extern_c = true, name = "compact.cu"}
   end)
-end
-
-local function launch_options(n)
-  return {block = BLOCK, grid = reduction.grid_stride_blocks(n, BLOCK)}
 end
 
 -- Temporaries made here are freed in the default stream's order, after the kernels that read them.
@@ -51,20 +48,28 @@ local function truth(a)
   return a:astype("bool"), true
 end
 
--- The running count of the selected elements of mask (a contiguous bool array) and its total.
-local function running_count(mask)
-  local positions = scan.cumsum(mask)                             -- int64
-  return positions, positions[positions.size]                     -- reads one element: syncs
+-- The launch geometry of mask's tiles (mask not empty), the running count of the tiles'
+-- selected elements (int64; one tile's needs no running count: the int32 count stands in,
+-- unread) and the total.  item_bytes picks the module (the one of the kernel that follows).
+local function count_tiles(mask, item_bytes)
+  local tiles = (mask.size + TILE - 1) // TILE
+  local geometry = {grid = tiles, block = BLOCK}
+  local counts = core.array_empty({tiles}, "int32")
+  kernel("gpu_compact_count", item_bytes)(counts, mask, mask.size, geometry)
+  if tiles == 1 then return geometry, counts, counts[1] end       -- reads one element: syncs
+  local running = scan.cumsum(counts)
+  release(counts)
+  return geometry, running, running[tiles]
 end
 
 -- The 0-based flat indices of the true elements of mask (contiguous, not empty).
 local function true_indices(mask)
-  local positions, total = running_count(mask)
+  local geometry, running, total = count_tiles(mask, 8)
   local out = core.array_empty({total}, "int64")
   if total > 0 then
-    kernel("gpu_compact_indices", 8)(out, mask, positions, mask.size, launch_options(mask.size))
+    kernel("gpu_compact_indices", 8)(out, mask, running, mask.size, geometry)
   end
-  release(positions)
+  release(running)
   return out
 end
 
@@ -77,12 +82,12 @@ function M.extract(condition, a)
   if a.size == 0 then return core.array_empty({0}, a.dtype) end
   local mask, new_mask = truth(condition)
   local values, copied = contiguous(a)
-  local positions, total = running_count(mask)
+  local geometry, running, total = count_tiles(mask, a.itemsize)
   local out = core.array_empty({total}, a.dtype)
   if total > 0 then
-    kernel("gpu_compact", a.itemsize)(out, values, mask, positions, a.size, launch_options(a.size))
+    kernel("gpu_compact", a.itemsize)(out, values, mask, running, a.size, geometry)
   end
-  release(positions, new_mask and mask, copied and values)
+  release(running, new_mask and mask, copied and values)
   return out
 end
 

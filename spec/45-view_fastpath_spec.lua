@@ -1,6 +1,6 @@
 -- The view methods' C paths (src/array.c's view_method): a:transpose(), :reshape(), :ravel(),
--- :view() and :slice() make the common views in C and hand every other call, errors
--- included, to their Lua methods.  Each must give what the Lua method gives (reached with
+-- :view() and :slice() make the common views in C, a:copy() copies a contiguous array, and
+-- each hands every other call, errors included, to its Lua method.  Each must give what the Lua method gives (reached with
 -- the fast paths off: gpu.fast_paths(false)).
 local helpers = require "helpers"
 local gpu = helpers.gpu
@@ -89,6 +89,18 @@ local CALLS = {
   {"slice(1.5, 2)", function(a) return a:slice(1.5, 2) end},
   {"slice(1, 2, math.mininteger)", function(a) return a:slice(1, 2, math.mininteger) end},
   {"slice(1, 1, math.maxinteger)", function(a) return a:slice(1, 1, math.maxinteger) end},
+  {"copy()", function(a) return a:copy() end},
+  {"copy(nil)", function(a) return a:copy(nil) end},
+  {"copy{}", function(a) return a:copy({}) end},
+  {"copy{stream = s}", function(a)
+    local s = gpu.Stream()
+    local c = a:copy({stream = s})
+    s:synchronize()
+    return c
+  end},
+  {"copy{strem = 1}", function(a) return a:copy({strem = 1}) end},
+  {"copy(1)", function(a) return a:copy(1) end},
+  {"copy(nil, 2)", function(a) return a:copy(nil, 2) end},
 }
 
 describe("the view methods' C paths", function()
@@ -119,11 +131,24 @@ describe("the view methods' C paths", function()
     assert.are.equal(u:get():bytes(), t:get():bytes())   -- the same bytes, seen as float32
   end)
 
+  helpers.gpu_it("copy in the order of the Context's stream, as kernels run", function()
+    for _, n in ipairs{1, 1000, 3 * 2^20 + 5} do
+      local a = gpu.to_gpu(helpers.random_floats(n, 100), "float32")
+      local before = a:get():bytes()
+      local c = a:copy()
+      a:fill(3)                 -- queued after the copy: the copy has the values before it
+      local d = a:copy()
+      assert.are.equal(before, c:get():bytes(), "n " .. n)
+      for _, v in ipairs(d:slice(1, math.min(n, 64)):get():totable()) do assert.are.equal(3, v) end
+      assert.are.equal(a:get():bytes(), d:get():bytes(), "n " .. n)
+    end
+  end)
+
   helpers.gpu_it("name the bad self and the caller's line as the Lua methods do", function()
     local a = gpu.zeros({4, 4}, "float32")
     local b = a:transpose()
     a:free()
-    for _, name in ipairs{"transpose", "reshape", "ravel", "view", "slice"} do
+    for _, name in ipairs{"transpose", "reshape", "ravel", "view", "slice", "copy"} do
       helpers.assert_error(("calling '%s' on bad self (array has been freed)"):format(name),
                            function() return b[name](b, "float32") end)
       helpers.assert_error(("calling '%s' on bad self (GPUArray expected, got table)"):format(name),

@@ -407,12 +407,35 @@ static int view_slice (lua_State *L) {
                       a->dtype, a->ndim, shape, strides);
 }
 
-/* view_method(name, general) -> the C method called name (transpose, reshape, ravel, view or
-** slice) over the Lua method general */
+/* a:copy() of a contiguous array on the current device: a new array and one device-to-device
+** copy in the order of the Context's stream, as a kernel would be (the host does not wait).
+** Streams, other layouts and devices take the Lua method. */
+static int copy_contiguous (lua_State *L) {
+  const gpu_Array *a = view_source(L);
+  gpu_Context *c;
+  gpu_Array *out;
+  size_t nbytes;
+  if (a == NULL || !a->contiguous || lua_gettop(L) > 2 || !lua_isnoneornil(L, 2))
+    return view_general(L);
+  c = a->buffer->ctx;
+  if (c->ctx == NULL || c->ordinal != c->state->device) return view_general(L);
+  out = gpu_array_new_in(L, c, lua_upvalueindex(VIEW_ARRAY_MT), a->dtype, a->ndim, a->shape);
+  nbytes = (size_t)a->size * gpu_dtypes[a->dtype].itemsize;
+  if (nbytes > 0) {
+    gpu_context_enter(L, c);
+    gpu_check(L, c->driver->cuMemcpyDtoDAsync(out->ptr, a->ptr, nbytes, c->stream),
+              "cuMemcpyDtoDAsync");
+  }
+  return 1;
+}
+
+/* view_method(name, general) -> the C method called name (transpose, reshape, ravel, view,
+** slice or copy) over the Lua method general */
 static int gpu_view_method (lua_State *L) {
-  static const char *const names[] = {"transpose", "reshape", "ravel", "view", "slice", NULL};
+  static const char *const names[] = {"transpose", "reshape", "ravel", "view", "slice", "copy",
+                                      NULL};
   static const lua_CFunction methods[] = {view_transpose, view_reshape, view_ravel, view_as,
-                                          view_slice};
+                                          view_slice, copy_contiguous};
   int which = luaL_checkoption(L, 1, NULL, names);
   luaL_checktype(L, 2, LUA_TFUNCTION);
   luaL_getmetatable(L, GPU_ARRAY);

@@ -632,8 +632,8 @@ function methods.copy(a, opts)
   end
   local out = core.array_empty(a.shape, a.dtype)
   if a.size == 0 then return out end
-  if opts.stream then core.memcpy_dtod_async(out.gpudata, data_buffer(a), a.nbytes, opts.stream)
-  else core.memcpy_dtod(out.gpudata, data_buffer(a), a.nbytes) end
+  -- in the stream's order, or the Context's (a kernel's without a stream): the host goes on
+  core.memcpy_dtod_async(out.gpudata, data_buffer(a), a.nbytes, opts.stream)
   return out
 end
 
@@ -893,9 +893,9 @@ function methods.expand_dims(a, axis)
   return core.array_view(a, 0, a.dtype, shape, strides)
 end
 
--- The common calls of these take C paths (src/array.c's view methods), which hand the rest,
--- errors included, to the Lua methods above.
-for _, name in ipairs{"transpose", "reshape", "ravel", "view", "slice"} do
+-- The common calls of these take C paths (src/array.c's view methods and copy), which hand
+-- the rest, errors included, to the Lua methods above.
+for _, name in ipairs{"transpose", "reshape", "ravel", "view", "slice", "copy"} do
   methods[name] = core.view_method(name, methods[name])
 end
 

@@ -642,7 +642,7 @@ function M.axis_threads(m, k, along, itemsize, most)
   most = most or BLOCK
   while m * most < BLOCK do most = 2 * most end
   local shares = 1
-  while shares < most and shares < BLOCK and 2 * shares * least <= k do shares = 2 * shares end
+  while shares < most and 2 * shares * least <= k do shares = 2 * shares end
   return shares
 end
 

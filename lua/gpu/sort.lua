@@ -95,18 +95,21 @@ local function tile_size(dtype) return BLOCK * radix_items(dtype) end
 
 -- sort_rows for rows longer than a tile, of keys that are not complex: a radix sort, a byte
 -- of the key a pass, between keys and a spare array (and, for indices, between two arrays of
--- 4-byte indices, the last pass writing into indices).  One histogram of every byte first,
--- then a pass a byte, each with a zeroed state for its look-back (kernels/sort.cu).
-local function radix_rows(keys, indices, rows, len, stream)
+-- 4-byte indices, the last pass writing into indices); the first pass reads source.  One
+-- histogram of every byte first, then a pass a byte, each with a zeroed state for its
+-- look-back (kernels/sort.cu): the totals and every pass's state in one allocation, zeroed by
+-- one memset (on the H200 a memset costs a few microseconds however small).
+local function radix_rows(keys, indices, rows, len, stream, source)
   local dtype, with_indices = keys.dtype, indices ~= nil
   local passes = dtypes[dtype].size
   local tiles = (len + tile_size(dtype) - 1) // tile_size(dtype)
   local totals_bytes = 8 * rows * passes * 256
   local state_bytes = 8 * (1 + rows * tiles * 256)     -- the tile counter, then the statuses
-  local totals, state = core.mem_alloc(totals_bytes), core.mem_alloc(state_bytes)
+  local scratch = core.mem_alloc(totals_bytes + passes * state_bytes)
+  core.memset_d32_async(scratch, 0, (totals_bytes + passes * state_bytes) // 4, stream)
+  local totals = scratch:offset(0, totals_bytes)
   local launch = {block = BLOCK, grid = math.min(rows * tiles, reduction.max_grid()), stream = stream}
-  core.memset_d32_async(totals, 0, totals_bytes // 4, stream)
-  kernel(dtype, with_indices, "gpu_radix_histogram")(keys, totals, rows, len, tiles, launch)
+  kernel(dtype, with_indices, "gpu_radix_histogram")(source, totals, rows, len, tiles, launch)
   local scatter = kernel(dtype, with_indices, "gpu_radix_scatter")
   local spare = core.array_empty(keys.shape, dtype)
   local key_arrays, index_arrays = {keys, spare}, {}
@@ -117,35 +120,42 @@ local function radix_rows(keys, indices, rows, len, stream)
     local from, to = pass % 2 + 1, (pass + 1) % 2 + 1
     local from_indices = pass > 0 and index_arrays[from] or nil   -- the first pass numbers the keys
     local final = pass == passes - 1 and indices or nil
-    core.memset_d32_async(state, 0, state_bytes // 4, stream)
-    scatter(key_arrays[from], key_arrays[to], from_indices, not final and index_arrays[to] or nil, final,
-            state, totals, rows, len, tiles, pass, launch)
+    local state = scratch:offset(totals_bytes + pass * state_bytes, state_bytes)
+    scatter(pass > 0 and key_arrays[from] or source, key_arrays[to], from_indices,
+            not final and index_arrays[to] or nil, final, state, totals, rows, len, tiles, pass, launch)
   end
   if passes % 2 == 1 and not with_indices then   -- an odd number of passes ends in the spare
     ew.launch(ew.copy_program(dtype), keys, stream, "sort", spare)
   end
-  for _, scratch in ipairs{totals, state, spare, index_arrays[1], index_arrays[2]} do
-    core.free_after(scratch, stream)
+  for _, temporary in ipairs{scratch, spare, index_arrays[1], index_arrays[2]} do
+    core.free_after(temporary, stream)
   end
 end
 
 -- sort_rows for rows that fit one radix tile: every pass in shared memory, a block a row.
-local function radix_tiles(keys, indices, rows, len, stream)
-  kernel(keys.dtype, indices ~= nil, "gpu_radix_sort_tiles")(keys, indices, rows, len,
+local function radix_tiles(keys, indices, rows, len, stream, source)
+  kernel(keys.dtype, indices ~= nil, "gpu_radix_sort_tiles")(source, keys, indices, rows, len,
     {block = BLOCK, grid = math.min(rows, reduction.max_grid()), stream = stream})
+end
+
+-- Whether rows of len keys of dtype take a radix sort (else the bitonic network).
+local function takes_radix(len, dtype, with_indices)
+  return len > TILE_SORT_MIN and dtypes[dtype].kind ~= "c" and (not with_indices or len < 1 << 32)
 end
 
 -- Sorts each of the rows of the contiguous array keys along its last axis, or, given indices
 -- (an int64 array of keys' shape), sets them to the 1-based indices that sort each row; keys
--- are then left in no particular order.
-local function sort_rows(keys, indices, stream)
+-- are then left in no particular order.  A radix sort reads its keys from source (contiguous,
+-- of keys' shape and dtype) when given, and keys need hold nothing.
+local function sort_rows(keys, indices, stream, source)
   local shape = keys.shape
   local len = shape[#shape]
   local rows = keys.size // len
-  if len > TILE_SORT_MIN and dtypes[keys.dtype].kind ~= "c" and (indices == nil or len < 1 << 32) then
-    if len <= tile_size(keys.dtype) then return radix_tiles(keys, indices, rows, len, stream) end
-    return radix_rows(keys, indices, rows, len, stream)
+  if takes_radix(len, keys.dtype, indices ~= nil) then
+    if len <= tile_size(keys.dtype) then return radix_tiles(keys, indices, rows, len, stream, source or keys) end
+    return radix_rows(keys, indices, rows, len, stream, source or keys)
   end
+  assert(source == nil, "the bitonic network sorts keys in place")
   if indices then
     kernel(keys.dtype, true, "gpu_sort_init_indices")(indices, rows, len,
                                                       {block = BLOCK, grid = grid_for(keys.size), stream = stream})
@@ -201,9 +211,16 @@ local function sorted(a, axis, want_indices, stream)
   local order = axis_last(a, axis)
   local moved = axis ~= a.ndim
   local view = moved and a:transpose(order) or a
-  local keys = view:copy(stream and {stream = stream})
-  local indices = want_indices and core.array_empty(keys.shape, "int64") or nil
-  if keys.size > 0 then sort_rows(keys, indices, stream) end
+  local shape = view.shape
+  local indices = want_indices and core.array_empty(shape, "int64") or nil
+  local keys
+  if view.size > 0 and view.is_contiguous and takes_radix(shape[#shape], a.dtype, want_indices) then
+    keys = core.array_empty(shape, a.dtype)          -- a radix sort's first pass reads the view
+    sort_rows(keys, indices, stream, view)
+  else
+    keys = view:copy(stream and {stream = stream})
+    if keys.size > 0 then sort_rows(keys, indices, stream) end
+  end
   return keys, indices, moved and order or nil
 end
 

@@ -161,6 +161,22 @@ describe("the view methods' C paths", function()
   end)
 end)
 
+describe("a:copy()'s C path (stand-in driver)", function()
+  it("names the array freed by a finalizer its allocation ran", function()
+    -- the result's 64 MiB of device memory make the collector run a full cycle, whose
+    -- finalizers may free the array being copied
+    local out, ok = helpers.run_with_fakes([[
+      local gpu = require "gpu"
+      local a = gpu.gpuarray.zeros({1 << 24}, "float32")
+      setmetatable({}, {__gc = function() a:free() end})
+      local ok, err = pcall(function() return a:copy() end)
+      print(ok, (tostring(err):gsub("^[^\n]*:%d+: ", "")))
+    ]])
+    assert.is_truthy(ok, out)
+    assert.are.equal("false\tcalling 'copy' on bad self (array has been freed)\n", out)
+  end)
+end)
+
 describe("core.view_method", function()
   it("checks its arguments", function()
     helpers.assert_error("bad argument #1 to 'view_method' (invalid option 'squeeze')",

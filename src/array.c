@@ -420,6 +420,7 @@ static int copy_contiguous (lua_State *L) {
   c = a->buffer->ctx;
   if (c->ctx == NULL || c->ordinal != c->state->device) return view_general(L);
   out = gpu_array_new_in(L, c, lua_upvalueindex(VIEW_ARRAY_MT), a->dtype, a->ndim, a->shape);
+  if (!gpu_array_alive(a)) gpu_freed_error(L, 1, "array");   /* a finalizer the allocation ran */
   nbytes = (size_t)a->size * gpu_dtypes[a->dtype].itemsize;
   if (nbytes > 0) {
     gpu_context_enter(L, c);

@@ -3,6 +3,7 @@ local helpers = require "helpers"
 local gpu = helpers.gpu
 local core = require "gpu.core"
 local reduction = require "gpu.reduction"
+local shape_text = require("gpu.promote").shape_text
 
 local function upload(values, dtype) return gpu.to_gpu(gpu.host.from_table(values, dtype)) end
 
@@ -106,6 +107,65 @@ describe("compaction", function()
         end
       end
     end
+  end)
+
+  helpers.gpu_it("a[mask] selects and a[mask] = value sets, as NumPy's boolean indexing", function()
+    local function random_value(dtype)
+      if dtype == "bool" then return math.random() < 0.5 end
+      if dtype == "complex64" then return gpu.complex(math.random(-9, 9) / 4, math.random(-9, 9) / 4) end
+      if dtype == "float32" then return math.random(-99, 99) / 8 end
+      return math.random(-300, 300)
+    end
+    local function same(x, y)
+      if type(x) == "table" then return x.re == y.re and x.im == y.im end
+      return x == y
+    end
+    for _, dtype in ipairs{"float32", "int16", "complex64", "bool"} do
+      for _, shape in ipairs{{7}, {3, 5}, {40, 70}, {70, 40, "T"}} do
+        local dims = {shape[1], shape[2]}
+        local n = shape[1] * (shape[2] or 1)
+        local h, hm = gpu.host.empty(dims, dtype), gpu.host.empty(dims, "bool")
+        for i = 1, n do h[i] = random_value(dtype); hm[i] = math.random() < 0.4 end
+        local a, mask = gpu.to_gpu(h), gpu.to_gpu(hm)
+        local hv, hmask = h, hm                     -- row-major elements, as a and mask read
+        if shape[3] then                            -- transposed views of both
+          a, mask = a.T, mask.T
+          hv, hmask = a:get(), mask:get()
+        end
+        local what = ("%s %s%s"):format(dtype, shape_text(dims), shape[3] and ".T" or "")
+        local picked = {}
+        for i = 1, n do if hmask[i] then picked[#picked + 1] = hv[i] end end
+        local selected = a[mask]
+        assert.are.same({#picked}, selected.shape, what)
+        local hs = selected:get()
+        for j = 1, #picked do assert.is_true(same(picked[j], hs[j]), what .. " #" .. j) end
+        local value = random_value(dtype)
+        local stored = gpu.host.from_table({value}, dtype)[1]
+        a[mask] = value
+        local after = a:get()
+        for i = 1, n do
+          local want = hmask[i] and stored or hv[i]
+          assert.is_true(same(want, after[i]), ("%s set #%d"):format(what, i))
+        end
+      end
+    end
+    local a = gpu.zeros({3, 5}, "int16")
+    helpers.assert_error("GPUArray index must be a whole number or a bool GPUArray, got a int32 GPUArray",
+                         function() return a[gpu.zeros({3, 5}, "int32")] end)
+    helpers.assert_error("GPUArray mask index of shape (5,3) does not match the array's shape (3,5)",
+                         function() return a[gpu.zeros({5, 3}, "bool")] end)
+    helpers.assert_error("GPUArray mask index of shape (15,) does not match the array's shape (3,5)",
+                         function() a[gpu.zeros({15}, "bool")] = 1 end)
+    helpers.assert_error("cannot store 1.5 in a int16 GPUArray: 1.5 is not an integer (for int16)",
+                         function() a[gpu.zeros({3, 5}, "bool")] = 1.5 end)
+    helpers.assert_error("a[mask] = value takes a number, boolean or complex value, got a GPUArray " ..
+                         "(gpuarray.where(mask, b, a, {out = a}) takes b's elements where mask is true)",
+                         function() a[gpu.zeros({3, 5}, "bool")] = a end)
+    local freed = gpu.zeros({3, 5}, "bool")
+    freed:free()
+    helpers.assert_error("GPUArray mask index has been freed", function() return a[freed] end)
+    local _, err = pcall(function() return a[gpu.zeros({2}, "bool")] end)
+    assert.matches("44%-compact_spec%.lua:%d+: GPUArray mask index of shape", err)
   end)
 
   helpers.gpu_it("unique gives the sorted distinct values and their counts, NaNs as one", function()

@@ -917,20 +917,58 @@ local function element_offset(a, i, fname)
   return off
 end
 
+-- a[mask] and a[mask] = value, NumPy's boolean indexing (CuPy's, Torch7's maskedSelect and
+-- maskedFill): mask a bool GPUArray of a's shape.  Checks both (raise blames the user's line).
+local function check_mask(a, mask)
+  if a.freed then raise("GPUArray has been freed") end
+  if mask.freed then raise("GPUArray mask index has been freed") end
+  if mask.dtype ~= "bool" then
+    raise(("GPUArray index must be a whole number or a bool GPUArray, got a %s GPUArray")
+          :format(mask.dtype))
+  end
+  local shape, want = mask.shape, a.shape
+  local same = #shape == #want
+  for d = 1, #want do same = same and shape[d] == want[d] end
+  if not same then
+    raise(("GPUArray mask index of shape %s does not match the array's shape %s")
+          :format(promote.shape_text(shape), promote.shape_text(want)))
+  end
+  return mask
+end
+
+-- The value of a[i] = value as a's dtype stores it (checked as a[i] = value checks it).
+local function stored_element(a, value)
+  if is_scalar(value) then value = value.dtype == a.dtype and value.value or scalar_number(value) end
+  local bad = promote.scalar_problem(value, a.dtype, true)
+  if bad then raise(("cannot store %s in a %s GPUArray: %s"):format(tostring(value), a.dtype, bad)) end
+  return value
+end
+
 methods.__element = function(a, i)
+  if is_array(i) then          -- the selected elements, in row-major order (synchronizes)
+    return require("gpu.compact").extract(check_mask(a, i), a)
+  end
   local off = element_offset(a, i, "index")
   local h = core.from_device(a.gpudata:offset(a.offset + off, a.itemsize), 1, a.dtype)
   return h[1]
 end
 
 methods.__setelement = function(a, i, value)
+  if is_array(i) then          -- value where mask is true, in the order of a's kernels
+    check_mask(a, i)
+    if is_array(value) then
+      raise("a[mask] = value takes a number, boolean or complex value, got a GPUArray " ..
+            "(gpuarray.where(mask, b, a, {out = a}) takes b's elements where mask is true)")
+    end
+    local filled = core.array_empty({}, a.dtype):fill(store_value(stored_element(a, value), a.dtype))
+    M.where(i, filled, a, {out = a})
+    core.free_after(filled, nil)
+    return
+  end
   local off = element_offset(a, i, "index")
-  if is_scalar(value) then value = value.dtype == a.dtype and value.value or scalar_number(value) end
-  local bad = promote.scalar_problem(value, a.dtype, true)
-  if bad then raise(("cannot store %s in a %s GPUArray: %s"):format(tostring(value), a.dtype, bad)) end
-  local h = host.empty(1, a.dtype)
-  h[1] = value
-  core.memcpy_htod(a.gpudata:offset(a.offset + off, a.itemsize), h)
+  local value_bytes = host.empty(1, a.dtype)
+  value_bytes[1] = stored_element(a, value)
+  core.memcpy_htod(a.gpudata:offset(a.offset + off, a.itemsize), value_bytes)
 end
 
 -- Printing and Lua metamethods --------------------------------------------------------------

@@ -738,7 +738,9 @@ describe("reductions", function()
           a:free()
           a = nonzero
         elseif fill == "one zero" then
-          a[math.random(1, n)] = dtype == "bool" and false or 0
+          local zero = 0
+          if dtype == "bool" then zero = false end   -- (not `and or`: false would give 0)
+          a[math.random(1, n)] = zero
         end
         local what = ("%s[%d] (%s)"):format(dtype, n, fill)
         local sum, any, all = 0, false, true

@@ -1,8 +1,9 @@
--- gpuarray.take: gathers with 1-based indices, and the modes for indices out of range.
+-- gpuarray.take, put and scatter_add: gathers and scatters with 1-based indices, the modes for
+-- indices out of range, and a[indices] and a[indices] = values.
 local helpers = require "helpers"
 local gpu = helpers.gpu
 
-describe("gpuarray.take", function()
+describe("gpuarray.take, put and scatter_add", function()
   it("checks its arguments before touching a device", function()
     helpers.assert_error("bad argument #1 to 'take' (GPUArray expected, got number)", gpu.gpuarray.take, 5, {1})
   end)
@@ -120,5 +121,246 @@ describe("gpuarray.take", function()
     local freed = upload({1}, "int32")
     freed:free()
     helpers.assert_error("bad argument #2 to 'take' (array has been freed)", gpu.gpuarray.take, a, freed)
+  end)
+  -- Random values of dtype, as Lua sees its elements (complex: {re =, im =}; bool: booleans).
+  local function random_values(n, dtype)
+    local t = {}
+    for i = 1, n do
+      if dtype == "bool" then t[i] = math.random() < 0.5
+      elseif dtype:match("^complex") then t[i] = gpu.complex(math.random(-99, 99) / 4, math.random(-99, 99) / 4)
+      elseif dtype:match("^float") then t[i] = math.random(-999, 999) / 8
+      elseif dtype:match("^uint") then t[i] = math.random(0, 100)
+      else t[i] = math.random(-100, 100) end
+    end
+    return t
+  end
+  local function same(x, y)
+    if type(x) == "table" then return x.re == y.re and x.im == y.im end
+    return x == y
+  end
+  -- n distinct indices out of 1..size, in random order
+  local function distinct_indices(n, size)
+    local all = {}
+    for i = 1, size do all[i] = i end
+    for i = 1, n do
+      local j = math.random(i, size)
+      all[i], all[j] = all[j], all[i]
+    end
+    return table.move(all, 1, n, 1, {})
+  end
+
+  helpers.gpu_it("put stores values at indices, repeating fewer values, into any layout", function()
+    for _, dtype in ipairs{"int8", "uint16", "float32", "float64", "complex128", "bool"} do
+      for _, layout in ipairs{"contiguous", "transposed"} do
+        local rows, cols = 30, 41
+        local before = random_values(rows * cols, dtype)
+        local a = upload(before, dtype):reshape({rows, cols})
+        local flat_before = before                    -- a's row-major elements
+        if layout == "transposed" then
+          a = a.T
+          flat_before = helpers.flat(a:get())
+        end
+        for _, index_dtype in ipairs{"int32", "uint16", "int64"} do
+          local n = math.random(1, 500)
+          local idx = distinct_indices(n, rows * cols)
+          local values = random_values(math.random() < 0.5 and n or math.random(1, 7), dtype)
+          local want = table.move(flat_before, 1, #flat_before, 1, {})
+          for i = 1, n do want[idx[i]] = values[(i - 1) % #values + 1] end
+          local what = ("%s %s by %s"):format(dtype, layout, index_dtype)
+          assert.are.equal(a, gpu.gpuarray.put(a, upload(idx, index_dtype), upload(values, dtype)))
+          local got = a:get()
+          for i = 1, rows * cols do assert.is_true(same(want[i], got[i]), what .. " #" .. i) end
+          -- back as it was, through a table of values and a table of indices
+          local all = {}
+          for i = 1, rows * cols do all[i] = i end
+          a:put(all, flat_before)
+          got = a:get()
+          for i = 1, rows * cols do assert.is_true(same(flat_before[i], got[i]), what .. " restored #" .. i) end
+        end
+      end
+    end
+    -- one value for every index, converted as a[i] = value converts it; values of another
+    -- dtype as astype converts them
+    local a = upload(helpers.random_integers(50, -9, 9), "int16")
+    gpu.gpuarray.put(a, {3, 7, 50}, -300)
+    local h = a:get()
+    assert.are.same({-300, -300, -300}, {h[3], h[7], h[50]})
+    gpu.gpuarray.put(a, {1, 2}, upload({2.75, -3.5}, "float32"))
+    h = a:get()
+    assert.are.same({2, -3}, {h[1], h[2]})
+    -- nothing to do: no indices, or no values (as NumPy's put)
+    local keep = h:totable()
+    gpu.gpuarray.put(a, gpu.empty(0, "int32"), 5)
+    gpu.gpuarray.put(a, {1, 2}, gpu.empty(0, "int16"))
+    assert.are.same(keep, a:get():totable())
+  end)
+
+  helpers.gpu_it("put wraps, clips, or raises before writing anything, and reads its own array", function()
+    local size = 9
+    local before = helpers.random_integers(size, -1000, 1000)
+    local a = upload(before, "int64")
+    local idx = {0, -1, 10, 23, 5}                         -- wrap: 9, 8, 1, 5, 5
+    gpu.gpuarray.put(a, upload(idx, "int32"), {11, 12, 13, 14, 14}, {mode = "wrap"})
+    local want = table.move(before, 1, size, 1, {})
+    want[9], want[8], want[1], want[5] = 11, 12, 13, 14
+    assert.are.same(want, a:get():totable())
+    gpu.gpuarray.put(a, {-4, 100}, {21, 22}, {mode = "clip"})
+    want[1], want[9] = 21, 22
+    assert.are.same(want, a:get():totable())
+    helpers.assert_error("bad argument #2 to 'put' (index 10 at position 3 is out of range for 9 elements)",
+                         gpu.gpuarray.put, a, {1, 2, 10, 0}, 7)
+    helpers.assert_error("bad argument #2 to 'put' (index 18446744073709551615 at position 2 is out of "
+                         .. "range for 9 elements)", gpu.gpuarray.put, a, upload({1, -1}, "uint64"), 7)
+    assert.are.same(want, a:get():totable())             -- NumPy's raise: nothing written
+    -- values and indices that are a itself are read as they were
+    local perm = distinct_indices(size, size)
+    local p = upload(perm, "int32")
+    gpu.gpuarray.put(p, p, p)                            -- p[perm[i]] = perm[i]: the identity
+    for i = 1, size do assert.are.equal(i, p:get()[i]) end
+    local reversed = {}
+    for i = 1, size do reversed[i] = size + 1 - i end
+    local r = upload(before, "int64")
+    gpu.gpuarray.put(r, reversed, r)
+    local hr = r:get()
+    for i = 1, size do assert.are.equal(before[size + 1 - i], hr[i], "reversed #" .. i) end
+    -- on a stream
+    local s = gpu.Stream()
+    local onto = gpu.zeros(4, "float32")
+    gpu.gpuarray.put(onto, {4, 1}, {2.5, -1}, {stream = s})
+    gpu.gpuarray.scatter_add(onto, {4, 4, 2}, 1, {stream = s})
+    s:synchronize()
+    assert.are.same({-1, 1, 0, 4.5}, onto:get():totable())
+  end)
+
+  helpers.gpu_it("scatter_add adds every value at its index, repeated indices adding up", function()
+    local lo = {int8 = -128, int16 = -32768, uint8 = 0, uint16 = 0}
+    for _, dtype in ipairs{"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
+                           "float16", "bfloat16", "float32", "float64", "complex64", "complex128", "bool"} do
+      for _, layout in ipairs{"contiguous", "strided"} do
+        local size, n = math.random(1, 60), math.random(1, 5000)
+        local a = upload(random_values(size, dtype), dtype)
+        if layout == "strided" then                      -- every other element of a longer array
+          local every_other = gpu.zeros(2 * size, dtype):slice(1, 2 * size, 2)
+          local all = {}
+          for i = 1, size do all[i] = i end
+          every_other:put(all, a)
+          a = every_other
+        end
+        local idx = helpers.random_integers(n, 1, size)
+        local values = upload(random_values(n, dtype), dtype)
+        -- as the device holds them (bfloat16 rounds the random values)
+        local before, added = helpers.flat(a:get()), helpers.flat(values:get())
+        local what = ("%s %s, %d into %d"):format(dtype, layout, n, size)
+        assert.are.equal(a, gpu.gpuarray.scatter_add(a, upload(idx, "int32"), values))
+        local got = a:get()
+        local sum, magnitude, terms = {}, {}, {}
+        for i = 1, size do
+          local v = before[i]
+          if type(v) == "table" then sum[i], magnitude[i] = {re = v.re, im = v.im}, math.abs(v.re) + math.abs(v.im)
+          elseif dtype ~= "bool" then magnitude[i] = math.abs(v) end
+          if type(v) ~= "table" then sum[i] = v end
+          terms[i] = 1
+        end
+        for i = 1, n do
+          local k, v = idx[i], added[i]
+          if dtype == "bool" then sum[k] = sum[k] or v
+          elseif type(v) == "table" then
+            sum[k].re, sum[k].im = sum[k].re + v.re, sum[k].im + v.im
+            magnitude[k] = magnitude[k] + math.abs(v.re) + math.abs(v.im)
+          else sum[k], magnitude[k] = sum[k] + v, magnitude[k] + math.abs(v) end
+          terms[k] = terms[k] + 1
+        end
+        -- floats: added in any order (in float32 for the 16-bit ones, rounded once at the end)
+        local final = ({float16 = 2 ^ -11, bfloat16 = 2 ^ -8})[dtype] or 0
+        local unit = (dtype == "float64" or dtype == "complex128") and 2 ^ -53 or 2 ^ -24
+        for i = 1, size do
+          local want, g = sum[i], got[i]
+          if lo[dtype] then                              -- narrow integers wrap
+            local bits = dtype:match("%d+") + 0
+            assert.are.equal((want - lo[dtype]) % (1 << bits) + lo[dtype], g, what .. " #" .. i)
+          elseif dtype == "bool" or dtype:match("int") then
+            assert.are.equal(want, g, what .. " #" .. i)
+          else
+            local function check(w, x, part)
+              local tol = final * math.abs(w) + terms[i] * unit * magnitude[i]
+              assert(math.abs(w - x) <= tol, ("%s #%d%s: expected %.9g, got %.9g"):format(what, i, part, w, x))
+            end
+            if type(want) == "table" then check(want.re, g.re, ".re"); check(want.im, g.im, ".im")
+            else check(want, g, "") end
+          end
+        end
+      end
+    end
+    -- one value for every index: a histogram
+    local counts = gpu.zeros(10, "int64")
+    local idx = helpers.random_integers(20000, 1, 10)
+    gpu.gpuarray.scatter_add(counts, upload(idx, "int16"), 1)
+    local want = {}
+    for i = 1, 10 do want[i] = 0 end
+    for _, k in ipairs(idx) do want[k] = want[k] + 1 end
+    assert.are.same(want, counts:get():totable())
+    -- int64 and uint64 wrap in 64 bits
+    local big = upload({math.maxinteger, -1}, "int64")
+    gpu.gpuarray.scatter_add(big, {1, 2}, {1, math.mininteger})
+    assert.are.same({math.mininteger, math.maxinteger}, big:get():totable())
+  end)
+
+  helpers.gpu_it("a[indices] gathers and a[indices] = values scatters, as take and put", function()
+    local values = helpers.random_integers(24, -50, 50)
+    local a = upload(values, "int32"):reshape({4, 6})
+    local idx = helpers.random_integers(10, 1, 24)
+    local picked = a[upload(idx, "int64"):reshape({2, 5})]
+    assert.are.same({2, 5}, picked.shape)
+    local hp = picked:get()
+    for i = 1, 10 do assert.are.equal(values[idx[i]], hp[i]) end
+    assert.are.same({values[24], values[1]}, a[{24, 1}]:get():totable())
+    local spots = distinct_indices(6, 24)
+    a[upload(spots, "uint8")] = -7
+    a[{spots[1], spots[2]}] = upload({100, 200}, "int32")
+    local want = table.move(values, 1, 24, 1, {})
+    for i = 1, 6 do want[spots[i]] = -7 end
+    want[spots[1]], want[spots[2]] = 100, 200
+    assert.are.same(want, helpers.flat(a:get()))
+    -- a transposed view's own row-major order
+    local t = a.T
+    local ht = t:get()
+    assert.are.same({ht[1], ht[5], ht[24]}, t[{1, 5, 24}]:get():totable())
+    helpers.assert_error("bad argument #2 to 'take' (index 25 at position 2 is out of range for 24 elements)",
+                         function() return a[{1, 25}] end)
+    helpers.assert_error("bad argument #2 to 'put' (index 0 at position 1 is out of range for 24 elements)",
+                         function() a[{0}] = 1 end)
+    helpers.assert_error("GPUArray index array must hold integers or bools, got float64",
+                         function() return a[gpu.zeros(2)] end)
+    local freed = upload({1}, "int32")
+    freed:free()
+    helpers.assert_error("GPUArray index array has been freed", function() a[freed] = 1 end)
+    local _, err = pcall(function() return a[gpu.zeros(2, "float32")] end)
+    assert.matches("36%-take_spec%.lua:%d+: GPUArray index array", err)
+  end)
+
+  helpers.gpu_it("put and scatter_add name what is wrong", function()
+    local a = upload({1, 2, 3}, "int8")
+    helpers.assert_error("bad argument #1 to 'put' (GPUArray expected, got table)", gpu.gpuarray.put, {1}, {1}, 1)
+    helpers.assert_error("bad argument #2 to 'put' (indices must be integers, got float32)",
+                         gpu.gpuarray.put, a, upload({1}, "float32"), 1)
+    helpers.assert_error("bad argument #3 to 'put' (300 is out of range for int8)", gpu.gpuarray.put, a, {1}, 300)
+    helpers.assert_error("bad argument #3 to 'put' (expected a number, got string)", gpu.gpuarray.put, a, {1}, "x")
+    helpers.assert_error("bad argument #3 to 'put' (values must be a GPUArray, a value or a table of values "
+                         .. "for int8)", gpu.gpuarray.put, a, {1}, {1, "x"})
+    helpers.assert_error("bad argument #4 to 'put' (unknown option 'out')", gpu.gpuarray.put, a, {1}, 1, {out = a})
+    helpers.assert_error("bad argument #4 to 'scatter_add' (option 'mode' must be 'raise', 'wrap' or 'clip', "
+                         .. "got 'Wrap')", gpu.gpuarray.scatter_add, a, {1}, 1, {mode = "Wrap"})
+    helpers.assert_error("bad argument #3 to 'scatter_add' (values has 2 elements and indices 3: give one "
+                         .. "value or one for each index)", gpu.gpuarray.scatter_add, a, {1, 2, 3}, {1, 2})
+    helpers.assert_error("bad argument #2 to 'scatter_add' (index 4 at position 1 is out of range for 3 "
+                         .. "elements)", gpu.gpuarray.scatter_add, a, {4, 1}, 1)
+    helpers.assert_error("bad argument #2 to 'put' (cannot put into an empty array)",
+                         gpu.gpuarray.put, gpu.empty(0, "int8"), {1}, 1, {mode = "wrap"})
+    assert.are.same({1, 2, 3}, a:get():totable())
+    local freed = upload({1}, "int8")
+    freed:free()
+    helpers.assert_error("bad argument #3 to 'put' (array has been freed)", gpu.gpuarray.put, a, {1}, freed)
+    helpers.assert_error("bad argument #1 to 'scatter_add' (array has been freed)",
+                         gpu.gpuarray.scatter_add, freed, {1}, 1)
   end)
 end)

@@ -917,15 +917,25 @@ local function element_offset(a, i, fname)
   return off
 end
 
--- a[mask] and a[mask] = value, NumPy's boolean indexing (CuPy's, Torch7's maskedSelect and
--- maskedFill): mask a bool GPUArray of a's shape.  Checks both (raise blames the user's line).
-local function check_mask(a, mask)
-  if a.freed then raise("GPUArray has been freed") end
-  if mask.freed then raise("GPUArray mask index has been freed") end
-  if mask.dtype ~= "bool" then
-    raise(("GPUArray index must be a whole number or a bool GPUArray, got a %s GPUArray")
-          :format(mask.dtype))
+-- a[i] and a[i] = value for i other than a number: a bool GPUArray of a's shape is a mask,
+-- NumPy's boolean indexing (CuPy's, Torch7's maskedSelect and maskedFill); integers (a
+-- GPUArray or a plain table) are flat 1-based indices, as gpuarray.take and put take them
+-- (NumPy's and PyCUDA's take and put, CuPy's integer array indexing of a flat array).
+-- Returns "mask", "indices", or nil for a single element's index.  raise blames the user's line.
+local function index_kind(a, i)
+  if is_array(i) then
+    if a.freed then raise("GPUArray has been freed") end
+    if i.freed then raise("GPUArray index array has been freed") end
+    if i.dtype == "bool" then return "mask" end
+    local kind = promote.kind(i.dtype)
+    if kind == "i" or kind == "u" then return "indices" end
+    raise(("GPUArray index array must hold integers or bools, got %s"):format(i.dtype))
   end
+  if type(i) == "table" and getmetatable(i) == nil then return "indices" end
+  return nil
+end
+
+local function check_mask(a, mask)
   local shape, want = mask.shape, a.shape
   local same = #shape == #want
   for d = 1, #want do same = same and shape[d] == want[d] end
@@ -945,8 +955,11 @@ local function stored_element(a, value)
 end
 
 methods.__element = function(a, i)
-  if is_array(i) then          -- the selected elements, in row-major order (synchronizes)
+  local kind = index_kind(a, i)
+  if kind == "mask" then        -- the selected elements, in row-major order (synchronizes)
     return require("gpu.compact").extract(check_mask(a, i), a)
+  elseif kind == "indices" then  -- the elements at those indices, in their shape
+    return M.take(a, i)
   end
   local off = element_offset(a, i, "index")
   local h = core.from_device(a.gpudata:offset(a.offset + off, a.itemsize), 1, a.dtype)
@@ -954,7 +967,8 @@ methods.__element = function(a, i)
 end
 
 methods.__setelement = function(a, i, value)
-  if is_array(i) then          -- value where mask is true, in the order of a's kernels
+  local kind = index_kind(a, i)
+  if kind == "mask" then        -- value where mask is true, in the order of a's kernels
     check_mask(a, i)
     if is_array(value) then
       raise("a[mask] = value takes a number, boolean or complex value, got a GPUArray " ..
@@ -963,6 +977,9 @@ methods.__setelement = function(a, i, value)
     local filled = core.array_empty({}, a.dtype):fill(store_value(stored_element(a, value), a.dtype))
     M.where(i, filled, a, {out = a})
     core.free_after(filled, nil)
+    return
+  elseif kind == "indices" then  -- a value, or values (repeated if fewer), at those indices
+    M.put(a, i, value)
     return
   end
   local off = element_offset(a, i, "index")

@@ -1,12 +1,18 @@
--- gpu.take: gpuarray.take(a, indices[, {out = o, mode = m, stream = s}]), PyCUDA's and
--- NumPy's gather (kernels/take.cu).
+-- gpu.take: gathers and scatters by index (kernels/take.cu), a read as a flat row-major array
+-- and the indices 1-based, as a[i] is:
 --
--- The result has the indices' shape and a's dtype: element i is a[indices[i]], a read as a
--- flat row-major array and the indices 1-based, as a[i] is.  indices is an integer GPUArray
--- or a Lua table of integers.  mode says what an index outside 1..a.size does: "raise" (the
--- default) raises an error naming the first such index, which needs a synchronization of
--- the stream; "wrap" counts around cyclically (0 is the last element, a.size + 1 the first);
--- "clip" takes the nearer end.
+--   gpuarray.take(a, indices[, {out =, mode =, stream =}])   PyCUDA's and NumPy's gather: the
+--     result has the indices' shape and a's dtype, element i is a[indices[i]];
+--   gpuarray.put(a, indices, values[, {mode =, stream =}])    NumPy's put: a[indices[i]] =
+--     values[i], the values repeated when there are fewer of them (one value serves all);
+--   gpuarray.scatter_add(a, indices, values[, {mode =, stream =}])   CuPy's scatter_add,
+--     NumPy's add.at: a[indices[i]] += values[i], repeated indices adding up.
+--
+-- indices is an integer GPUArray or a Lua table of integers.  mode says what an index outside
+-- 1..a.size does: "raise" (the default) raises an error naming the first such index, which
+-- needs a synchronization of the stream (put and scatter_add then change nothing); "wrap"
+-- counts around cyclically (0 is the last element, a.size + 1 the first); "clip" takes the
+-- nearer end.
 
 local core = require "gpu.core"
 local ew = require "gpu.elementwise"
@@ -17,9 +23,10 @@ local promote = require "gpu.promote"
 
 local M = {}
 
-local argerror, typename = args.argerror, args.typename
+local argerror, typename, is_scalar = args.argerror, args.typename, args.is_scalar
 local BLOCK = 256
-local OPTIONS = {out = true, mode = true, stream = true}
+local TAKE_OPTIONS = {out = true, mode = true, stream = true}
+local SCATTER_OPTIONS = {mode = true, stream = true}
 local MODES = {raise = 0, wrap = 1, clip = 2}
 local check_array = reduction.check_array
 
@@ -27,33 +34,81 @@ local overlap = ew.overlap
 
 local unsigned_text = require("gpu.format").unsigned_text
 
--- A contiguous array of v's elements (v itself, or a copy freed after the stream's work).
-local function contiguous(v, stream)
-  if v.is_contiguous then return v, false end
-  return ew.launch(ew.copy_program(v.dtype), nil, stream, "take", v), true
+-- A contiguous array of v's elements (v itself, or a copy freed after the stream's work); a
+-- copy also where v shares memory with `avoid`, which the kernel writes.
+local function contiguous(v, stream, fname, avoid)
+  if v.is_contiguous and not (avoid and overlap(v, avoid)) then return v, false end
+  return ew.launch(ew.copy_program(v.dtype), nil, stream, fname, v), true
+end
+
+-- indices (argument 2) as an integer GPUArray on a's device (a table is uploaded as int64).
+local function index_array(a, indices, fname)
+  if type(indices) == "table" and getmetatable(indices) == nil then
+    local ok, h = pcall(core.host.from_table, indices, "int64")
+    if not ok then argerror(2, fname, "indices must be a GPUArray or a table of integers") end
+    indices = require("gpu.gpuarray").to_gpu(h)
+  end
+  check_array(indices, 2, fname)
+  local kind = reduction.dtypes[indices.dtype].kind
+  if kind ~= "i" and kind ~= "u" then
+    argerror(2, fname, ("indices must be integers, got %s"):format(indices.dtype))
+  end
+  if a.device ~= indices.device then
+    argerror(2, fname, ("indices are on device %d, the array on device %d"):format(indices.device, a.device))
+  end
+  return indices
+end
+
+-- The mode option's number (argument n of fname).
+local function mode_number(opts, n, fname)
+  local mode = MODES[opts.mode or "raise"]
+  if mode == nil then
+    argerror(n, fname, ("option 'mode' must be 'raise', 'wrap' or 'clip', got %s")
+                       :format(type(opts.mode) == "string" and "'" .. opts.mode .. "'" or typename(opts.mode)))
+  end
+  return mode
+end
+
+-- Kernel `name` of take.cu for elements of item_bytes, indices of index_dtype and mode; with
+-- add_type, scatter_add's over add_components of that C type an element.  (The kernels of one
+-- source share its module: SourceModule's own cache finds it for the second one.)
+local function kernel(name, item_bytes, index_dtype, mode, add_type, add_components)
+  local key = ("take|%s|%d|%s|%d|%s|%d"):format(name, item_bytes, index_dtype, mode, add_type or "",
+                                                add_components or 0)
+  return kernel_cache.get(key, function()
+    return reduction.fill(core.kernel_sources["take.cu"], {
+      MODE = tostring(mode), ITEM_BYTES = tostring(item_bytes),
+      INDEX_T = reduction.dtypes[index_dtype].ctype,
+      ADD_T = add_type or "float", ADD_COMPONENTS = tostring(add_components or 0),
+    }), name, nil, {no_extern_c = true, name = "take.cu"}
+  end)
+end
+
+-- The first 0-based position of an out-of-range index of `where` (contiguous) for size
+-- elements, or nil; synchronizes the stream.
+local function first_bad_index(find, where, size, stream)
+  local first_bad = core.mem_alloc(8)
+  core.memset_d32_async(first_bad, 0xffffffff, 2, stream)
+  find(where, where.size, size, first_bad,
+    {block = BLOCK, grid = reduction.grid_stride_blocks(where.size, BLOCK), stream = stream})
+  if stream then stream:synchronize() end
+  local bad = core.from_device(first_bad, 1, "int64")[1]
+  first_bad:free()
+  return bad >= 0 and bad or nil
+end
+
+-- The error for the index at 0-based position bad of where (a copy of indices, or indices).
+local function out_of_range(fname, indices, where, bad, size)
+  local index = where[bad + 1]
+  index = indices.dtype == "uint64" and unsigned_text(index) or ("%d"):format(index)
+  argerror(2, fname, ("index %s at position %d is out of range for %d elements"):format(index, bad + 1, size))
 end
 
 function M.take(a, indices, opts)
   check_array(a, 1, "take")
-  if type(indices) == "table" and getmetatable(indices) == nil then
-    local ok, h = pcall(core.host.from_table, indices, "int64")
-    if not ok then argerror(2, "take", "indices must be a GPUArray or a table of integers") end
-    indices = require("gpu.gpuarray").to_gpu(h)
-  end
-  check_array(indices, 2, "take")
-  local index_type = reduction.dtypes[indices.dtype]
-  if index_type.kind ~= "i" and index_type.kind ~= "u" then
-    argerror(2, "take", ("indices must be integers, got %s"):format(indices.dtype))
-  end
-  opts = args.check_options(opts, 3, "take", OPTIONS)
-  local mode = MODES[opts.mode or "raise"]
-  if mode == nil then
-    argerror(3, "take", ("option 'mode' must be 'raise', 'wrap' or 'clip', got %s")
-                        :format(type(opts.mode) == "string" and "'" .. opts.mode .. "'" or typename(opts.mode)))
-  end
-  if a.device ~= indices.device then
-    argerror(2, "take", ("indices are on device %d, the array on device %d"):format(indices.device, a.device))
-  end
+  indices = index_array(a, indices, "take")
+  opts = args.check_options(opts, 3, "take", TAKE_OPTIONS)
+  local mode = mode_number(opts, 3, "take")
   local out, stream = opts.out, opts.stream
   if out ~= nil then
     check_array(out, 3, "take")
@@ -67,8 +122,8 @@ function M.take(a, indices, opts)
   local n = indices.size
   if n == 0 then return result end
   if a.size == 0 then argerror(2, "take", "cannot take from an empty array") end
-  local source, source_copied = contiguous(a, stream)
-  local where, where_copied = contiguous(indices, stream)
+  local source, source_copied = contiguous(a, stream, "take")
+  local where, where_copied = contiguous(indices, stream, "take")
   -- gathered in place when it can be; through a temporary when out is strided, overlaps
   -- an input, or must stay as it was should an index be out of range (NumPy's "raise")
   local target = result
@@ -76,31 +131,24 @@ function M.take(a, indices, opts)
      (mode == MODES.raise and out ~= nil) then
     target = core.array_empty(result.shape, result.dtype)
   end
-  local key = ("take|%d|%s|%d"):format(a.itemsize, indices.dtype, mode)
-  local f = kernel_cache.get(key, function()
-    return reduction.fill(core.kernel_sources["take.cu"], {
-      MODE = tostring(mode), ITEM_BYTES = tostring(a.itemsize), INDEX_T = index_type.ctype,
-    }), "gpu_take", nil, {no_extern_c = true, name = "take.cu"}
-  end)
   local first_bad
   if mode == 0 then
     first_bad = core.mem_alloc(8)
     core.memset_d32_async(first_bad, 0xffffffff, 2, stream)
   end
   local grid = reduction.grid_stride_blocks(n, BLOCK)
-  f(target, source, where, n, a.size, first_bad, {block = BLOCK, grid = grid, stream = stream})
+  kernel("gpu_take", a.itemsize, indices.dtype, mode)(target, source, where, n, a.size, first_bad,
+                                  {block = BLOCK, grid = grid, stream = stream})
   if source_copied then core.free_after(source, stream) end
   if first_bad then
     if stream then stream:synchronize() end
     local bad = core.from_device(first_bad, 1, "int64")[1]   -- the first bad position, 0-based
     first_bad:free()
     if bad >= 0 then
-      local index = where[bad + 1]
-      if where_copied then where:free() end
       if target ~= result then target:free() end
-      index = indices.dtype == "uint64" and unsigned_text(index) or ("%d"):format(index)
-      argerror(2, "take", ("index %s at position %d is out of range for %d elements")
-                          :format(index, bad + 1, a.size))
+      local _, err = pcall(out_of_range, "take", indices, where, bad, a.size)
+      if where_copied then where:free() end
+      error(err, 0)
     end
   end
   if where_copied then core.free_after(where, stream) end
@@ -111,8 +159,137 @@ function M.take(a, indices, opts)
   return result
 end
 
+-- values (argument 3 of fname) as a GPUArray of dtype on a's device: a GPUArray (converted as
+-- astype converts), a table of values, or one value (a one-element array).  Returns it and
+-- whether it is a temporary of the caller's.  check_dtype is the dtype a value must fit.
+local function value_array(a, values, dtype, check_dtype, stream, fname)
+  if getmetatable(values) == core.types.GPUArray then
+    check_array(values, 3, fname)
+    if values.device ~= a.device then
+      argerror(3, fname, ("values are on device %d, the array on device %d"):format(values.device, a.device))
+    end
+    if values.dtype == dtype then return values, false end
+    return values:astype(dtype, {stream = stream}), true
+  end
+  if type(values) == "table" and getmetatable(values) == nil then
+    local ok, h = pcall(core.host.from_table, values, check_dtype)
+    if not ok then
+      argerror(3, fname, ("values must be a GPUArray, a value or a table of values for %s"):format(check_dtype))
+    end
+    local v = require("gpu.gpuarray").to_gpu(h)
+    if dtype == check_dtype then return v, true end
+    local converted = v:astype(dtype, {stream = stream})
+    core.free_after(v, stream)
+    return converted, true
+  end
+  if not is_scalar(values) then
+    local bad = promote.scalar_problem(values, check_dtype, true)
+    if bad then argerror(3, fname, bad) end
+  end
+  local one = core.array_empty({1}, check_dtype):fill(values, {stream = stream})
+  if dtype == check_dtype then return one, true end
+  local converted = one:astype(dtype, {stream = stream})
+  core.free_after(one, stream)
+  return converted, true
+end
+
+-- The checks put and scatter_add share; returns indices as an array, the mode and the stream.
+local function scatter_arguments(a, indices, opts, fname)
+  check_array(a, 1, fname)
+  indices = index_array(a, indices, fname)
+  opts = args.check_options(opts, 4, fname, SCATTER_OPTIONS)
+  return indices, mode_number(opts, 4, fname), opts.stream
+end
+
+-- Runs kernel(name, ...) of take.cu over the contiguous a: after checking the indices where
+-- mode is "raise", a[indices[i]] and values[i] (or the one value).  Raises where an index is
+-- out of range, before writing anything.
+local function scatter(a, indices, values, mode, stream, fname, name, add_type, add_components)
+  local n = indices.size
+  if a.size == 0 then argerror(2, fname, ("cannot %s into an empty array"):format(fname == "put" and "put" or "add")) end
+  local where, where_copied = contiguous(indices, stream, fname, a)
+  if mode == MODES.raise then
+    local find = kernel("gpu_first_bad_index", a.itemsize, indices.dtype, mode, add_type, add_components)
+    local bad = first_bad_index(find, where, a.size, stream)
+    if bad then
+      local _, err = pcall(out_of_range, fname, indices, where, bad, a.size)
+      if where_copied then where:free() end
+      error(err, 0)
+    end
+  end
+  local source, source_copied = contiguous(values, stream, fname, a)
+  kernel(name, a.itemsize, indices.dtype, mode, add_type, add_components)(a, where, source, n, values.size, a.size,
+    {block = BLOCK, grid = reduction.grid_stride_blocks(n, BLOCK), stream = stream})
+  if where_copied then core.free_after(where, stream) end
+  if source_copied then core.free_after(source, stream) end
+end
+
+function M.put(a, indices, values, opts)
+  local mode, stream
+  indices, mode, stream = scatter_arguments(a, indices, opts, "put")
+  local source, source_made = value_array(a, values, a.dtype, a.dtype, stream, "put")
+  local ok, err = true, nil
+  if indices.size > 0 and source.size > 0 then
+    local target = a.is_contiguous and a or a:copy({stream = stream})
+    ok, err = pcall(scatter, target, indices, source, mode, stream, "put", "gpu_put")
+    if target ~= a then
+      if ok then ew.launch(ew.copy_program(a.dtype), a, stream, "put", target) end
+      core.free_after(target, stream)
+    end
+  end
+  if source_made then core.free_after(source, stream) end
+  if not ok then error(err, 0) end
+  return a
+end
+
+-- What scatter_add adds in: the atomics' C type, its count an element, and the dtype of the
+-- array the atomics work on (narrow integers, bool and 16-bit floats add in a wider copy).
+local ADD_TYPES = {
+  float32 = {"float", 1}, float64 = {"double", 1},
+  complex64 = {"float", 2}, complex128 = {"double", 2},
+  int32 = {"int", 1}, uint32 = {"unsigned", 1},
+  int64 = {"unsigned long long", 1}, uint64 = {"unsigned long long", 1},   -- wrapping alike
+  int8 = {"int", 1, "int32"}, int16 = {"int", 1, "int32"}, bool = {"int", 1, "int32"},
+  uint8 = {"unsigned", 1, "uint32"}, uint16 = {"unsigned", 1, "uint32"},
+  float16 = {"float", 1, "float32"}, bfloat16 = {"float", 1, "float32"},
+}
+
+function M.scatter_add(a, indices, values, opts)
+  local mode, stream
+  indices, mode, stream = scatter_arguments(a, indices, opts, "scatter_add")
+  local add = ADD_TYPES[a.dtype]
+  local wide = add[3] or a.dtype
+  local source, source_made = value_array(a, values, wide, a.dtype, stream, "scatter_add")
+  if source.size ~= 1 and source.size ~= indices.size then
+    if source_made then core.free_after(source, stream) end
+    argerror(3, "scatter_add", ("values has %d elements and indices %d: give one value or one for each index")
+                               :format(source.size, indices.size))
+  end
+  local ok, err = true, nil
+  if indices.size > 0 then
+    -- the atomics' array: a, a contiguous copy of it, or a wider one (a bool's sum is true
+    -- where it is not 0, a narrow integer's wraps, a 16-bit float's rounds once)
+    local target = a
+    if wide ~= a.dtype then target = a:astype(wide, {stream = stream})
+    elseif not a.is_contiguous then target = a:copy({stream = stream}) end
+    ok, err = pcall(scatter, target, indices, source, mode, stream, "scatter_add",
+                    "gpu_scatter_add", add[1], add[2])
+    if target ~= a then
+      if ok then target:astype(a.dtype, {out = a, stream = stream}) end
+      core.free_after(target, stream)
+    end
+  end
+  if source_made then core.free_after(source, stream) end
+  if not ok then error(err, 0) end
+  return a
+end
+
 function M.install(gpu)
   gpu.gpuarray.take = M.take
+  gpu.gpuarray.put = M.put
+  gpu.gpuarray.scatter_add = M.scatter_add
+  local methods = core.types.GPUArray.__methods     -- NumPy's a.take(ind) and a.put(ind, v)
+  methods.take, methods.put = M.take, M.put
 end
 
 return M

@@ -363,4 +363,54 @@ describe("gpuarray.take, put and scatter_add", function()
     helpers.assert_error("bad argument #1 to 'scatter_add' (array has been freed)",
                          gpu.gpuarray.scatter_add, freed, {1}, 1)
   end)
+  helpers.gpu_it("bincount counts each value from 0, weighted or not, as NumPy's", function()
+    for _, dtype in ipairs{"int8", "uint8", "int32", "int64", "uint64"} do
+      local n, highest = math.random(1, 20000), math.random(0, 120)
+      local values = helpers.random_integers(n, 0, highest)
+      local x = upload(values, dtype)
+      local minlength = math.random(0, 1) * math.random(1, 200)
+      local counts = gpu.gpuarray.bincount(x, {minlength = minlength})
+      local top = math.max(minlength, math.max(table.unpack(values, 1, math.min(n, 4000))) + 1)
+      for i = 4001, n do top = math.max(top, values[i] + 1) end
+      assert.are.equal("int64", counts.dtype)
+      assert.are.same({top}, counts.shape, dtype)
+      local want = {}
+      for i = 1, top do want[i] = 0 end
+      for _, v in ipairs(values) do want[v + 1] = want[v + 1] + 1 end
+      assert.are.same(want, counts:get():totable(), dtype)
+      -- weights: summed in float64 (a GPUArray of float32, or a table)
+      local weights = helpers.random_floats(n, 10)
+      local as_array = math.random() < 0.5
+      local w = as_array and upload(weights, "float32") or weights
+      local weighted = gpu.gpuarray.bincount(x, {weights = w})
+      assert.are.equal("float64", weighted.dtype)
+      local sums, magnitude = {}, {}
+      for i = 1, top do sums[i], magnitude[i] = 0, 0 end
+      for i, v in ipairs(values) do
+        local wi = as_array and helpers.f32(weights[i]) or weights[i]
+        sums[v + 1], magnitude[v + 1] = sums[v + 1] + wi, magnitude[v + 1] + math.abs(wi)
+      end
+      local got = weighted:get()
+      for i = 1, #got do
+        assert(math.abs(got[i] - sums[i]) <= n * 2 ^ -52 * magnitude[i], ("%s weighted #%d"):format(dtype, i))
+      end
+    end
+    assert.are.same({0, 0, 0}, gpu.gpuarray.bincount(gpu.empty(0, "int16"), {minlength = 3}):get():totable())
+    local x = upload({3, 0, -2, 5}, "int16")
+    helpers.assert_error("bad argument #1 to 'bincount' (values must not be negative, got -2)", gpu.gpuarray.bincount, x)
+    helpers.assert_error("bad argument #1 to 'bincount' (value 18446744073709551615 is too large to count)",
+                         gpu.gpuarray.bincount, upload({1, -1}, "uint64"))
+    helpers.assert_error("bad argument #1 to 'bincount' (a 1-d array of integers expected, got float32 of shape (2,))",
+                         gpu.gpuarray.bincount, gpu.zeros(2, "float32"))
+    helpers.assert_error("bad argument #1 to 'bincount' (a 1-d array of integers expected, got int32 of shape (2,2))",
+                         gpu.gpuarray.bincount, gpu.zeros({2, 2}, "int32"))
+    helpers.assert_error("bad argument #2 to 'bincount' (option 'minlength' must be a whole number, 0 or more, got 1.5)",
+                         gpu.gpuarray.bincount, upload({1}, "int32"), {minlength = 1.5})
+    helpers.assert_error("bad argument #2 to 'bincount' (option 'weights' must be a GPUArray or a table of 2 "
+                         .. "numbers)", gpu.gpuarray.bincount, upload({1, 2}, "int32"), {weights = {1}})
+    helpers.assert_error("bad argument #2 to 'bincount' (option 'weights' must be a GPUArray or a table of 2 "
+                         .. "numbers)", gpu.gpuarray.bincount, upload({1, 2}, "int32"), {weights = gpu.zeros(3)})
+    helpers.assert_error("bad argument #2 to 'bincount' (unknown option 'weight')",
+                         gpu.gpuarray.bincount, upload({1, 2}, "int32"), {weight = {1, 2}})
+  end)
 end)

@@ -6,7 +6,10 @@
 --   gpuarray.put(a, indices, values[, {mode =, stream =}])    NumPy's put: a[indices[i]] =
 --     values[i], the values repeated when there are fewer of them (one value serves all);
 --   gpuarray.scatter_add(a, indices, values[, {mode =, stream =}])   CuPy's scatter_add,
---     NumPy's add.at: a[indices[i]] += values[i], repeated indices adding up.
+--     NumPy's add.at: a[indices[i]] += values[i], repeated indices adding up;
+--   gpuarray.bincount(x[, {weights =, minlength =, stream =}])   NumPy's bincount
+--     (kernels/bincount.cu): how many of x's values (integers from 0, which are data, not
+--     indices) are each of 0, 1, ..., max(x), the count of value v at element v + 1.
 --
 -- indices is an integer GPUArray or a Lua table of integers.  mode says what an index outside
 -- 1..a.size does: "raise" (the default) raises an error naming the first such index, which
@@ -284,10 +287,79 @@ function M.scatter_add(a, indices, values, opts)
   return a
 end
 
+local BINCOUNT_OPTIONS = {weights = true, minlength = true, stream = true}
+local SHARED_BINS = 4096        -- bins a block counts in shared memory first (32 KiB)
+
+-- bincount's weights option as a contiguous float64 GPUArray of n elements on x's device, and
+-- whether it is a temporary.
+local function weight_array(x, weights, stream)
+  local wrong = ("option 'weights' must be a GPUArray or a table of %d numbers"):format(x.size)
+  if type(weights) == "table" and getmetatable(weights) == nil then
+    local ok, h = pcall(core.host.from_table, weights, "float64")
+    if not ok or h.size ~= x.size then argerror(2, "bincount", wrong) end
+    return require("gpu.gpuarray").to_gpu(h), true
+  end
+  if getmetatable(weights) ~= core.types.GPUArray then argerror(2, "bincount", wrong) end
+  check_array(weights, 2, "bincount")
+  if weights.size ~= x.size then argerror(2, "bincount", wrong) end
+  if weights.device ~= x.device then
+    argerror(2, "bincount", ("weights are on device %d, x on device %d"):format(weights.device, x.device))
+  end
+  if weights.dtype ~= "float64" then return weights:astype("float64", {stream = stream}), true end
+  return contiguous(weights, stream, "bincount")
+end
+
+function M.bincount(x, opts)
+  check_array(x, 1, "bincount")
+  local kind = promote.kind(x.dtype)
+  if (kind ~= "i" and kind ~= "u") or x.ndim ~= 1 then
+    argerror(1, "bincount", ("a 1-d array of integers expected, got %s of shape %s")
+                            :format(x.dtype, promote.shape_text(x.shape)))
+  end
+  opts = args.check_options(opts, 2, "bincount", BINCOUNT_OPTIONS)
+  local minlength, stream = opts.minlength or 0, opts.stream
+  if math.type(minlength) ~= "integer" or minlength < 0 then
+    argerror(2, "bincount", "option 'minlength' must be a whole number, 0 or more, got " ..
+                            (math.type(minlength) and tostring(minlength) or typename(minlength)))
+  end
+  local weighted = opts.weights ~= nil
+  local weights, weights_made
+  if weighted then weights, weights_made = weight_array(x, opts.weights, stream) end
+  local length = minlength
+  if x.size > 0 then
+    local lowest, highest = x:min({stream = stream}), x:max({stream = stream})
+    if kind == "i" and lowest < 0 then
+      argerror(1, "bincount", ("values must not be negative, got %d"):format(lowest))
+    end
+    if math.type(highest) ~= "integer" or highest < 0 then   -- a uint64 from 2^63 on
+      argerror(1, "bincount", ("value %s is too large to count"):format(
+        math.type(highest) == "integer" and unsigned_text(highest) or ("%.0f"):format(highest)))
+    end
+    length = math.max(length, highest + 1)
+  end
+  local counts = core.array_zeros({length}, weighted and "float64" or "int64")
+  if x.size == 0 then return counts end
+  local source, source_copied = contiguous(x, stream, "bincount")
+  local f = kernel_cache.get(("bincount|%s|%s"):format(x.dtype, weighted), function()
+    return reduction.fill(core.kernel_sources["bincount.cu"], {
+      VALUE_T = reduction.dtypes[x.dtype].ctype, WEIGHTED = weighted and "1" or "0",
+    }), "gpu_bincount", nil, {no_extern_c = true, name = "bincount.cu"}
+  end)
+  local in_shared = length <= SHARED_BINS
+  local grid = in_shared and math.min(reduction.max_grid(), (x.size + BLOCK - 1) // BLOCK)
+               or reduction.grid_stride_blocks(x.size, BLOCK)
+  f(source, weights, counts, x.size, length, in_shared and 1 or 0,
+    {block = BLOCK, grid = grid, shared = in_shared and 8 * length or 0, stream = stream})
+  if source_copied then core.free_after(source, stream) end
+  if weights_made then core.free_after(weights, stream) end
+  return counts
+end
+
 function M.install(gpu)
   gpu.gpuarray.take = M.take
   gpu.gpuarray.put = M.put
   gpu.gpuarray.scatter_add = M.scatter_add
+  gpu.gpuarray.bincount = M.bincount
   local methods = core.types.GPUArray.__methods     -- NumPy's a.take(ind) and a.put(ind, v)
   methods.take, methods.put = M.take, M.put
 end

@@ -1,4 +1,4 @@
--- tools/large_ops.lua: device time of 32 common operations on 2^26 float32 (and the dtypes
+-- tools/large_ops.lua: device time of 36 common operations on 2^26 float32 (and the dtypes
 -- and shapes named), against a copy's bandwidth, beside CuPy's (tools/large_ops.py): a survey
 -- for finding the operations that fall short of the memory's speed (bench/NOTES.md quotes one).
 --
@@ -23,6 +23,8 @@ local ia = (a * 1000):astype("int32")
 local idx = (gpu.random.rand(n, "float64") * (n - 1)):astype("int64") + 1
 local m = a:reshape(8192, 8192)
 local mask = a:gt(0)
+local target = gpu.zeros(n, "float32")          -- what put and scatter_add write into
+local small = (b * 1000):astype("int32")         -- bincount's values, in [0, 1000)
 -- device_time frees what a call returns: a call that gives a Lua number gets an array to free
 local function keep(x)
   if type(x) == "number" or x == nil then return gpu.zeros(1, "float32") end
@@ -48,6 +50,10 @@ local cases = {   -- {name, nominal bytes an element, call}
   {"a:gt(b)", 9, function() return a:gt(b) end},
   {"maximum", 12, function() return ga.maximum(a, b) end},
   {"take", 16, function() return ga.take(a, idx) end},
+  {"put", 16, function() ga.put(target, idx, a, {mode = "wrap"}); return keep() end},
+  {"put raise", 16, function() ga.put(target, idx, a); return keep() end},
+  {"scatter_add", 16, function() ga.scatter_add(target, idx, a, {mode = "wrap"}); return keep() end},
+  {"bincount", 4, function() return ga.bincount(small) end},
   {"cumsum f64", 16, function() return gpu.cumsum(d) end},
   {"cumsum i32", 12, function() return gpu.cumsum(ia) end},   -- int64 out
   {"sum f64", 8, function() return ga.sum(d) end},

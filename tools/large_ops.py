@@ -10,6 +10,7 @@ import os
 import statistics
 
 import cupy as cp
+import cupyx
 
 n = 1 << 26
 batch = int(os.environ.get("LARGE_OPS_BATCH", "1"))
@@ -20,6 +21,8 @@ ia = (a * 1000).astype(cp.int32)
 idx = (cp.random.rand(n) * (n - 1)).astype(cp.int64)
 m = a.reshape(8192, 8192)
 mask = a > 0
+target = cp.zeros(n, dtype=cp.float32)
+small = (b * 1000).astype(cp.int32)
 
 cases = [  # (name, nominal bytes an element, call)
     ("copy", 8, lambda: a.copy()),
@@ -41,6 +44,10 @@ cases = [  # (name, nominal bytes an element, call)
     ("a:gt(b)", 9, lambda: a > b),
     ("maximum", 12, lambda: cp.maximum(a, b)),
     ("take", 16, lambda: cp.take(a, idx)),
+    ("put", 16, lambda: cp.put(target, idx, a, mode="wrap")),
+    ("put raise", 16, lambda: cp.put(target, idx, a, mode="raise")),
+    ("scatter_add", 16, lambda: cupyx.scatter_add(target, idx, a)),
+    ("bincount", 4, lambda: cp.bincount(small)),
     ("cumsum f64", 16, lambda: cp.cumsum(d)),
     ("cumsum i32", 12, lambda: cp.cumsum(ia)),  # int64 out
     ("sum f64", 8, lambda: d.sum()),

@@ -1,5 +1,6 @@
 // sort.cu: sorting rows, for gpuarray.sort and argsort (lua/gpu/sort.lua fills in the dollar
-// names and launches one gpu_sort_step per step of the network).
+// names and launches one gpu_sort_step per step of the network), and searching sorted ones
+// (gpu_searchsorted).
 //
 // A bitonic sorting network over each row of `rows` contiguous rows of `len` keys, padded
 // in thought to P, the next power of two, with keys that sort after everything.  In the
@@ -118,6 +119,24 @@ gpu_sort_chunk(gpu_key_t *keys, long long *indices, long long rows, long long le
 #endif
     }
     __syncthreads();                          // before the next chunk overwrites k and x
+  }
+}
+
+// searchsorted: out[i] is v[i]'s 1-based place in the sorted row a of n keys, as a Lua
+// table.insert would take it: 1 + the keys of a before v[i] (right == 0, NumPy's "left"), or
+// not after it (right != 0).  A binary search a thread, in the sort's order (NaN last).
+extern "C" __global__ void gpu_searchsorted(const gpu_key_t *a, long long n, const gpu_key_t *v,
+                                            long long m, long long *out, int right) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < m;
+       i += (long long)gridDim.x * blockDim.x) {
+    const gpu_key_t x = v[i];
+    long long lo = 0, hi = n;
+    while (lo < hi) {
+      const long long mid = lo + (hi - lo) / 2;
+      if (right ? !gpu_key_before(x, a[mid]) : gpu_key_before(a[mid], x)) lo = mid + 1;
+      else hi = mid;
+    }
+    out[i] = lo + 1;
   }
 }
 

@@ -1,4 +1,5 @@
--- gpuarray.sort, a:sort() and gpuarray.argsort, against Lua's table.sort in NumPy's order.
+-- gpuarray.sort, a:sort(), gpuarray.argsort and searchsorted, against Lua's table.sort in
+-- NumPy's order.
 local helpers = require "helpers"
 local gpu = helpers.gpu
 local sort = require "gpu.sort"
@@ -350,6 +351,60 @@ describe("sort", function()
       check_rows(dtype, h, 2, len, {"alike", "spread"}, gpu.gpuarray.sort(a):get(),
                  gpu.gpuarray.argsort(a):get())
     end
+  end)
+
+  helpers.gpu_it("searchsorted finds 1-based places in NumPy's order, either side of ties", function()
+    local dtypes = {"complex64", "complex128"}
+    for _, dtype in ipairs(REAL) do dtypes[#dtypes + 1] = dtype end
+    for _, dtype in ipairs(dtypes) do
+      local n, m = math.random(1, 400), math.random(1, 300)
+      local unsorted = random_values(dtype, n)
+      local a = gpu.gpuarray.sort(unsorted)
+      local keys = a:get()
+      local probes, wanted = random_values(dtype, m)
+      if m % 2 == 0 then probes = probes:reshape({2, m // 2}) end
+      for _, side in ipairs{"left", "right"} do
+        local got = gpu.gpuarray.searchsorted(a, probes, {side = side})
+        assert.are.same(probes.shape, got.shape)
+        assert.are.equal("int64", got.dtype)
+        local h = got:get()
+        for i = 1, m do
+          local count = 0
+          for j = 1, n do
+            local x = keys[j]
+            if side == "left" and before(dtype, x, wanted[i]) or
+               side == "right" and not before(dtype, wanted[i], x) then count = count + 1 end
+          end
+          assert.are.equal(count + 1, h[i], ("%s %s #%d"):format(dtype, side, i))
+        end
+      end
+    end
+    -- numbers and tables of them are weak scalars: 2.5 is looked for as 2.5 among integers
+    local a = gpu.to_gpu(gpu.host.from_table({-3, 0, 2, 2, 2, 7, 40}, "int16"))
+    local at = gpu.gpuarray.searchsorted(a, 2.5)
+    assert.are.same({}, at.shape)
+    assert.are.equal(6, at:get()[1])
+    assert.are.same({3, 6, 1, 8}, a:searchsorted({2, 2.5, -100, 1e9}):get():totable())
+    assert.are.same({6, 6, 1, 8}, a:searchsorted({2, 2.5, -100, 1e9}, {side = "right"}):get():totable())
+    local halves = gpu.to_gpu(gpu.host.from_table({1.5, 2, 7.25}, "float32"))
+    assert.are.same({3, 6, 7}, gpu.gpuarray.searchsorted(a, halves, {side = "right"}):get():totable())
+    -- a strided view of a sorted array is sorted; on a stream
+    local longer = gpu.to_gpu(gpu.host.from_table({1, 100, 3, 100, 5, 100, 7}, "float64"))
+    local s = gpu.Stream()
+    local odd = longer:slice(1, 7, 2)
+    local r = gpu.gpuarray.searchsorted(odd, {0, 3, 4, 8}, {stream = s})
+    s:synchronize()
+    assert.are.same({1, 2, 3, 5}, r:get():totable())
+    assert.are.same({0}, gpu.gpuarray.searchsorted(a, gpu.empty(0, "int16")).shape)
+    helpers.assert_error("bad argument #1 to 'searchsorted' (a sorted 1-d array expected, got shape (2,2))",
+                         gpu.gpuarray.searchsorted, gpu.zeros({2, 2}), 1)
+    helpers.assert_error("bad argument #2 to 'searchsorted' (v must be a GPUArray, a number or a table of numbers)",
+                         gpu.gpuarray.searchsorted, a, {1, "x"})
+    helpers.assert_error("bad argument #3 to 'searchsorted' (option 'side' must be 'left' or 'right', got 'middle')",
+                         gpu.gpuarray.searchsorted, a, 1, {side = "middle"})
+    local freed = gpu.zeros(3)
+    freed:free()
+    helpers.assert_error("bad argument #2 to 'searchsorted' (array has been freed)", gpu.gpuarray.searchsorted, a, freed)
   end)
 
   helpers.gpu_it("refuses 0-d arrays and bad options", function()

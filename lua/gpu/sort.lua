@@ -3,6 +3,8 @@
 --   a:sort([{axis = k, stream = s}]) sorts a in place
 --   gpuarray.argsort(a[, {axis = k, stream = s}]) -> int64 array of 1-based indices along the
 --     axis that would sort it; stable (equal elements keep their order)
+--   gpuarray.searchsorted(a, v[, {side = "left" | "right", stream = s}]) -> int64 array of v's
+--     shape: where each of v's values would go in the sorted 1-d a, 1-based
 -- The axis is the last one unless given (1-based, negatives from the end), as NumPy's.  NaN
 -- sorts after every number; complex numbers order by real part, then imaginary part, with
 -- NaN parts last, as NumPy's.
@@ -12,6 +14,8 @@ local ew = require "gpu.elementwise"
 local kernel_cache = require "gpu.kernel_cache"
 local reduction = require "gpu.reduction"
 local args = require "gpu.args"
+local promote = require "gpu.promote"
+local is_complex = require("gpu.complex").is_complex
 
 local M = {}
 
@@ -261,10 +265,86 @@ function M.argsort(a, opts)
   return restore(indices, order, a.shape, "int64", stream)
 end
 
+local SEARCH_OPTIONS = {side = true, stream = true}
+
+-- The weak kind (NEP 50) of a number, or of the numbers of a nested table: the widest of
+-- "weak-int", "weak-float" and "weak-complex".
+local WEAK_RANK = {["weak-int"] = 1, ["weak-float"] = 2, ["weak-complex"] = 3}
+local function weak_kind(v)
+  if type(v) == "table" and getmetatable(v) == nil then
+    local widest = "weak-int"
+    for _, x in ipairs(v) do
+      local k = weak_kind(x)
+      if WEAK_RANK[k] > WEAK_RANK[widest] then widest = k end
+    end
+    return widest
+  end
+  if is_complex(v) then return "weak-complex" end
+  return math.type(v) == "float" and "weak-float" or "weak-int"
+end
+
+-- v of searchsorted (argument 2) as an array, whether it is a temporary, and the dtype it and
+-- a are compared in: NumPy's promotion, with a number or a table of numbers counting as weak
+-- scalars (NEP 50), so that 2.5 is looked for as 2.5 among integers.
+local function search_values(a, v)
+  if getmetatable(v) == core.types.GPUArray then
+    check_array(v, 2, "searchsorted")
+    if v.device ~= a.device then
+      argerror(2, "searchsorted", ("v is on device %d, a on device %d"):format(v.device, a.device))
+    end
+    return v, false, promote.promote_types(a.dtype, v.dtype)
+  end
+  local one = type(v) == "number" or is_complex(v)
+  local list = one and {v} or v
+  local dtype = type(list) == "table" and getmetatable(list) == nil and
+                promote.weak_dtype(weak_kind(list), a.dtype)
+  local ok, h = false, nil
+  if dtype then ok, h = pcall(core.host.from_table, list, dtype) end
+  if not ok then argerror(2, "searchsorted", "v must be a GPUArray, a number or a table of numbers") end
+  local values = require("gpu.gpuarray").to_gpu(h)
+  if one then values = values:reshape({}) end             -- one number: a 0-d result
+  return values, true, dtype
+end
+
+function M.searchsorted(a, v, opts)
+  check_array(a, 1, "searchsorted")
+  if a.ndim ~= 1 then
+    argerror(1, "searchsorted", ("a sorted 1-d array expected, got shape %s"):format(promote.shape_text(a.shape)))
+  end
+  opts = reduction.check_options(opts, 3, "searchsorted", SEARCH_OPTIONS)
+  local side, stream = opts.side or "left", opts.stream
+  if side ~= "left" and side ~= "right" then
+    argerror(3, "searchsorted", ("option 'side' must be 'left' or 'right', got %s")
+                                :format(type(side) == "string" and "'" .. side .. "'" or args.typename(side)))
+  end
+  local values, values_made, dtype = search_values(a, v)
+  local result = core.array_empty(values.shape, "int64")
+  if values.size == 0 then
+    if values_made then values:free() end
+    return result
+  end
+  local function as_keys(x)          -- x in dtype, contiguous; and whether that is a copy
+    if x.dtype ~= dtype then return x:astype(dtype, {stream = stream}), true end
+    if not x.is_contiguous then return x:copy({stream = stream}), true end
+    return x, false
+  end
+  local keys, keys_made = as_keys(a)
+  local probes, probes_made = as_keys(values)
+  kernel(dtype, false, "gpu_searchsorted")(keys, a.size, probes, values.size, result,
+                                           side == "right" and 1 or 0,
+                                           {block = BLOCK, grid = grid_for(values.size), stream = stream})
+  if keys_made then core.free_after(keys, stream) end
+  if probes_made then core.free_after(probes, stream) end
+  if values_made then core.free_after(values, stream) end
+  return result
+end
+
 function M.install(gpu)
   gpu.gpuarray.sort, gpu.gpuarray.argsort = M.sort, M.argsort
+  gpu.gpuarray.searchsorted = M.searchsorted
   local methods = core.types.GPUArray.__methods
   methods.sort, methods.argsort = M.sort_in_place, M.argsort
+  methods.searchsorted = M.searchsorted
 end
 
 return M

@@ -413,4 +413,102 @@ describe("gpuarray.take, put and scatter_add", function()
     helpers.assert_error("bad argument #2 to 'bincount' (unknown option 'weight')",
                          gpu.gpuarray.bincount, upload({1, 2}, "int32"), {weight = {1, 2}})
   end)
+  helpers.gpu_it("histogram counts values between edges, as NumPy's", function()
+    -- the bin of v among edges (a Lua list), as NumPy's: edges[b] <= v < edges[b + 1], the
+    -- last bin closed, nil outside or for NaN
+    local function bin_of(v, edges)
+      local last = #edges
+      if not (v >= edges[1] and v <= edges[last]) then return nil end
+      local b = 1
+      while b < last - 1 and edges[b + 1] <= v do b = b + 1 end
+      return b
+    end
+    local function check(x, counts, edges, weights, what)
+      local hx, he = helpers.flat(x:get()), helpers.flat(edges:get())
+      local want, magnitude, terms = {}, {}, {}
+      for b = 1, #he - 1 do want[b], magnitude[b], terms[b] = 0, 0, 0 end
+      for i, v in ipairs(hx) do
+        local b = bin_of(v, he)
+        if b then
+          local w = weights and weights[i] or 1
+          want[b], magnitude[b], terms[b] = want[b] + w, magnitude[b] + math.abs(w), terms[b] + 1
+        end
+      end
+      local got = counts:get()
+      assert.are.equal(#he - 1, counts.size, what)
+      for b = 1, #he - 1 do      -- weights add in float64 in any order
+        local tol = weights and terms[b] * 2 ^ -52 * magnitude[b] or 0
+        assert(math.abs(want[b] - got[b]) <= tol, ("%s bin %d: expected %.17g, got %.17g"):format(what, b, want[b], got[b]))
+      end
+    end
+    for _, dtype in ipairs{"float32", "float64", "float16", "int32", "uint8"} do
+      local n = math.random(1, 20000)
+      local values = {}
+      for i = 1, n do
+        if dtype:match("float") then
+          local r = math.random()
+          values[i] = r < 0.02 and 0 / 0 or r < 0.1 and math.random(-4, 4) / 2 or (math.random() * 2 - 1) * 3
+        else values[i] = math.random(0, 200) end
+      end
+      local x = upload(values, dtype)
+      if n % 3 == 0 then x = x:reshape({3, n // 3}) end
+      local bins = math.random(1, 40)
+      -- equal bins over a range: NaN and values outside count nowhere, values on an edge
+      -- go to the bin above it, the top edge to the last bin
+      local lo, hi = math.random(-3, 0), math.random(1, 250)
+      local counts, edges = gpu.gpuarray.histogram(x, {bins = bins, range = {lo, hi}})
+      assert.are.equal(dtype:match("float") and dtype or "float64", edges.dtype)
+      local he, step = edges:get(), (hi - lo) / bins
+      for i = 0, bins do
+        local want = i == bins and hi or i * step + lo
+        if dtype:match("float") then
+          local h = gpu.host.empty(1, dtype)
+          h[1] = want
+          want = h[1]
+        end
+        assert.are.equal(want, he[i + 1], ("%s edge %d"):format(dtype, i + 1))
+      end
+      check(x, counts, edges, nil, dtype .. " range")
+      if not dtype:match("float") then                   -- x's own range (floats have NaNs)
+        counts, edges = gpu.gpuarray.histogram(x, {bins = bins})
+        check(x, counts, edges, nil, dtype .. " own range")
+      end
+      -- edges of one's own, and weights summed in float64
+      local cuts = {-2.5, -1, 0, 0.5, 2, 50, 199}
+      local weights = helpers.random_floats(n, 4)
+      counts, edges = gpu.gpuarray.histogram(x, {bins = cuts, weights = weights})
+      assert.are.equal("float64", counts.dtype)
+      check(x, counts, edges, weights, dtype .. " edges, weights")
+      local cuts_on_device = upload(cuts, "float32")
+      counts, edges = gpu.gpuarray.histogram(x:ravel():slice(1, n, 2), {bins = cuts_on_device})
+      assert.are.equal(cuts_on_device, edges)
+      check(x:ravel():slice(1, n, 2), counts, edges, nil, dtype .. " strided, device edges")
+    end
+    -- every value alike: a unit-wide range around it, as NumPy's
+    local counts, edges = gpu.gpuarray.histogram(upload({5, 5, 5}, "int16"), {bins = 2})
+    assert.are.same({4.5, 5, 5.5}, edges:get():totable())
+    assert.are.same({0, 3}, counts:get():totable())
+    counts, edges = gpu.gpuarray.histogram(gpu.empty(0, "float32"), {bins = 4})
+    assert.are.same({0, 0, 0, 0}, counts:get():totable())
+    assert.are.same({0, 0.25, 0.5, 0.75, 1}, edges:get():totable())
+    local x = upload({1, 0 / 0}, "float64")
+    helpers.assert_error("bad argument #1 to 'histogram' (the range of x's values, [nan, nan], is not finite)",
+                         gpu.gpuarray.histogram, upload({0 / 0}, "float64"))
+    helpers.assert_error("bad argument #1 to 'histogram' (an array of integers or floats expected, got bool)",
+                         gpu.gpuarray.histogram, gpu.zeros(2, "bool"))
+    helpers.assert_error("bad argument #2 to 'histogram' (option 'bins' must increase: edge 2 is 3, edge 3 1)",
+                         gpu.gpuarray.histogram, x, {bins = {0, 3, 1}})
+    helpers.assert_error("bad argument #2 to 'histogram' (option 'bins' must be a whole number or at least two "
+                         .. "increasing edges (a GPUArray or table))", gpu.gpuarray.histogram, x, {bins = {1}})
+    helpers.assert_error("bad argument #2 to 'histogram' (option 'bins' must be at least 1, got 0)",
+                         gpu.gpuarray.histogram, x, {bins = 0})
+    helpers.assert_error("bad argument #2 to 'histogram' (option 'range' {1, 0} ends below its start)",
+                         gpu.gpuarray.histogram, x, {range = {1, 0}})
+    helpers.assert_error("bad argument #2 to 'histogram' (option 'range' {0, inf} is not finite)",
+                         gpu.gpuarray.histogram, x, {range = {0, 1 / 0}})
+    helpers.assert_error("bad argument #2 to 'histogram' (option 'range' goes with a number of bins, not edges)",
+                         gpu.gpuarray.histogram, x, {bins = {0, 1}, range = {0, 1}})
+    helpers.assert_error("bad argument #2 to 'histogram' (unknown option 'density')",
+                         gpu.gpuarray.histogram, x, {density = true})
+  end)
 end)

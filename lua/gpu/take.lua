@@ -9,7 +9,9 @@
 --     NumPy's add.at: a[indices[i]] += values[i], repeated indices adding up;
 --   gpuarray.bincount(x[, {weights =, minlength =, stream =}])   NumPy's bincount
 --     (kernels/bincount.cu): how many of x's values (integers from 0, which are data, not
---     indices) are each of 0, 1, ..., max(x), the count of value v at element v + 1.
+--     indices) are each of 0, 1, ..., max(x), the count of value v at element v + 1;
+--   gpuarray.histogram(x[, {bins =, range =, weights =, stream =}]) -> counts, edges
+--     NumPy's histogram, on the same kernels.
 --
 -- indices is an integer GPUArray or a Lua table of integers.  mode says what an index outside
 -- 1..a.size does: "raise" (the default) raises an error naming the first such index, which
@@ -31,6 +33,7 @@ local BLOCK = 256
 local TAKE_OPTIONS = {out = true, mode = true, stream = true}
 local SCATTER_OPTIONS = {mode = true, stream = true}
 local MODES = {raise = 0, wrap = 1, clip = 2}
+local SHARED_BINS = 4096        -- bins bincount.cu's blocks count in shared memory first (32 KiB)
 local check_array = reduction.check_array
 
 local overlap = ew.overlap
@@ -287,26 +290,45 @@ function M.scatter_add(a, indices, values, opts)
   return a
 end
 
-local BINCOUNT_OPTIONS = {weights = true, minlength = true, stream = true}
-local SHARED_BINS = 4096        -- bins a block counts in shared memory first (32 KiB)
+-- Launches kernel `name` of bincount.cu over the contiguous x into counts (zeroed, int64 or,
+-- with weights, float64), with the histogram's edges after the common arguments.
+local function count_bins(name, x, weights, counts, stream, edges)
+  local weighted = weights ~= nil
+  local f = kernel_cache.get(("bincount|%s|%s|%s"):format(name, x.dtype, weighted), function()
+    local load = ({float16 = "gpu_half_to_float(x)", bfloat16 = "gpu_bf16_to_float(x)"})[x.dtype] or "x"
+    return core.kernel_sources["common.cu"] .. "\n" .. reduction.fill(core.kernel_sources["bincount.cu"], {
+      VALUE_T = reduction.dtypes[x.dtype].ctype, WEIGHTED = weighted and "1" or "0",
+      AS_DOUBLE = "(double)" .. load,
+    }), name, nil, {no_extern_c = true, name = "bincount.cu"}
+  end)
+  local bins = counts.size
+  local in_shared = bins <= SHARED_BINS
+  local grid = in_shared and math.min(reduction.max_grid(), (x.size + BLOCK - 1) // BLOCK)
+               or reduction.grid_stride_blocks(x.size, BLOCK)
+  local launch = {block = BLOCK, grid = grid, shared = in_shared and 8 * bins or 0, stream = stream}
+  if edges then f(x, weights, counts, x.size, bins, in_shared and 1 or 0, edges, launch)
+  else f(x, weights, counts, x.size, bins, in_shared and 1 or 0, launch) end
+end
 
--- bincount's weights option as a contiguous float64 GPUArray of n elements on x's device, and
--- whether it is a temporary.
-local function weight_array(x, weights, stream)
+local BINCOUNT_OPTIONS = {weights = true, minlength = true, stream = true}
+
+-- The weights option of fname (argument 2) as a contiguous float64 GPUArray of x.size
+-- elements on x's device, and whether it is a temporary.
+local function weight_array(x, weights, stream, fname)
   local wrong = ("option 'weights' must be a GPUArray or a table of %d numbers"):format(x.size)
   if type(weights) == "table" and getmetatable(weights) == nil then
     local ok, h = pcall(core.host.from_table, weights, "float64")
-    if not ok or h.size ~= x.size then argerror(2, "bincount", wrong) end
+    if not ok or h.size ~= x.size then argerror(2, fname, wrong) end
     return require("gpu.gpuarray").to_gpu(h), true
   end
-  if getmetatable(weights) ~= core.types.GPUArray then argerror(2, "bincount", wrong) end
-  check_array(weights, 2, "bincount")
-  if weights.size ~= x.size then argerror(2, "bincount", wrong) end
+  if getmetatable(weights) ~= core.types.GPUArray then argerror(2, fname, wrong) end
+  check_array(weights, 2, fname)
+  if weights.size ~= x.size then argerror(2, fname, wrong) end
   if weights.device ~= x.device then
-    argerror(2, "bincount", ("weights are on device %d, x on device %d"):format(weights.device, x.device))
+    argerror(2, fname, ("weights are on device %d, x on device %d"):format(weights.device, x.device))
   end
   if weights.dtype ~= "float64" then return weights:astype("float64", {stream = stream}), true end
-  return contiguous(weights, stream, "bincount")
+  return contiguous(weights, stream, fname)
 end
 
 function M.bincount(x, opts)
@@ -324,7 +346,7 @@ function M.bincount(x, opts)
   end
   local weighted = opts.weights ~= nil
   local weights, weights_made
-  if weighted then weights, weights_made = weight_array(x, opts.weights, stream) end
+  if weighted then weights, weights_made = weight_array(x, opts.weights, stream, "bincount") end
   local length = minlength
   if x.size > 0 then
     local lowest, highest = x:min({stream = stream}), x:max({stream = stream})
@@ -340,19 +362,112 @@ function M.bincount(x, opts)
   local counts = core.array_zeros({length}, weighted and "float64" or "int64")
   if x.size == 0 then return counts end
   local source, source_copied = contiguous(x, stream, "bincount")
-  local f = kernel_cache.get(("bincount|%s|%s"):format(x.dtype, weighted), function()
-    return reduction.fill(core.kernel_sources["bincount.cu"], {
-      VALUE_T = reduction.dtypes[x.dtype].ctype, WEIGHTED = weighted and "1" or "0",
-    }), "gpu_bincount", nil, {no_extern_c = true, name = "bincount.cu"}
-  end)
-  local in_shared = length <= SHARED_BINS
-  local grid = in_shared and math.min(reduction.max_grid(), (x.size + BLOCK - 1) // BLOCK)
-               or reduction.grid_stride_blocks(x.size, BLOCK)
-  f(source, weights, counts, x.size, length, in_shared and 1 or 0,
-    {block = BLOCK, grid = grid, shared = in_shared and 8 * length or 0, stream = stream})
+  count_bins("gpu_bincount", source, weights, counts, stream)
   if source_copied then core.free_after(source, stream) end
   if weights_made then core.free_after(weights, stream) end
   return counts
+end
+
+local HISTOGRAM_OPTIONS = {bins = true, range = true, weights = true, stream = true}
+
+-- A float for a message: as few digits as give it back, and NaN without a sign.
+local function number_text(v)
+  if v ~= v then return "nan" end
+  if math.abs(v) == math.huge then return v > 0 and "inf" or "-inf" end
+  local text = ("%.15g"):format(v)
+  if tonumber(text) ~= v then text = ("%.17g"):format(v) end
+  return text
+end
+
+-- histogram's edges for `bins` equal bins over x (NumPy's: over range, else from x's least
+-- to its greatest value, half a unit either side when those are equal), computed as NumPy's
+-- linspace computes them and rounded to x's dtype where that is a float, as NumPy's are.
+local function equal_edges(x, bins, range, stream)
+  local lo, hi
+  if range ~= nil then
+    if type(range) ~= "table" or getmetatable(range) ~= nil or #range ~= 2 or
+       math.type(range[1]) == nil or math.type(range[2]) == nil then
+      argerror(2, "histogram", "option 'range' must be {lo, hi}, two numbers")
+    end
+    lo, hi = range[1] + 0.0, range[2] + 0.0
+    if lo > hi then
+      argerror(2, "histogram", ("option 'range' {%s, %s} ends below its start"):format(number_text(lo), number_text(hi)))
+    end
+    if hi - lo ~= hi - lo or math.abs(hi - lo) == math.huge then
+      argerror(2, "histogram", ("option 'range' {%s, %s} is not finite"):format(number_text(lo), number_text(hi)))
+    end
+  elseif x.size == 0 then
+    lo, hi = 0.0, 1.0
+  else
+    lo, hi = x:min({stream = stream}) + 0.0, x:max({stream = stream}) + 0.0
+    if hi - lo ~= hi - lo or math.abs(hi - lo) == math.huge then
+      argerror(1, "histogram", ("the range of x's values, [%s, %s], is not finite")
+                               :format(number_text(lo), number_text(hi)))
+    end
+  end
+  if lo == hi then lo, hi = lo - 0.5, hi + 0.5 end
+  local edges, step = {}, (hi - lo) / bins
+  for i = 0, bins - 1 do edges[i + 1] = i * step + lo end
+  edges[bins + 1] = hi
+  local dtype = promote.kind(x.dtype) == "f" and x.dtype or "float64"
+  return require("gpu.gpuarray").to_gpu(core.host.from_table(edges, dtype))
+end
+
+-- histogram's edges given as bins: a GPUArray or a table of at least two increasing numbers.
+local function given_edges(bins, stream)
+  local wrong = "option 'bins' must be a whole number or at least two increasing edges (a GPUArray or table)"
+  local edges, values
+  if getmetatable(bins) == core.types.GPUArray then
+    check_array(bins, 2, "histogram")
+    if bins.ndim ~= 1 or promote.kind(bins.dtype) == "c" then argerror(2, "histogram", wrong) end
+    if stream then stream:synchronize() end             -- what the stream wrote into them
+    edges, values = bins, bins:get()
+  elseif type(bins) == "table" and getmetatable(bins) == nil then
+    local ok, h = pcall(core.host.from_table, bins, "float64")
+    if not ok or h.ndim ~= 1 then argerror(2, "histogram", wrong) end
+    edges, values = require("gpu.gpuarray").to_gpu(h), h
+  else
+    argerror(2, "histogram", wrong)
+  end
+  if values.size < 2 then argerror(2, "histogram", wrong) end
+  for i = 2, values.size do
+    if not (values[i - 1] <= values[i]) then
+      argerror(2, "histogram", ("option 'bins' must increase: edge %d is %s, edge %d %s")
+                               :format(i - 1, number_text(values[i - 1]), i, number_text(values[i])))
+    end
+  end
+  return edges
+end
+
+function M.histogram(x, opts)
+  check_array(x, 1, "histogram")
+  local kind = promote.kind(x.dtype)
+  if kind ~= "i" and kind ~= "u" and kind ~= "f" then
+    argerror(1, "histogram", "an array of integers or floats expected, got " .. x.dtype)
+  end
+  opts = args.check_options(opts, 2, "histogram", HISTOGRAM_OPTIONS)
+  local bins, stream = opts.bins or 10, opts.stream
+  local weights, weights_made
+  if opts.weights ~= nil then weights, weights_made = weight_array(x, opts.weights, stream, "histogram") end
+  local edges
+  if math.type(bins) == "integer" then
+    if bins < 1 then argerror(2, "histogram", ("option 'bins' must be at least 1, got %d"):format(bins)) end
+    edges = equal_edges(x, bins, opts.range, stream)
+  else
+    if opts.range ~= nil then argerror(2, "histogram", "option 'range' goes with a number of bins, not edges") end
+    edges = given_edges(bins, stream)
+  end
+  local counts = core.array_zeros({edges.size - 1}, weights and "float64" or "int64")
+  if x.size > 0 then
+    local source, source_copied = contiguous(x, stream, "histogram")
+    local doubles = edges
+    if edges.dtype ~= "float64" or not edges.is_contiguous then doubles = edges:astype("float64", {stream = stream}) end
+    count_bins("gpu_histogram", source, weights, counts, stream, doubles)
+    if doubles ~= edges then core.free_after(doubles, stream) end
+    if source_copied then core.free_after(source, stream) end
+  end
+  if weights_made then core.free_after(weights, stream) end
+  return counts, edges
 end
 
 function M.install(gpu)
@@ -360,6 +475,7 @@ function M.install(gpu)
   gpu.gpuarray.put = M.put
   gpu.gpuarray.scatter_add = M.scatter_add
   gpu.gpuarray.bincount = M.bincount
+  gpu.gpuarray.histogram = M.histogram
   local methods = core.types.GPUArray.__methods     -- NumPy's a.take(ind) and a.put(ind, v)
   methods.take, methods.put = M.take, M.put
 end

@@ -1,4 +1,4 @@
--- tools/large_ops.lua: device time of 36 common operations on 2^26 float32 (and the dtypes
+-- tools/large_ops.lua: device time of 38 common operations on 2^26 float32 (and the dtypes
 -- and shapes named), against a copy's bandwidth, beside CuPy's (tools/large_ops.py): a survey
 -- for finding the operations that fall short of the memory's speed (bench/NOTES.md quotes one).
 --
@@ -25,6 +25,7 @@ local m = a:reshape(8192, 8192)
 local mask = a:gt(0)
 local target = gpu.zeros(n, "float32")          -- what put and scatter_add write into
 local small = (b * 1000):astype("int32")         -- bincount's values, in [0, 1000)
+local sorted_b = ga.sort(b)                       -- searchsorted's keys
 -- device_time frees what a call returns: a call that gives a Lua number gets an array to free
 local function keep(x)
   if type(x) == "number" or x == nil then return gpu.zeros(1, "float32") end
@@ -54,6 +55,8 @@ local cases = {   -- {name, nominal bytes an element, call}
   {"put raise", 16, function() ga.put(target, idx, a); return keep() end},
   {"scatter_add", 16, function() ga.scatter_add(target, idx, a, {mode = "wrap"}); return keep() end},
   {"bincount", 4, function() return ga.bincount(small) end},
+  {"histogram", 4, function() return (ga.histogram(a, {bins = 100})) end},
+  {"searchsorted", 12, function() return ga.searchsorted(sorted_b, a) end},
   {"cumsum f64", 16, function() return gpu.cumsum(d) end},
   {"cumsum i32", 12, function() return gpu.cumsum(ia) end},   -- int64 out
   {"sum f64", 8, function() return ga.sum(d) end},

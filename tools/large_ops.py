@@ -23,6 +23,7 @@ m = a.reshape(8192, 8192)
 mask = a > 0
 target = cp.zeros(n, dtype=cp.float32)
 small = (b * 1000).astype(cp.int32)
+sorted_b = cp.sort(b)
 
 cases = [  # (name, nominal bytes an element, call)
     ("copy", 8, lambda: a.copy()),
@@ -48,6 +49,8 @@ cases = [  # (name, nominal bytes an element, call)
     ("put raise", 16, lambda: cp.put(target, idx, a, mode="raise")),
     ("scatter_add", 16, lambda: cupyx.scatter_add(target, idx, a)),
     ("bincount", 4, lambda: cp.bincount(small)),
+    ("histogram", 4, lambda: cp.histogram(a, bins=100)[0]),
+    ("searchsorted", 12, lambda: cp.searchsorted(sorted_b, a)),
     ("cumsum f64", 16, lambda: cp.cumsum(d)),
     ("cumsum i32", 12, lambda: cp.cumsum(ia)),  # int64 out
     ("sum f64", 8, lambda: d.sum()),

@@ -400,6 +400,8 @@ describe("gpuarray.take, put and scatter_add", function()
     helpers.assert_error("bad argument #1 to 'bincount' (values must not be negative, got -2)", gpu.gpuarray.bincount, x)
     helpers.assert_error("bad argument #1 to 'bincount' (value 18446744073709551615 is too large to count)",
                          gpu.gpuarray.bincount, upload({1, -1}, "uint64"))
+    helpers.assert_error("bad argument #1 to 'bincount' (value 9223372036854775807 is too large to count)",
+                         gpu.gpuarray.bincount, upload({math.maxinteger}, "int64"))
     helpers.assert_error("bad argument #1 to 'bincount' (a 1-d array of integers expected, got float32 of shape (2,))",
                          gpu.gpuarray.bincount, gpu.zeros(2, "float32"))
     helpers.assert_error("bad argument #1 to 'bincount' (a 1-d array of integers expected, got int32 of shape (2,2))",

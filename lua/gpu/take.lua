@@ -230,16 +230,18 @@ local function scatter(a, indices, values, mode, stream, fname, name, add_type, 
   if source_copied then core.free_after(source, stream) end
 end
 
-function M.put(a, indices, values, opts)
-  local mode, stream
-  indices, mode, stream = scatter_arguments(a, indices, opts, "put")
-  local source, source_made = value_array(a, values, a.dtype, a.dtype, stream, "put")
+-- scatter into a: on a itself where it is contiguous and of work_dtype, else on a contiguous
+-- copy of it in work_dtype, stored back into a afterwards.  Frees source where it is the
+-- caller's temporary, an error or not.  Returns a.
+local function scatter_through(a, work_dtype, indices, source, source_made, mode, stream, fname, ...)
   local ok, err = true, nil
   if indices.size > 0 and source.size > 0 then
-    local target = a.is_contiguous and a or a:copy({stream = stream})
-    ok, err = pcall(scatter, target, indices, source, mode, stream, "put", "gpu_put")
+    local target = a
+    if work_dtype ~= a.dtype then target = a:astype(work_dtype, {stream = stream})
+    elseif not a.is_contiguous then target = a:copy({stream = stream}) end
+    ok, err = pcall(scatter, target, indices, source, mode, stream, fname, ...)
     if target ~= a then
-      if ok then ew.launch(ew.copy_program(a.dtype), a, stream, "put", target) end
+      if ok then target:astype(a.dtype, {out = a, stream = stream}) end
       core.free_after(target, stream)
     end
   end
@@ -248,8 +250,17 @@ function M.put(a, indices, values, opts)
   return a
 end
 
+function M.put(a, indices, values, opts)
+  local mode, stream
+  indices, mode, stream = scatter_arguments(a, indices, opts, "put")
+  local source, source_made = value_array(a, values, a.dtype, a.dtype, stream, "put")
+  return scatter_through(a, a.dtype, indices, source, source_made, mode, stream, "put", "gpu_put")
+end
+
 -- What scatter_add adds in: the atomics' C type, its count an element, and the dtype of the
--- array the atomics work on (narrow integers, bool and 16-bit floats add in a wider copy).
+-- array the atomics work on (narrow integers, bool and 16-bit floats add in a wider copy: a
+-- bool's sum is true where it is not 0, a narrow integer's wraps, a 16-bit float's rounds
+-- once).
 local ADD_TYPES = {
   float32 = {"float", 1}, float64 = {"double", 1},
   complex64 = {"float", 2}, complex128 = {"double", 2},
@@ -271,23 +282,8 @@ function M.scatter_add(a, indices, values, opts)
     argerror(3, "scatter_add", ("values has %d elements and indices %d: give one value or one for each index")
                                :format(source.size, indices.size))
   end
-  local ok, err = true, nil
-  if indices.size > 0 then
-    -- the atomics' array: a, a contiguous copy of it, or a wider one (a bool's sum is true
-    -- where it is not 0, a narrow integer's wraps, a 16-bit float's rounds once)
-    local target = a
-    if wide ~= a.dtype then target = a:astype(wide, {stream = stream})
-    elseif not a.is_contiguous then target = a:copy({stream = stream}) end
-    ok, err = pcall(scatter, target, indices, source, mode, stream, "scatter_add",
-                    "gpu_scatter_add", add[1], add[2])
-    if target ~= a then
-      if ok then target:astype(a.dtype, {out = a, stream = stream}) end
-      core.free_after(target, stream)
-    end
-  end
-  if source_made then core.free_after(source, stream) end
-  if not ok then error(err, 0) end
-  return a
+  return scatter_through(a, wide, indices, source, source_made, mode, stream, "scatter_add",
+                         "gpu_scatter_add", add[1], add[2])
 end
 
 -- Launches kernel `name` of bincount.cu over the contiguous x into counts (zeroed, int64 or,
@@ -353,17 +349,19 @@ function M.bincount(x, opts)
     if kind == "i" and lowest < 0 then
       argerror(1, "bincount", ("values must not be negative, got %d"):format(lowest))
     end
-    if math.type(highest) ~= "integer" or highest < 0 then   -- a uint64 from 2^63 on
+    -- a uint64 from 2^63 on (a negative Lua integer, or a float), or no room for highest + 1
+    if math.type(highest) ~= "integer" or highest < 0 or highest == math.maxinteger then
       argerror(1, "bincount", ("value %s is too large to count"):format(
         math.type(highest) == "integer" and unsigned_text(highest) or ("%.0f"):format(highest)))
     end
     length = math.max(length, highest + 1)
   end
   local counts = core.array_zeros({length}, weighted and "float64" or "int64")
-  if x.size == 0 then return counts end
-  local source, source_copied = contiguous(x, stream, "bincount")
-  count_bins("gpu_bincount", source, weights, counts, stream)
-  if source_copied then core.free_after(source, stream) end
+  if x.size > 0 then
+    local source, source_copied = contiguous(x, stream, "bincount")
+    count_bins("gpu_bincount", source, weights, counts, stream)
+    if source_copied then core.free_after(source, stream) end
+  end
   if weights_made then core.free_after(weights, stream) end
   return counts
 end

@@ -267,25 +267,11 @@ end
 
 local SEARCH_OPTIONS = {side = true, stream = true}
 
--- The weak kind (NEP 50) of a number, or of the numbers of a nested table: the widest of
--- "weak-int", "weak-float" and "weak-complex".
-local WEAK_RANK = {["weak-int"] = 1, ["weak-float"] = 2, ["weak-complex"] = 3}
-local function weak_kind(v)
-  if type(v) == "table" and getmetatable(v) == nil then
-    local widest = "weak-int"
-    for _, x in ipairs(v) do
-      local k = weak_kind(x)
-      if WEAK_RANK[k] > WEAK_RANK[widest] then widest = k end
-    end
-    return widest
-  end
-  if is_complex(v) then return "weak-complex" end
-  return math.type(v) == "float" and "weak-float" or "weak-int"
-end
-
 -- v of searchsorted (argument 2) as an array, whether it is a temporary, and the dtype it and
 -- a are compared in: NumPy's promotion, with a number or a table of numbers counting as weak
--- scalars (NEP 50), so that 2.5 is looked for as 2.5 among integers.
+-- scalars (NEP 50), so that 2.5 is looked for as 2.5 among integers.  A table's kind is the
+-- dtype host.from_table infers for it (int64, float64, complex128 or bool).
+local WEAK_OF = {int64 = "weak-int", float64 = "weak-float", complex128 = "weak-complex"}
 local function search_values(a, v)
   if getmetatable(v) == core.types.GPUArray then
     check_array(v, 2, "searchsorted")
@@ -296,10 +282,14 @@ local function search_values(a, v)
   end
   local one = type(v) == "number" or is_complex(v)
   local list = one and {v} or v
-  local dtype = type(list) == "table" and getmetatable(list) == nil and
-                promote.weak_dtype(weak_kind(list), a.dtype)
   local ok, h = false, nil
-  if dtype then ok, h = pcall(core.host.from_table, list, dtype) end
+  if type(list) == "table" and getmetatable(list) == nil then ok, h = pcall(core.host.from_table, list) end
+  local dtype
+  if ok then
+    local weak = WEAK_OF[h.dtype]
+    dtype = weak and promote.weak_dtype(weak, a.dtype) or promote.promote_types(a.dtype, h.dtype)
+    if dtype ~= h.dtype then ok, h = pcall(core.host.from_table, list, dtype) end
+  end
   if not ok then argerror(2, "searchsorted", "v must be a GPUArray, a number or a table of numbers") end
   local values = require("gpu.gpuarray").to_gpu(h)
   if one then values = values:reshape({}) end             -- one number: a 0-d result

@@ -90,16 +90,19 @@ local function kernel(name, item_bytes, index_dtype, mode, add_type, add_compone
   end)
 end
 
--- The first 0-based position of an out-of-range index of `where` (contiguous) for size
--- elements, or nil; synchronizes the stream.
-local function first_bad_index(find, where, size, stream)
-  local first_bad = core.mem_alloc(8)
-  core.memset_d32_async(first_bad, 0xffffffff, 2, stream)
-  find(where, where.size, size, first_bad,
-    {block = BLOCK, grid = reduction.grid_stride_blocks(where.size, BLOCK), stream = stream})
+-- A device word for the kernels' atomicMin of the first bad position (all ones: none yet).
+local function bad_slot(stream)
+  local slot = core.mem_alloc(8)
+  core.memset_d32_async(slot, 0xffffffff, 2, stream)
+  return slot
+end
+
+-- The 0-based position in slot, or nil where no index was bad; synchronizes the stream and
+-- frees slot.
+local function first_bad(slot, stream)
   if stream then stream:synchronize() end
-  local bad = core.from_device(first_bad, 1, "int64")[1]
-  first_bad:free()
+  local bad = core.from_device(slot, 1, "int64")[1]
+  slot:free()
   return bad >= 0 and bad or nil
 end
 
@@ -137,25 +140,16 @@ function M.take(a, indices, opts)
      (mode == MODES.raise and out ~= nil) then
     target = core.array_empty(result.shape, result.dtype)
   end
-  local first_bad
-  if mode == 0 then
-    first_bad = core.mem_alloc(8)
-    core.memset_d32_async(first_bad, 0xffffffff, 2, stream)
-  end
-  local grid = reduction.grid_stride_blocks(n, BLOCK)
-  kernel("gpu_take", a.itemsize, indices.dtype, mode)(target, source, where, n, a.size, first_bad,
-                                  {block = BLOCK, grid = grid, stream = stream})
+  local slot = mode == MODES.raise and bad_slot(stream) or nil
+  kernel("gpu_take", a.itemsize, indices.dtype, mode)(target, source, where, n, a.size, slot,
+    {block = BLOCK, grid = reduction.grid_stride_blocks(n, BLOCK), stream = stream})
   if source_copied then core.free_after(source, stream) end
-  if first_bad then
-    if stream then stream:synchronize() end
-    local bad = core.from_device(first_bad, 1, "int64")[1]   -- the first bad position, 0-based
-    first_bad:free()
-    if bad >= 0 then
-      if target ~= result then target:free() end
-      local _, err = pcall(out_of_range, "take", indices, where, bad, a.size)
-      if where_copied then where:free() end
-      error(err, 0)
-    end
+  local bad = slot and first_bad(slot, stream)
+  if bad then
+    if target ~= result then target:free() end
+    local _, err = pcall(out_of_range, "take", indices, where, bad, a.size)
+    if where_copied then where:free() end
+    error(err, 0)
   end
   if where_copied then core.free_after(where, stream) end
   if target ~= result then
@@ -215,8 +209,10 @@ local function scatter(a, indices, values, mode, stream, fname, name, add_type, 
   if a.size == 0 then argerror(2, fname, ("cannot %s into an empty array"):format(fname == "put" and "put" or "add")) end
   local where, where_copied = contiguous(indices, stream, fname, a)
   if mode == MODES.raise then
-    local find = kernel("gpu_first_bad_index", a.itemsize, indices.dtype, mode, add_type, add_components)
-    local bad = first_bad_index(find, where, a.size, stream)
+    local slot = bad_slot(stream)
+    kernel("gpu_first_bad_index", a.itemsize, indices.dtype, mode, add_type, add_components)(
+      where, n, a.size, slot, {block = BLOCK, grid = reduction.grid_stride_blocks(n, BLOCK), stream = stream})
+    local bad = first_bad(slot, stream)
     if bad then
       local _, err = pcall(out_of_range, fname, indices, where, bad, a.size)
       if where_copied then where:free() end

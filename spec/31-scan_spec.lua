@@ -43,7 +43,7 @@ describe("scans", function()
   -- warp or lane combined out of order, twice or not at all gives a wrong answer.
   local P = 1000003
   local function compose(f, g)
-    assert(type(f) == "table" and type(g) == "table", "combined a tile before tile 0")
+    assert(type(f) == "table" and type(g) == "table", "combined a tile before its row's first")
     return {f[1] * g[1] % P, (f[2] * g[1] + g[2]) % P}
   end
   local function check_sim(n, opts)
@@ -51,9 +51,10 @@ describe("scans", function()
     for i = 1, n do values[i] = {math.random(1, P - 1), math.random(0, P - 1)} end
     opts.junk, opts.poison, opts.neutral = {7, 11}, false, {1, 0}
     local got, tiles = sim.scan(values, compose, opts)
-    local run = opts.exclusive and {1, 0} or nil
+    local run
     for i = 1, n do
       local expect
+      if (i - 1) % (opts.row_len or n) == 0 then run = opts.exclusive and {1, 0} or nil end
       if opts.exclusive then expect, run = run, compose(run, values[i])
       else run = run and compose(run, values[i]) or values[i]; expect = run end
       local g = got[i]
@@ -86,6 +87,18 @@ describe("scans", function()
       end
     end
     assert.is_true(seen[1] > 2 * 32 and seen[4] > 2 * 128)   -- windows slid more than once
+  end)
+
+  it("single-pass look-back (CPU model): rows scanned each on their own, any interleaving #slow", function()
+    -- tiles of 32: rows within one tile, across a few, and past a look-back window of 32
+    for _, shape in ipairs{{1, 5}, {7, 32}, {5, 33}, {3, 95}, {4, 64}, {2, 32 * 33 + 1}, {40, 3}} do
+      for _, resident in ipairs{1, 3, 40} do
+        local tiles = check_sim(shape[1] * shape[2], {block = 32, items = 1, look_back = 1,
+                                                      row_len = shape[2], resident = resident,
+                                                      exclusive = resident == 3})
+        assert.are.equal(shape[1] * ((shape[2] + 31) // 32), tiles)
+      end
+    end
   end)
 
   it("check their constructors' arguments", function()
@@ -338,6 +351,115 @@ describe("scans", function()
     end
   end)
 
+  -- Running values along axis of the row-major list `values` of an array of shape, with op:
+  -- element i's predecessor along the axis is i - inner, unless it starts a run.
+  local function along(values, shape, axis, op)
+    local inner = 1
+    for d = axis + 1, #shape do inner = inner * shape[d] end
+    local out = {}
+    for i = 1, #values do
+      local first = (i - 1) // inner % shape[axis] == 0
+      out[i] = first and values[i] or op(out[i - inner], values[i])
+    end
+    return out
+  end
+
+  -- Every route scan_along takes: rows of tiles (aligned for 16-byte loads or not, one tile or
+  -- past a look-back window), rows through the view with the axis last, short rows (groups of
+  -- 1 to 32 lanes, one chunk or several), and the column kernels (a thread a column, or
+  -- chunks with a look-back up each column), limits changed to reach routes with small arrays.
+  helpers.gpu_it("cumsum and cumprod along an axis, by every route, match running sums and products", function()
+    local add = function(x, y) return x + y end
+    local mul = function(x, y) return x * y end
+    local saved = scan.along_limits
+    local function limits(short_row_len, min_columns, thread_columns)
+      return {short_row_len = short_row_len, min_columns = min_columns or saved.min_columns,
+              thread_columns = thread_columns or saved.thread_columns}
+    end
+    local cases = {   -- shape, axis, scan.along_limits (nil: the defaults)
+      {{3, 5000}, 2}, {{6, 8192}, -1}, {{5, 4097}, 2}, {{2, 300000}, 2}, {{9000, 3}, 1},
+      {{4, 50, 60}, 2}, {{4, 50, 60}, 2, limits(2048, 1)}, {{4, 50, 60}, 2, limits(2048, 1, 1)},
+      {{300, 40}, 2}, {{300, 40}, 2, limits(0)}, {{20000, 1}, 1}, {{1, 20000}, 1},
+      {{7, 5, 300}, 1}, {{3000, 5}, 2}, {{1000, 3}, 2}, {{50, 1500}, 2}, {{9, 33}, -1},
+      {{2, 3, 4, 5}, 4}, {{2, 3, 4, 5}, 3, limits(2048, 1)}, {{2, 3, 4, 5}, 3, limits(2048, 1, 1)},
+      {{1500, 1100}, 1}, {{3000, 40}, 1, limits(2048, 1)}, {{70, 2000}, 1, limits(2048, 1, 1)},
+    }
+    for _, case in ipairs(cases) do
+      local shape, axis = case[1], case[2]
+      scan.along_limits = case[3] or saved
+      local n = 1
+      for _, len in ipairs(shape) do n = n * len end
+      local d = axis < 0 and #shape + 1 + axis or axis
+      for _, dtype in ipairs{"int32", "uint8", "float32", "float64", "bool"} do
+        -- floats: +-1, and in runs short enough for float32's exponent +-2 and +-0.5, so that
+        -- every running sum and product is exact (integers wrap as Lua's do)
+        local values_of = function() return R.random_value(dtype) end
+        if dtype:match("^float") then
+          values_of = function()
+            local r, magnitude = math.random(), 1
+            if shape[d] <= 10000 then magnitude = r < 0.05 and 2 or r < 0.1 and 0.5 or 1 end
+            return math.random() < 0.5 and -magnitude or magnitude
+          end
+        end
+        local flat, values = R.generate(n, dtype, values_of)
+        local a = R.reshaped(flat, shape)
+        local numbers = {}
+        for i = 1, n do numbers[i] = values[i] == true and 1 or values[i] == false and 0 or values[i] end
+        for _, f in ipairs{{"cumsum", add}, {"cumprod", mul}} do
+          local got = gpu[f[1]](a, {axis = axis})
+          assert.are.equal(reduction.sum_dtype(dtype), got.dtype)
+          assert.are.same(shape, got.shape)
+          local h, want = R.get(got), along(numbers, shape, d, f[2])
+          for i = 1, n do
+            if h[i] ~= want[i] then
+              error(("%s of %s %s along %d at %d: got %s, expected %s"):format(f[1], dtype,
+                    table.concat(shape, "x"), axis, i, h[i], want[i]))
+            end
+          end
+          got:free()
+        end
+        flat:free()
+      end
+    end
+    scan.along_limits = saved
+  end)
+
+  helpers.gpu_it("cumsum along an axis of views, on a stream, and as methods", function()
+    local s = gpu.Stream()
+    local flat, values = R.generate(60 * 70, "int64", function() return math.random(-1e6, 1e6) end)
+    local m = R.reshaped(flat, {60, 70})
+    local t = m:transpose()                       -- 70 x 60, not contiguous
+    local saved = scan.along_limits
+    -- short rows and rows of tiles through the axis-last view; then rows of tiles through a's
+    -- layout and the column kernels, by chunks and a thread a column
+    for _, limits in ipairs{{2048, 8192, 8192}, {0, 1, 8192}, {0, 1, 1}} do
+      scan.along_limits = {short_row_len = limits[1], min_columns = limits[2], thread_columns = limits[3]}
+      for axis = 1, 2 do
+        local got = t:cumsum({axis = axis, stream = s})
+        s:synchronize()
+        assert.is_true(got.is_contiguous)
+        local h = R.get(got)
+        local tv = {}
+        for r = 1, 70 do for c = 1, 60 do tv[(r - 1) * 60 + c] = values[(c - 1) * 70 + r] end end
+        assert.are.same(along(tv, {70, 60}, axis, function(x, y) return x + y end),
+                        (function() local r = {} for i = 1, h.size do r[i] = h[i] end return r end)())
+      end
+    end
+    scan.along_limits = saved
+    -- whole-array forms as before: 1-d results in row-major order
+    local p = m:cumprod()
+    assert.are.same({60 * 70}, p.shape)
+    local hp = R.get(p)
+    local run = 1
+    for i = 1, 60 * 70 do
+      run = run * values[i]
+      if hp[i] ~= run then error(("cumprod at %d: %d vs %d"):format(i, hp[i], run)) end
+    end
+    -- an empty axis gives an empty array of the same shape
+    local empty = gpu.gpuarray.zeros({0, 3}, "float32"):cumsum({axis = 2})
+    assert.are.same({0, 3}, empty.shape)
+  end)
+
   helpers.gpu_it("reject bad arrays with clear messages", function()
     local k = gpu.InclusiveScanKernel("float32", "a + b")
     local ints = R.to_gpu({1, 2, 3}, "int32")
@@ -346,9 +468,14 @@ describe("scans", function()
     local g = R.to_gpu({1, 2}, "float32")
     helpers.assert_error("bad argument #2 to 'scan_kernel' (output has 2 elements, input 3)", k, f, g)
     helpers.assert_error("bad argument #2 to 'scan_kernel' (unknown option 'steam')", k, f, {steam = 1})
-    helpers.assert_error("bad argument #2 to 'cumsum' (unknown option 'axis')", gpu.cumsum, f, {axis = 1})
+    helpers.assert_error("bad argument #2 to 'cumsum' (unknown option 'axes')", gpu.cumsum, f, {axes = 1})
+    helpers.assert_error("bad argument #2 to 'cumprod' (axis 2 is out of range for a 1-d array)",
+                         gpu.cumprod, f, {axis = 2})
+    helpers.assert_error("bad argument #2 to 'cumsum' (option 'axis' must be an integer, got float)",
+                         f.cumsum, f, {axis = 1.5})
     f:free()
     helpers.assert_error("bad argument #1 to 'scan_kernel' (array has been freed)", k, f)
     helpers.assert_error("bad argument #1 to 'cumsum' (array has been freed)", gpu.cumsum, f)
+    helpers.assert_error("bad argument #1 to 'cumprod' (array has been freed)", f.cumprod, f)
   end)
 end)

@@ -243,7 +243,7 @@ describe("complex GPU arrays", function()
       end
     end)
 
-    gpu_it(dtype .. ": sum, mean, prod, dot, any, axis sums and cumsum", function()
+    gpu_it(dtype .. ": sum, mean, prod, dot, any, axis sums, cumsum and cumprod", function()
       for _, n in ipairs{1, 257, 100003} do
         local a, av = random_array(n, dtype)
         local b, bv = random_array(n, dtype)
@@ -284,6 +284,39 @@ describe("complex GPU arrays", function()
       -- a strided view reduces through its layout
       local view = m:transpose()
       assert_close(small:sum(), view:sum(), 4 * tol, "transposed sum")
+      -- running products along rows and sums down columns: by the short-row kernel and rows
+      -- of tiles, then by rows of tiles and each column kernel (limits changed to reach them)
+      local scan = require "gpu.scan"
+      local saved = scan.along_limits
+      for _, limits in ipairs{saved, {short_row_len = 0, min_columns = 1, thread_columns = 1 << 30},
+                              {short_row_len = 0, min_columns = 1, thread_columns = 1}} do
+        scan.along_limits = limits
+        local prods, sums = m:cumprod({axis = 2}):get(), m:cumsum({axis = 1}):get()
+        scan.along_limits = saved
+        for r = 1, 3 do
+          local p = C(1)
+          for k = 1, 4 do
+            p = p * sv[(r - 1) * 4 + k]
+            assert_close(p, prods[(r - 1) * 4 + k], 8 * tol, "cumprod along rows")
+          end
+        end
+        for k = 1, 4 do
+          assert_close(sv[k], sums[k], 4 * tol, "cumsum down column")
+          assert_close(sv[k] + sv[4 + k] + sv[8 + k], sums[8 + k], 4 * tol, "cumsum down column")
+        end
+      end
+      -- columns of 40: two or three chunks, whose look-back passes complex values
+      local tall, tv = random_array(40 * 3, dtype)
+      scan.along_limits = {short_row_len = 0, min_columns = 1, thread_columns = 1 << 30}
+      local sums = tall:reshape(40, 3):cumsum({axis = 1}):get()
+      scan.along_limits = saved
+      for k = 1, 3 do
+        local run = C(0)
+        for r = 1, 40 do
+          run = run + tv[(r - 1) * 3 + k]
+          assert_close(run, sums[(r - 1) * 3 + k], 8 * tol, "cumsum down a tall column")
+        end
+      end
     end)
 
     gpu_it(dtype .. ": what complex numbers do not have is an error", function()

@@ -1,7 +1,8 @@
 -- A CPU model of kernels/scan.cu's single-pass scan with decoupled look-back, step for step
 -- (tile counter, striped load, per-thread totals, warp shuffles, aggregate and prefix
 -- publishing, the sliding look-back window of 32 lanes' statuses, the seeded per-thread
--- rescan), so spec 31 can check its indexing and its order of combination without a GPU.
+-- rescan, rows scanned each on their own), so spec 31 can check its indexing and its order of
+-- combination without a GPU.
 -- Blocks are coroutines run in a random interleaving, at most `resident` at a time, yielding
 -- wherever the kernel could be overtaken (and while spinning on a flag).
 
@@ -11,8 +12,8 @@ local NOT_READY, AGGREGATE, PREFIX = 0, 1, 2
 
 -- scan(values, op, opts) -> a new table of the scan of values (1-based).
 -- opts: block, items, look_back (statuses a lane reads; default the kernel's 128, 32, 2),
--- exclusive, neutral, junk (what the kernel's gpu_t() stands for: the filler past the end;
--- must be a valid operand), poison (what tiles before 0 hold: op must reject it), resident
+-- row_len (default #values: one row; a divisor of #values), exclusive, neutral, junk (what the kernel's gpu_t() stands for: the filler past the end;
+-- must be a valid operand), poison (what tiles before a row's first hold: op must reject it), resident
 -- (default 8), random (a function like math.random).
 function M.scan(values, op, opts)
   local BLOCK, ITEMS = opts.block or 128, opts.items or 32
@@ -22,7 +23,10 @@ function M.scan(values, op, opts)
   local WARPS, TILE = BLOCK // 32, BLOCK * ITEMS
   local random = opts.random or math.random
   local n = #values
-  local tiles = (n + TILE - 1) // TILE
+  local row_len = opts.row_len or n
+  assert(row_len > 0 and n % row_len == 0)
+  local row_tiles = (row_len + TILE - 1) // TILE
+  local tiles = row_tiles * (n // row_len)
   local counter = 0
   local flags, aggregates, prefixes = {}, {}, {}
   for t = 0, tiles - 1 do flags[t] = NOT_READY end
@@ -40,7 +44,7 @@ function M.scan(values, op, opts)
 
   -- Lane `lane` holds the LOOK_BACK statuses from e - WINDOW + lane * LOOK_BACK on; a status
   -- once read is kept, and only those not ready are read again.
-  local function look_back(tile)
+  local function look_back(tile, row_first)
     local prefix, has = nil, false
     local e = tile
     while true do
@@ -49,7 +53,7 @@ function M.scan(values, op, opts)
         local waiting = false
         for i = 0, WINDOW - 1 do
           local p = e - WINDOW + i
-          if flag[i] == nil or flag[i] == NOT_READY then flag[i] = p < 0 and PREFIX or flags[p] end
+          if flag[i] == nil or flag[i] == NOT_READY then flag[i] = p < row_first and PREFIX or flags[p] end
           if flag[i] == NOT_READY then waiting = true end
         end
         if waiting then coroutine.yield() end
@@ -60,7 +64,7 @@ function M.scan(values, op, opts)
           local i = lane * LOOK_BACK + j
           local p = e - WINDOW + i
           local x
-          if p < 0 then x = opts.poison
+          if p < row_first then x = opts.poison
           else x = flag[i] == PREFIX and prefixes[p] or aggregates[p] end
           if j == 0 or flag[i] == PREFIX then v[lane] = x else v[lane] = op(v[lane], x) end
           if flag[i] == PREFIX then lane_prefix[lane] = true end
@@ -90,10 +94,14 @@ function M.scan(values, op, opts)
   local function block()
     coroutine.yield()
     local tile
-    if tiles == 1 then tile = 0 else tile, counter = counter, counter + 1 end
+    -- the counter (the kernel takes blockIdx.x for rows of one tile, where no tile waits)
+    tile, counter = counter, counter + 1
     coroutine.yield()
-    local base = tile * TILE
-    local count = math.min(n - base, TILE)
+    local row = tile // row_tiles
+    local row_first = row * row_tiles
+    local in_row = (tile - row_first) * TILE
+    local base = row * row_len + in_row
+    local count = math.min(row_len - in_row, TILE)
     local smem = {}
     for j = 0, TILE - 1 do smem[j] = j < count and values[base + j + 1] or opts.junk end
     local items, total, inclusive = {}, {}, {}
@@ -126,19 +134,19 @@ function M.scan(values, op, opts)
     local aggregate = warp_totals[0]
     for w = 1, WARPS - 1 do aggregate = op(aggregate, warp_totals[w]) end
     local block_prefix
-    if tile == 0 then
-      if tiles > 1 then publish(0, PREFIX, aggregate) end
+    if tile == row_first then
+      if row_tiles > 1 then publish(tile, PREFIX, aggregate) end
     else
       publish(tile, AGGREGATE, aggregate)
       coroutine.yield()
-      block_prefix = look_back(tile)
+      block_prefix = look_back(tile, row_first)
       publish(tile, PREFIX, op(block_prefix, aggregate))
     end
     coroutine.yield()
     for t = 0, BLOCK - 1 do
       local warp, lane = t // 32, t % 32
       local run, has = nil, false
-      if tile > 0 then run, has = block_prefix, true end
+      if tile > row_first then run, has = block_prefix, true end
       for w = 0, warp - 1 do
         if has then run = op(run, warp_totals[w]) else run = warp_totals[w] end
         has = true

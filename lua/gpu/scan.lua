@@ -29,7 +29,7 @@ local function items(dtype) return M.items_by_size[scan_size(dtype)] or 32 end
 local argerror, check_array, check_options = reduction.argerror, reduction.check_array,
                                              reduction.check_options
 
-local typename = require("gpu.args").typename
+local typename, check_axis = require("gpu.args").typename, require("gpu.args").check_axis
 
 -- Values of 4 bytes or fewer share a 64-bit status word with their tile's flag.
 local function packed(dtype) return scan_size(dtype) <= 4 end
@@ -68,35 +68,111 @@ function M.tiles(n, dtype) return ceil_div(n, BLOCK * items(dtype)) end
 -- The layout argument of the kernels built for contiguous input, which index it directly.
 local UNREAD_LAYOUT = reduction.pack_layout({1}, {0})
 
--- Scans input into out (contiguous, dtype spec.dtype, same size) on stream.
-local function scan(spec, input, out, stream)
-  local n = input.size
-  if n == 0 then return out end
-  local strided = not input.is_contiguous
-  local key = ("scan|%s|%s|%s|%s|%s|%s|%d"):format(spec.dtype, spec.in_dtype, spec.expr,
-                                                   spec.neutral or "", spec.exclusive and "x" or "i",
-                                                   strided and "s" or "c", items(spec.dtype))
-  local vec = not strided and input.ptr % 16 == 0 and out.ptr % 16 == 0
-  local name = vec and "gpu_scan_vec" or "gpu_scan_any"
-  local f = kernel_cache.get(key .. "|" .. name, function()
+-- The zeroed look-back state of `tiles` tiles (nil: none) on stream, or nil.
+local function look_back_state(tiles, dtype, stream)
+  if not tiles then return nil end
+  local bytes = state_bytes(tiles, dtype)
+  local state = core.mem_alloc(bytes)
+  core.memset_d32_async(state, 0, bytes // 4, stream)
+  return state
+end
+
+-- Elements of a column a block of gpu_scan_column_chunks takes (kernels/scan.cu's GPU_CHUNK).
+local function column_chunk(dtype) return scan_size(dtype) > 8 and 16 or 32 end
+
+-- Kernel `name` of spec's scan, for strided or contiguous input.
+local function scan_kernel(spec, strided, name)
+  local key = ("scan|%s|%s|%s|%s|%s|%s|%d|%s"):format(spec.dtype, spec.in_dtype, spec.expr,
+                                                      spec.neutral or "", spec.exclusive and "x" or "i",
+                                                      strided and "s" or "c", items(spec.dtype), name)
+  return kernel_cache.get(key, function()
     return M.source(spec.dtype, spec.in_dtype, spec.expr, spec.neutral, spec.exclusive, strided),
            name, nil, module_options
   end)
-  local tiles = M.tiles(n, spec.dtype)
+end
+
+-- Scans input into out (contiguous, dtype spec.dtype, same size) on stream: as one row, or as
+-- rows of row_len elements each scanned on its own (input's row-major order).
+local function scan(spec, input, out, stream, row_len)
+  local n = input.size
+  if n == 0 then return out end
+  row_len = row_len or n
+  local strided = not input.is_contiguous
+  local in_size, out_size = dtypes[spec.in_dtype].size, dtypes[spec.dtype].size
+  local vec = not strided and input.ptr % 16 == 0 and out.ptr % 16 == 0
+              and (row_len == n or row_len * in_size % 16 == 0 and row_len * out_size % 16 == 0)
+  local f = scan_kernel(spec, strided, vec and "gpu_scan_vec" or "gpu_scan_any")
+  local row_tiles = M.tiles(row_len, spec.dtype)
+  local tiles = row_tiles * (n // row_len)
   if tiles > 0x7fffffff then argerror(1, spec.name, "too many elements to scan", 3) end
-  local state
-  if tiles > 1 then   -- one tile needs no look-back, so no state
-    local bytes = state_bytes(tiles, spec.dtype)
-    state = core.mem_alloc(bytes)
-    core.memset_d32_async(state, 0, bytes // 4, stream)
-  end
+  local state = look_back_state(row_tiles > 1 and tiles, spec.dtype, stream)   -- rows of one tile: none
   local layout = strided and reduction.pack_layout(reduction.collapse(input.shape, input.strides))
                  or UNREAD_LAYOUT
-  f:prepared_async_call(tiles, BLOCK, stream, input, layout, n, out, state)
+  f:prepared_async_call(tiles, BLOCK, stream, input, layout, row_len, out, state)
   if state then core.free_after(state, stream) end   -- once the stream is done with it
   return out
 end
 M.scan = scan
+
+-- How scan_along chooses its kernel: along the last axis (contiguous runs), rows of at most
+-- short_row_len elements go to gpu_scan_short_rows and longer ones fill tiles; along another,
+-- at least thread_columns columns go to gpu_scan_columns (a thread each), at least
+-- min_columns to gpu_scan_column_chunks, fewer to tiles.
+M.along_limits = {short_row_len = 2048, min_columns = 1024, thread_columns = 1 << 17}
+
+local GROUP_ITEMS = 4   -- kernels/scan.cu's GPU_GROUP_ITEMS
+
+-- Launches f over a's elements in a contiguous array (a, or a copy freed once the stream is
+-- done with it): f(grid, BLOCK, stream, input, ...).
+local function launch_contiguous(f, grid, stream, a, ...)
+  local input = a.is_contiguous and a or a:copy(stream and {stream = stream})
+  f:prepared_async_call(grid, BLOCK, stream, input, ...)
+  if input ~= a then core.free_after(input, stream) end
+end
+
+-- Scans each run of `a` along axis (1-based, checked) on its own into a new array of a's shape.
+local function scan_along(spec, a, axis, stream)
+  local out = core.array_empty(a.shape, spec.dtype)
+  if a.size == 0 then return out end
+  local shape = a.shape
+  local row_len, inner = shape[axis], 1
+  for d = axis + 1, #shape do inner = inner * shape[d] end
+  local runs = a.size // row_len   -- rows where inner is 1, else columns
+  if inner == 1 and row_len <= M.along_limits.short_row_len then
+    local group = 1   -- lanes a row: the fewest whose elements cover it, up to a warp
+    while group < 32 and group * GROUP_ITEMS < row_len do group = group * 2 end
+    launch_contiguous(scan_kernel(spec, false, "gpu_scan_short_rows"), ceil_div(runs * group, BLOCK),
+                      stream, a, runs, row_len, group, out)
+    return out
+  end
+  if inner > 1 and runs >= M.along_limits.thread_columns then
+    launch_contiguous(scan_kernel(spec, false, "gpu_scan_columns"), ceil_div(runs, BLOCK),
+                      stream, a, runs, row_len, inner, out)
+    return out
+  end
+  if inner > 1 and runs >= M.along_limits.min_columns then
+    local chunks = ceil_div(row_len, column_chunk(spec.dtype))
+    local tiles = ceil_div(runs, BLOCK) * chunks
+    if tiles > 0x7fffffff then argerror(1, spec.name, "too many elements to scan", 3) end
+    local state = look_back_state(chunks > 1 and chunks * runs, spec.dtype, stream)
+    launch_contiguous(scan_kernel(spec, false, "gpu_scan_column_chunks"), tiles, stream, a,
+                      runs, row_len, inner, out, state)
+    if state then core.free_after(state, stream) end
+    return out
+  end
+  if inner == 1 then return scan(spec, a, out, stream, row_len) end
+  -- Few columns and long ones: rows of tiles over the view with the axis last (its loads
+  -- strided), into an array of that shape, then copied into out through the same view of it.
+  local order = {}
+  for d = 1, #shape do if d ~= axis then order[#order + 1] = d end end
+  order[#order + 1] = axis
+  local view = a:transpose(order)
+  local rows = scan(spec, view, core.array_empty(view.shape, spec.dtype), stream, row_len)
+  ew.launch(ew.copy_program(spec.dtype), out:transpose(order), stream, spec.name, rows)
+  core.free_after(rows, stream)
+  return out
+end
+M.scan_along = scan_along
 
 local ScanKernel = {}
 ScanKernel.__index = ScanKernel
@@ -170,26 +246,38 @@ function ScanKernel:__call(input, output, opts)
   return result
 end
 
--- gpu.cumsum(a[, {stream = s}]) -> a new 1-d array of the running sums of a's elements (in
--- row-major order), of NumPy's dtype: int64 for bool and signed integers, uint64 for
--- unsigned ones, the float dtype for floats.
-function M.cumsum(a, opts)
-  check_array(a, 1, "cumsum")
-  opts = check_options(opts, 2, "cumsum", stream_options)
+local cumulative_options = {stream = true, axis = true}
+
+-- The running sums or products (expr) of a: of its elements in row-major order into a 1-d
+-- array, or along axis into an array of a's shape.  NumPy's dtypes: int64 for bool and signed
+-- integers, uint64 for unsigned ones, a float or complex array's own.
+local function cumulative(fname, expr, a, opts)
+  check_array(a, 1, fname)
+  opts = check_options(opts, 2, fname, cumulative_options)
   local dtype = reduction.sum_dtype(a.dtype)
-  local out = core.array_empty(a.size, dtype)
-  return scan({dtype = dtype, in_dtype = a.dtype, expr = "a + b", exclusive = false,
-               name = "cumsum"}, a, out, opts.stream)
+  local spec = {dtype = dtype, in_dtype = a.dtype, expr = expr, exclusive = false, name = fname}
+  if opts.axis ~= nil then
+    return scan_along(spec, a, check_axis(opts.axis, a.ndim, 2, fname), opts.stream)
+  end
+  return scan(spec, a, core.array_empty(a.size, dtype), opts.stream)
 end
+
+-- gpu.cumsum(a[, {axis = k, stream = s}]) -> a new array of a's running sums
+function M.cumsum(a, opts) return cumulative("cumsum", "a + b", a, opts) end
+
+-- gpu.cumprod(a[, {axis = k, stream = s}]) -> a new array of a's running products
+function M.cumprod(a, opts) return cumulative("cumprod", "a * b", a, opts) end
 
 function M.install(gpu)
   gpu.InclusiveScanKernel = M.InclusiveScanKernel
   gpu.ExclusiveScanKernel = M.ExclusiveScanKernel
   gpu.cumsum = M.cumsum
+  gpu.cumprod = M.cumprod
   local ga = gpu.gpuarray or {}
   gpu.gpuarray = ga
-  ga.cumsum = M.cumsum
-  core.types.GPUArray.__methods.cumsum = M.cumsum
+  ga.cumsum, ga.cumprod = M.cumsum, M.cumprod
+  local methods = core.types.GPUArray.__methods
+  methods.cumsum, methods.cumprod = M.cumsum, M.cumprod
 end
 
 return M

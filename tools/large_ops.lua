@@ -1,4 +1,4 @@
--- tools/large_ops.lua: device time of 38 common operations on 2^26 float32 (and the dtypes
+-- tools/large_ops.lua: device time of 43 common operations on 2^26 float32 (and the dtypes
 -- and shapes named), against a copy's bandwidth, beside CuPy's (tools/large_ops.py): a survey
 -- for finding the operations that fall short of the memory's speed (bench/NOTES.md quotes one).
 --
@@ -22,6 +22,7 @@ local d = a:astype("float64")
 local ia = (a * 1000):astype("int32")
 local idx = (gpu.random.rand(n, "float64") * (n - 1)):astype("int64") + 1
 local m = a:reshape(8192, 8192)
+local rows64, cols64 = a:reshape(n // 64, 64), a:reshape(64, n // 64)
 local mask = a:gt(0)
 local target = gpu.zeros(n, "float32")          -- what put and scatter_add write into
 local small = (b * 1000):astype("int32")         -- bincount's values, in [0, 1000)
@@ -59,6 +60,11 @@ local cases = {   -- {name, nominal bytes an element, call}
   {"searchsorted", 12, function() return ga.searchsorted(sorted_b, a) end},
   {"cumsum f64", 16, function() return gpu.cumsum(d) end},
   {"cumsum i32", 12, function() return gpu.cumsum(ia) end},   -- int64 out
+  {"cumsum axis 1", 8, function() return gpu.cumsum(m, {axis = 2}) end},
+  {"cumsum axis 0", 8, function() return gpu.cumsum(m, {axis = 1}) end},
+  {"cumsum 2^20x64 ax1", 8, function() return gpu.cumsum(rows64, {axis = 2}) end},
+  {"cumsum 64x2^20 ax0", 8, function() return gpu.cumsum(cols64, {axis = 1}) end},
+  {"cumprod", 8, function() return gpu.cumprod(b) end},
   {"sum f64", 8, function() return ga.sum(d) end},
   {"sum axis 1", 4, function() return ga.sum(m, {axis = 2}) end},
   {"sum axis 0", 4, function() return ga.sum(m, {axis = 1}) end},
@@ -74,9 +80,9 @@ local cases = {   -- {name, nominal bytes an element, call}
 for _, c in ipairs(cases) do
   local ok, ms = pcall(device_ms, c[3], 5, batch)
   if ok then
-    print(("%-16s %8.3f ms  %7.0f GB/s (nominal %d bytes an element)")
+    print(("%-18s %8.3f ms  %7.0f GB/s (nominal %d bytes an element)")
           :format(c[1], ms, c[2] * n / ms / 1e6, c[2]))
   else
-    print(("%-16s error: %s"):format(c[1], tostring(ms)))
+    print(("%-18s error: %s"):format(c[1], tostring(ms)))
   end
 end

@@ -20,6 +20,7 @@ d = a.astype(cp.float64)
 ia = (a * 1000).astype(cp.int32)
 idx = (cp.random.rand(n) * (n - 1)).astype(cp.int64)
 m = a.reshape(8192, 8192)
+rows64, cols64 = a.reshape(n // 64, 64), a.reshape(64, n // 64)
 mask = a > 0
 target = cp.zeros(n, dtype=cp.float32)
 small = (b * 1000).astype(cp.int32)
@@ -53,6 +54,11 @@ cases = [  # (name, nominal bytes an element, call)
     ("searchsorted", 12, lambda: cp.searchsorted(sorted_b, a)),
     ("cumsum f64", 16, lambda: cp.cumsum(d)),
     ("cumsum i32", 12, lambda: cp.cumsum(ia)),  # int64 out
+    ("cumsum axis 1", 8, lambda: cp.cumsum(m, axis=1)),
+    ("cumsum axis 0", 8, lambda: cp.cumsum(m, axis=0)),
+    ("cumsum 2^20x64 ax1", 8, lambda: cp.cumsum(rows64, axis=1)),
+    ("cumsum 64x2^20 ax0", 8, lambda: cp.cumsum(cols64, axis=0)),
+    ("cumprod", 8, lambda: cp.cumprod(b)),
     ("sum f64", 8, lambda: d.sum()),
     ("sum axis 1", 4, lambda: m.sum(axis=1)),
     ("sum axis 0", 4, lambda: m.sum(axis=0)),
@@ -80,6 +86,6 @@ for name, nbytes, call in cases:
             times.append(cp.cuda.get_elapsed_time(start, stop) / batch)
             del outs
         ms = statistics.median(times)
-        print(f"{name:16s} {ms:8.3f} ms  {nbytes * n / ms / 1e6:7.0f} GB/s")
+        print(f"{name:18s} {ms:8.3f} ms  {nbytes * n / ms / 1e6:7.0f} GB/s")
     except Exception as e:  # a function CuPy lacks: say so and go on
-        print(f"{name:16s} error: {e}")
+        print(f"{name:18s} error: {e}")

@@ -8,13 +8,21 @@ local sim = require "scan_sim"
 local core = require "gpu.core"
 
 describe("scans", function()
-  it("compile for every cumsum dtype, strided or not, and for exclusive custom operators", function()
-    for _, dtype in ipairs(R.all_dtypes) do
+  it("compile for every cumsum and cumprod dtype, strided or not, and for exclusive custom operators #nvrtc", function()
+    local dtypes = {table.unpack(R.all_dtypes)}
+    dtypes[#dtypes + 1], dtypes[#dtypes + 2] = "complex64", "complex128"
+    for _, dtype in ipairs(dtypes) do
       local out = reduction.sum_dtype(dtype)
       for _, strided in ipairs{false, true} do
-        local ok, err = pcall(gpu.compile, scan.source(out, dtype, "a + b", nil, false, strided),
-                              {arch = "compute_90", target = "ptx", no_extern_c = true})
-        assert(ok, dtype .. ": " .. tostring(err))
+        for _, expr in ipairs(strided and {"a + b"} or {"a + b", "a * b"}) do
+          local source = scan.source(out, dtype, expr, nil, false, strided)
+          local ok, ptx = pcall(gpu.compile, source, {arch = "compute_90", target = "ptx", no_extern_c = true})
+          assert(ok, dtype .. ": " .. tostring(ptx))
+          -- the kernels along an axis read contiguous input only
+          for _, name in ipairs{"gpu_scan_short_rows", "gpu_scan_columns", "gpu_scan_column_chunks"} do
+            assert.are.equal(not strided, ptx:find(".entry " .. name .. "(", 1, true) ~= nil, name)
+          end
+        end
       end
     end
     assert.is_true(#gpu.compile(scan.source("float32", "float32", "a > b ? a : b", "-1e38f", true, false),

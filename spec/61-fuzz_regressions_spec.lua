@@ -40,4 +40,14 @@ describe("fuzz regressions", function()
     assert_error("bad argument #1 to 'parse' (source string expected, got nil)",
                  gpu.signature.parse)
   end)
+
+  helpers.gpu_it("checks self in the indexing hooks when an array is the key", function()
+    -- a[key] for a GPUArray key reaches __element / __setelement, whose self went unchecked
+    local methods = require("gpu.core").types.GPUArray.__methods
+    local key = gpu.gpuarray.zeros(2, "bool")
+    assert_error("calling 'index' on bad self (GPUArray expected, got boolean)",
+                 methods.__setelement, true, key, 1)
+    assert_error("calling 'index' on bad self (GPUArray expected, got string)",
+                 methods.__element, "x", key)
+  end)
 end)

@@ -924,6 +924,7 @@ end
 -- Returns "mask", "indices", or nil for a single element's index.  raise blames the user's line.
 local function index_kind(a, i)
   if is_array(i) then
+    if not is_array(a) then check_array(a, 0, "index") end   -- the hooks called by hand
     if a.freed then raise("GPUArray has been freed") end
     if i.freed then raise("GPUArray index array has been freed") end
     if i.dtype == "bool" then return "mask" end

@@ -405,7 +405,7 @@ describe("scans", function()
         if dtype:match("^float") then
           values_of = function()
             local r, magnitude = math.random(), 1
-            if shape[d] <= 10000 then magnitude = r < 0.05 and 2 or r < 0.1 and 0.5 or 1 end
+            if shape[d] <= 5000 then magnitude = r < 0.05 and 2 or r < 0.1 and 0.5 or 1 end
             return math.random() < 0.5 and -magnitude or magnitude
           end
         end

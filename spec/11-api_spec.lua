@@ -170,3 +170,32 @@ describe("API.md", function()
     end
   end)
 end)
+
+describe("docs/api.md", function()
+  -- Every public name (no leading underscore) of the module's tables and of each type's
+  -- methods appears in the reference as a word of its own.
+  it("lists every public name the module exports", function()
+    local file = assert(io.open("docs/api.md"))
+    local text = file:read("a")
+    file:close()
+    local missing = {}
+    local function check(where, t)
+      for name in pairs(t) do
+        if type(name) == "string" and not name:match("^_") and
+           not text:find("%f[%w_]" .. name .. "%f[^%w_]") then
+          missing[#missing + 1] = where .. name
+        end
+      end
+    end
+    check("gpu.", gpu)
+    check("gpu.gpuarray.", gpu.gpuarray)
+    check("gpu.cumath.", gpu.cumath)
+    check("gpu.random.", gpu.random)
+    check("gpu.host.", gpu.host)
+    for type_name, mt in pairs(core.types) do
+      if type(mt.__methods) == "table" then check(type_name .. ":", mt.__methods) end
+    end
+    table.sort(missing)
+    assert.are.same({}, missing)
+  end)
+end)

@@ -22,6 +22,24 @@ describe("fuzz regressions", function()
     assert.are.equal(0, h.nbytes)
   end)
 
+  it("caps the lengths beside a zero as NumPy does, since row-major strides multiply them", function()
+    -- {0, 2^56, 256}: the strides' product overflowed int64 (UBSan, in the fuzzer's GPU mode)
+    assert_error("bad argument #1 to 'gpu.host.zeros' (shape is too large)",
+                 gpu.host.zeros, {0, 2^56 // 1, 256}, "uint8")
+    assert_error("bad argument #1 to 'zeros' (shape is too large)",
+                 gpu.gpuarray.zeros, {0, 2^56 // 1, 256}, "float32")
+    assert_error("bad argument #1 to 'empty' (shape is too large)",
+                 gpu.gpuarray.empty, {2^40 // 1, 2^40 // 1}, "float32")
+  end)
+
+  helpers.gpu_it("caps a reshape's lengths beside a zero too", function()
+    local empty = gpu.gpuarray.zeros({0, 4}, "float32")
+    assert_error("bad argument #1 to 'reshape' (shape is too large)", empty.reshape, empty, 0, 2^56 // 1, 256)
+    assert_error("bad argument #1 to 'reshape' (shape is too large)", empty.reshape, empty,
+                 {2^30 // 1, 0, 2^30 // 1})
+    assert.are.same({0, 2, 2}, empty:reshape(0, 2, 2).shape)
+  end)
+
   it("rejects a reshape whose size only matches after wrapping around", function()
     local h = gpu.host.zeros(110, "uint8")
     -- 110 * 325927771488000000 * 1024 wraps around int64 and used to give a view of 2^60 bytes

@@ -316,7 +316,7 @@ static int view_transpose (lua_State *L) {
 /* a:reshape(d1, d2, ...) or a:reshape({d1, ...}) of a contiguous array; one d may be -1 */
 static int view_reshape (lua_State *L) {
   const gpu_Array *a = view_source(L);
-  int64_t shape[GPU_MAXDIM], strides[GPU_MAXDIM], known = 1;
+  int64_t shape[GPU_MAXDIM], strides[GPU_MAXDIM], known = 1, nonzero = 1;
   lua_Unsigned n = (lua_Unsigned)lua_gettop(L) - 1;
   lua_Integer d = 0;
   int i, unknown = -1, in_table = n == 1 && lua_type(L, 2) == LUA_TTABLE;
@@ -324,8 +324,9 @@ static int view_reshape (lua_State *L) {
     return view_general(L);
   for (i = 0; i < (int)n; i++) {
     if (!(in_table ? whole_item(L, 2, i + 1, &d) : whole_number(L, i + 2, &d)) ||
-        (d == -1 ? unknown >= 0 : d < 0 || __builtin_mul_overflow(known, d, &known)))
-      return view_general(L);
+        (d == -1 ? unknown >= 0 : d < 0 || __builtin_mul_overflow(known, d, &known)) ||
+        (d > 0 && (__builtin_mul_overflow(nonzero, d, &nonzero) || nonzero > ((int64_t)1 << 58))))
+      return view_general(L);   /* and the lengths beside a 0 bounded, as gpu_checkshape's */
     if (d == -1) unknown = i;
     shape[i] = d;
   }

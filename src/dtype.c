@@ -307,9 +307,12 @@ int gpu_checkshape (lua_State *L, int arg, int64_t *shape, int64_t *size) {
     return luaL_argerror(L, arg, lua_pushfstring(L, "shape must be a number or a table of "
                                                  "whole numbers, got %s", luaL_typename(L, arg)));
   }
-  /* at most 2^58 elements, so that bytes (itemsize <= 16) and byte offsets never overflow */
+  /* at most 2^58 elements, so that bytes (itemsize <= 16) and byte offsets never overflow;
+  ** the nonzero lengths count even beside a 0 (as NumPy's), since row-major strides
+  ** multiply them */
   for (i = 0; i < ndim; i++) {
-    if (shape[i] != 0 && total > ((int64_t)1 << 58) / shape[i])
+    if (shape[i] == 0) continue;
+    if (total > ((int64_t)1 << 58) / shape[i])
       return luaL_argerror(L, arg, "shape is too large");
     total *= shape[i];
   }

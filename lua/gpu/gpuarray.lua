@@ -54,7 +54,7 @@ local function check_shape(shape, n, fname)
   if type(t) ~= "table" then
     argerror(n, fname, "shape must be a number or a table of whole numbers, got " .. type(shape), 2)
   end
-  local out = {}
+  local out, elements = {}, 1
   for i, d in ipairs(t) do
     local v = math.tointeger(d)
     if v == nil then
@@ -62,6 +62,11 @@ local function check_shape(shape, n, fname)
                          tostring(d), 2)
     end
     if v < 0 then argerror(n, fname, ("negative dimension %d in shape"):format(v), 2) end
+    -- the C core's cap (gpu_checkshape): 2^58 elements, the lengths beside a 0 counted too
+    if v > 0 then
+      if elements > (1 << 58) // v then argerror(n, fname, "shape is too large", 2) end
+      elements = elements * v
+    end
     out[i] = v
   end
   return out
@@ -671,7 +676,7 @@ local function contiguous_base(a) return a.is_contiguous and a or a:copy() end
 function methods.reshape(a, ...)
   check_array(a, 0, "reshape")
   local dims = select("#", ...) == 1 and type((...)) == "table" and (...) or {...}
-  local shape, known, unknown = {}, 1, nil
+  local shape, known, unknown, nonzero = {}, 1, nil, 1
   for i, d in ipairs(dims) do
     local v = math.tointeger(d)
     if v == nil then argerror(1, "reshape", "shape must be whole numbers, got " .. tostring(d)) end
@@ -681,6 +686,10 @@ function methods.reshape(a, ...)
     elseif v < 0 then
       argerror(1, "reshape", ("negative dimension %d in shape"):format(v))
     else
+      if v > 0 then   -- check_shape's cap, before the product can wrap
+        if nonzero > (1 << 58) // v then argerror(1, "reshape", "shape is too large") end
+        nonzero = nonzero * v
+      end
       known = known * v
     end
     shape[i] = v

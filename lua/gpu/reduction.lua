@@ -369,6 +369,14 @@ local function ceil_div(a, b) return (a + b - 1) // b end
 
 local module_options = {no_extern_c = true, name = "reduce.cu"}
 
+-- The order of an ndim-d array's axes with axis moved last (a transpose permutation).
+function M.axis_last(ndim, axis)
+  local order = {}
+  for d = 1, ndim do if d ~= axis then order[#order + 1] = d end end
+  order[#order + 1] = axis
+  return order
+end
+
 -- Shape and byte strides with length-1 axes dropped and mergeable neighbours merged.
 local function collapse(shape, strides)
   local s, t = {}, {}

@@ -163,9 +163,7 @@ local function scan_along(spec, a, axis, stream)
   if inner == 1 then return scan(spec, a, out, stream, row_len) end
   -- Few columns and long ones: rows of tiles over the view with the axis last (its loads
   -- strided), into an array of that shape, then copied into out through the same view of it.
-  local order = {}
-  for d = 1, #shape do if d ~= axis then order[#order + 1] = d end end
-  order[#order + 1] = axis
+  local order = reduction.axis_last(#shape, axis)
   local view = a:transpose(order)
   local rows = scan(spec, view, core.array_empty(view.shape, spec.dtype), stream, row_len)
   ew.launch(ew.copy_program(spec.dtype), out:transpose(order), stream, spec.name, rows)

@@ -188,14 +188,6 @@ local function sort_rows(keys, indices, stream, source)
   end
 end
 
--- The order of a's axes with axis moved last (a transpose permutation).
-local function axis_last(a, axis)
-  local order = {}
-  for d = 1, a.ndim do if d ~= axis then order[#order + 1] = d end end
-  order[#order + 1] = axis
-  return order
-end
-
 -- Checks a and the options; returns the axis (1-based) and the stream.
 local function check(a, opts, fname)
   check_array(a, 1, fname)
@@ -212,7 +204,7 @@ end
 -- the indices that sort it when wanted, and the permutation that gives that order (nil when
 -- it is a's own).
 local function sorted(a, axis, want_indices, stream)
-  local order = axis_last(a, axis)
+  local order = reduction.axis_last(a.ndim, axis)
   local moved = axis ~= a.ndim
   local view = moved and a:transpose(order) or a
   local shape = view.shape

@@ -1,4 +1,4 @@
--- argmax and argmin along an axis; var and std, whole and along an axis.  GPU results are
+-- argmax and argmin along an axis; var and std, whole and along an axis; the nan-reductions.  GPU results are
 -- checked against references computed in Lua on fresh random data.
 local helpers = require "helpers"
 local R = require "reduction_helpers"
@@ -311,5 +311,120 @@ describe("statistics", function()
                          m.var, m, {stream = {}})
     a:free()
     helpers.assert_error("bad argument #1 to 'std' (array has been freed)", gpu.gpuarray.std, a)
+  end)
+
+  -- The nan-reductions against references that skip NaNs: elements +-1, +-2 and +-0.5 (sums
+  -- and products exact in a float accumulator, so the device's result is the exact one
+  -- rounded once to the dtype, as the reference rounds it), a fifth NaN, one row and one
+  -- column all NaN.
+  local NAN = 0 / 0
+  local function round(dtype, x) return gpu[dtype](x).value end
+  local function skip_nan(reduce)
+    return function(line)
+      local kept = {}
+      for _, v in ipairs(line) do if v == v then kept[#kept + 1] = v end end
+      return reduce(kept)
+    end
+  end
+  local function references(dtype)
+    local function fold(f, start) return function(kept)
+      local acc = start
+      for _, v in ipairs(kept) do acc = f(acc, v) end
+      return acc
+    end end
+    local sum, prod = fold(function(x, y) return x + y end, 0), fold(function(x, y) return x * y end, 1)
+    return {
+      nansum = skip_nan(function(kept) return round(dtype, sum(kept)) end),
+      nanprod = skip_nan(function(kept) return round(dtype, prod(kept)) end),
+      nanmax = skip_nan(function(kept) return #kept == 0 and NAN or math.max(table.unpack(kept)) end),
+      nanmin = skip_nan(function(kept) return #kept == 0 and NAN or math.min(table.unpack(kept)) end),
+      nanmean = skip_nan(function(kept) return round(dtype, round(dtype, sum(kept)) / #kept) end),
+    }
+  end
+  local function same(x, y) return x == y or (x ~= x and y ~= y) end
+
+  helpers.gpu_it("nansum, nanprod, nanmax, nanmin and nanmean skip NaNs, whole and along each axis", function()
+    local rows, cols = 37, 53
+    local s = gpu.Stream()
+    for _, dtype in ipairs{"float32", "float64", "float16"} do
+      local a, values = R.generate(rows * cols, dtype, function(i)
+        local r, c = (i - 1) // cols + 1, (i - 1) % cols + 1
+        if r == 3 or c == 5 or math.random() < 0.2 then return NAN end
+        local magnitude = ({1, 1, 1, 2, 0.5})[math.random(5)]
+        return math.random() < 0.5 and -magnitude or magnitude
+      end)
+      local m = R.reshaped(a, {rows, cols})
+      local at = flat_at(values, {rows, cols})
+      for op, reference in pairs(references(dtype)) do
+        local got = gpu.gpuarray[op](m)
+        assert.are.same({}, got.shape)
+        assert.are.equal(dtype, got.dtype)
+        -- the whole array's product runs past float16's range: inf, as the reference rounds it
+        local want = reference(values)
+        assert(same(want, R.value(got)), ("%s of %s: got %s, expected %s"):format(op, dtype, R.value(got), want))
+        for axis = 1, 2 do
+          for _, form in ipairs{"plain", "transposed"} do
+            local result
+            if form == "plain" then result = gpu.gpuarray[op](m, {axis = axis})
+            else   -- the transpose's other axis, on a stream: the same lines
+              result = gpu.gpuarray[op](m:transpose(), {axis = 3 - axis, stream = s})
+              s:synchronize()
+            end
+            local expect = along({rows, cols}, at, axis, reference)
+            local h = R.get(result)
+            assert.are.equal(#expect, h.size)
+            for k = 1, #expect do
+              if not same(expect[k], h[k]) then
+                error(("%s of %s along %d (%s) at %d: got %s, expected %s"):format(op, dtype, axis,
+                      form, k, h[k], expect[k]))
+              end
+            end
+          end
+        end
+      end
+      a:free()
+    end
+  end)
+
+  helpers.gpu_it("nan-reductions of complex values, integers and arrays all NaN", function()
+    local C = gpu.complex
+    local z = gpu.to_gpu(gpu.host.from_table({C(1, 1), C(NAN, 0), C(2, -1), C(0, NAN)}, "complex64"))
+    local function close(want, got)
+      assert((want - got):abs() < 1e-6, ("expected %s, got %s"):format(tostring(want), tostring(got)))
+    end
+    close(C(3, 0), R.value(gpu.gpuarray.nansum(z)))
+    close(C(3, 1), R.value(gpu.gpuarray.nanprod(z)))
+    close(C(1.5, 0), R.value(gpu.gpuarray.nanmean(z)))
+    assert.are.equal("complex64", gpu.gpuarray.nanmean(z).dtype)
+    -- integers hold no NaN: the plain reductions, their dtypes
+    local ints, iv = R.generate(1000, "int32", function() return math.random(-1e6, 1e6) end)
+    local total, high = 0, iv[1]
+    for i = 1, 1000 do total, high = total + iv[i], math.max(high, iv[i]) end
+    assert.are.equal(total, R.value(gpu.gpuarray.nansum(ints)))
+    assert.are.equal("int64", gpu.gpuarray.nansum(ints).dtype)
+    assert.are.equal(high, R.value(gpu.gpuarray.nanmax(ints)))
+    assert.are.equal(total / 1000, R.value(gpu.gpuarray.nanmean(ints)))
+    -- all NaN: no number to return but NaN, and the neutral elements for sums and products
+    local nans = R.to_gpu({NAN, NAN, NAN}, "float64")
+    assert.is_true(R.value(gpu.gpuarray.nanmax(nans)) ~= R.value(gpu.gpuarray.nanmax(nans)))
+    assert.is_true(R.value(gpu.gpuarray.nanmean(nans)) ~= R.value(gpu.gpuarray.nanmean(nans)))
+    assert.are.equal(0, R.value(gpu.gpuarray.nansum(nans)))
+    assert.are.equal(1, R.value(gpu.gpuarray.nanprod(nans)))
+  end)
+
+  helpers.gpu_it("nan-reductions refuse bad arguments with clear messages", function()
+    local a = R.to_gpu({1, 2, 3, 4}, "float32")
+    helpers.assert_error("bad argument #1 to 'nansum' (GPUArray expected, got number)", gpu.gpuarray.nansum, 3)
+    helpers.assert_error("bad argument #2 to 'nanmean' (unknown option 'axes')", gpu.gpuarray.nanmean, a, {axes = 1})
+    helpers.assert_error("bad argument #2 to 'nanmax' (axis 2 is out of range for a 1-d array)",
+                         gpu.gpuarray.nanmax, a, {axis = 2})
+    helpers.assert_error("bad argument #1 to 'nanmax' (zero-size array to reduction operation fmax which has no identity)",
+                         gpu.gpuarray.nanmax, gpu.gpuarray.zeros(0, "float32"))
+    helpers.assert_error("bad argument #1 to 'nanmin' (nanmin is not defined for complex arrays (complex64 has no order))",
+                         gpu.gpuarray.nanmin, gpu.gpuarray.zeros(2, "complex64"))
+    a:free()
+    for _, op in ipairs{"nansum", "nanprod", "nanmax", "nanmin", "nanmean"} do
+      helpers.assert_error(("bad argument #1 to '%s' (array has been freed)"):format(op), gpu.gpuarray[op], a)
+    end
   end)
 end)

@@ -150,6 +150,49 @@ end
 function ops.min(dtype) return minmax(dtype, true) end
 function ops.max(dtype) return minmax(dtype, false) end
 
+-- NumPy's nansum and nanprod: sum and prod with each NaN (a complex value with a NaN part)
+-- taken as the neutral element.  Other dtypes hold no NaN: theirs are sum's and prod's.
+local NAN_AS = "template <typename T>\n__device__ __forceinline__ T lg_nan_as(T v, T neutral) "
+               .. "{ return v != v ? neutral : v; }"
+local function skipping_nan(spec, dtype)
+  local kind = dtypes[dtype].kind
+  if kind ~= "f" and kind ~= "c" then return spec end
+  local map, neutral = spec.map, ("(%s)(%s)"):format(spec.acc, spec.neutral)
+  spec.preamble = NAN_AS
+  spec.map = function(x) return ("lg_nan_as(%s, %s)"):format(map(x), neutral) end
+  return spec
+end
+
+function ops.nansum(dtype) return skipping_nan(ops.sum(dtype), dtype) end
+function ops.nanprod(dtype) return skipping_nan(ops.prod(dtype), dtype) end
+
+-- NumPy's nanmax and nanmin (fmax and fmin reduced): a NaN loses to any number, so the result
+-- is NaN only where every element is; the neutral element is NaN.  Integers: max and min.
+local function nan_minmax(dtype, smaller)
+  local spec = minmax(dtype, smaller)
+  if dtypes[dtype].kind == "f" then
+    spec.reduce = ("(a != a || (b == b && b %s a)) ? b : a"):format(smaller and "<" or ">")
+    spec.neutral = spec.acc == "double" and "__longlong_as_double(0x7ff8000000000000LL)"
+                                         or "__int_as_float(0x7fc00000)"
+  end
+  return spec
+end
+
+function ops.nanmin(dtype) return nan_minmax(dtype, true) end
+function ops.nanmax(dtype) return nan_minmax(dtype, false) end
+
+-- The count of elements that are not NaN (nanmean's divisor), as int64.
+function ops.count_not_nan(dtype)
+  local kind = dtypes[dtype].kind
+  local acc = kind == "c" and dtypes[dtype].ctype or minmax_acc(dtype)
+  local is_nan = (kind == "f" or kind == "c") and "v != v" or "false"
+  return {out = "int64", acc = "unsigned long long", reduce = "a + b", neutral = "0",
+          preamble = ("__device__ __forceinline__ unsigned long long lg_counts(%s v) "
+                      .. "{ return %s ? 0ull : 1ull; }"):format(acc, is_nan),
+          map = function(x) return ("lg_counts(%s)"):format(convert(dtype, x, acc)) end,
+          finish = function(a) return store("int64", a) end}
+end
+
 -- The mean of dtype's elements as dtype out.
 local function mean_as(dtype, out)
   local kind = dtypes[dtype].kind
@@ -434,7 +477,8 @@ end
 -- Reductions whose result does not depend on the order they meet the elements in
 -- (var_deviation's second operand is one value, read through a stride of 0).
 local ORDER_FREE = {sum = true, prod = true, min = true, max = true, mean = true, any = true,
-                    all = true, var_mean = true, var_deviation = true}
+                    all = true, var_mean = true, var_deviation = true, nansum = true,
+                    nanprod = true, nanmin = true, nanmax = true, count_not_nan = true}
 
 -- A contiguous 1-d view of a's elements when a is a dense view in another order (a
 -- transposed or reversed array: its elements fill one block of memory); else nil.
@@ -511,7 +555,7 @@ local function reduce_all(op, a, b, stream)
   return out, buf, plan.spec.out
 end
 
-local op_names = {min = "minimum", max = "maximum"}
+local op_names = {min = "minimum", max = "maximum", nanmin = "fmin", nanmax = "fmax"}
 
 -- What reduce_axis needs of op over dtype, made once: the spec, the itemsize, and its two
 -- kernels' cache keys and builders.
@@ -770,6 +814,38 @@ local function device_reduction(op)
     return call(nil, a)
   end
 end
+
+local device_mean = device_reduction("mean")
+
+-- gpuarray.nanmean(a[, {axis = k, stream = s}]) -> GPUArray (0-d without axis): NumPy's, the
+-- mean of the elements that are not NaN (NaN where none is), in mean's dtype.  nansum's total
+-- over the count, divided in float64 (complex128) and rounded to that dtype, as NumPy's
+-- true_divide of the two does.  Arrays that hold no NaN take mean.
+local function nanmean(a, opts)
+  check_array(a, 1, "nanmean")
+  opts = check_options(opts, 2, "nanmean", axis_options)
+  local kind = dtypes[a.dtype].kind
+  if kind ~= "f" and kind ~= "c" then return device_mean(a, opts) end
+  local stream = opts.stream
+  local total, count
+  if opts.axis ~= nil then
+    local axis = check_axis(opts.axis, a.ndim, 2, "nanmean")
+    total = reduce_axis("nanmean", "nansum", a, axis, stream)
+    count = reduce_axis("nanmean", "count_not_nan", a, axis, stream)
+  else
+    total = (reduce_all("nansum", a, nil, stream))
+    count = (reduce_all("count_not_nan", a, nil, stream))
+  end
+  local on_stream = stream and {stream = stream}
+  local wide = total:astype(kind == "c" and "complex128" or "float64", on_stream)
+  local quotient = M.gpuarray.truediv(wide, count, on_stream)
+  local mean = quotient:astype(total.dtype, on_stream)
+  for _, temporary in ipairs{total, count, wide, quotient} do
+    if temporary ~= mean then core.free_after(temporary, stream) end
+  end
+  return mean
+end
+M.nanmean = nanmean
 
 -- a:<op>([{axis = k, stream = s}]) -> Lua value (an array with axis).  Without options the
 -- device form (its C caller for small arrays) makes the 0-d result and a[1] reads it in C.
@@ -1165,6 +1241,9 @@ function M.install(gpu)
   ga.argmax, ga.argmin = M.argmax, M.argmin
   methods.var, methods.std = M.var_value, M.std_value
   ga.var, ga.std = M.var, M.std
+  for _, op in ipairs{"nansum", "nanprod", "nanmin", "nanmax"} do ga[op] = device_reduction(op) end
+  ga.nanmean = M.nanmean
+  M.gpuarray = ga   -- nanmean divides with ga.truediv, which gpu.gpuarray adds
   gpu.ReductionKernel = M.ReductionKernel
 end
 

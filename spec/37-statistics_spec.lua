@@ -1,4 +1,5 @@
--- argmax and argmin along an axis; var and std, whole and along an axis; the nan-reductions.  GPU results are
+-- argmax and argmin along an axis; var and std, whole and along an axis; the nan-reductions;
+-- quantile, percentile and median.  GPU results are
 -- checked against references computed in Lua on fresh random data.
 local helpers = require "helpers"
 local R = require "reduction_helpers"
@@ -410,6 +411,129 @@ describe("statistics", function()
     assert.is_true(R.value(gpu.gpuarray.nanmean(nans)) ~= R.value(gpu.gpuarray.nanmean(nans)))
     assert.are.equal(0, R.value(gpu.gpuarray.nansum(nans)))
     assert.are.equal(1, R.value(gpu.gpuarray.nanprod(nans)))
+  end)
+
+  -- quantile, percentile and median against NumPy's linear interpolation done in Lua, each
+  -- operation rounded as the device's elementwise operations round it (float32 for float32
+  -- and float16 data, float64 for float64 and integers), then to the result's dtype.
+  local function identity(x) return x end
+  local function f32(x) return gpu.float32(x).value end
+  local function roundings(dtype)
+    local work = (dtype == "float32" or dtype == "float16") and f32 or identity
+    local out = dtype == "float16" and function(x) return gpu.float16(x).value end or work
+    return work, out
+  end
+  local function quantile_reference(dtype, q)
+    local work, out = roundings(dtype)
+    return function(line)
+      local sorted = {}
+      for _, v in ipairs(line) do
+        if v ~= v then return NAN end
+        sorted[#sorted + 1] = v
+      end
+      table.sort(sorted)
+      local n = #sorted
+      local position = q * (n - 1)
+      local below = math.floor(position)
+      local t = position - below
+      local low = sorted[below + 1]
+      if t == 0 then return out(low) end
+      local high = sorted[math.min(below + 2, n)]
+      local diff = work(high - low)
+      if t < 0.5 then return out(work(low + work(diff * work(t)))) end
+      return out(work(high - work(diff * work(1 - t))))
+    end
+  end
+  local function median_reference(dtype)
+    local work, out = roundings(dtype)
+    return function(line)
+      local sorted = {}
+      for _, v in ipairs(line) do
+        if v ~= v then return NAN end
+        sorted[#sorted + 1] = v
+      end
+      table.sort(sorted)
+      local n = #sorted
+      if n % 2 == 1 then return out(sorted[(n + 1) // 2]) end
+      return out(work(work(sorted[n // 2] + sorted[n // 2 + 1]) * 0.5))
+    end
+  end
+
+  helpers.gpu_it("quantile, percentile and median follow NumPy's linear interpolation", function()
+    local rows, cols = 9, 40               -- odd lines down the columns, even ones along rows
+    local s = gpu.Stream()
+    local function check(what, want, got)
+      local h = R.get(got)
+      assert.are.equal(#want, h.size, what)
+      for k = 1, #want do
+        if not same(want[k], h[k]) then
+          error(("%s at %d: got %.17g, expected %.17g"):format(what, k, h[k], want[k]))
+        end
+      end
+    end
+    for _, dtype in ipairs{"float32", "float64", "float16", "int32"} do
+      for _, with_nan in ipairs{false, true} do
+        if not (with_nan and dtype == "int32") then
+          local a, values = R.generate(rows * cols, dtype, function(i)
+            if with_nan and i % 97 == 0 then return NAN end
+            return dtype == "int32" and math.random(-1000, 1000) or math.random() * 2 - 1
+          end)
+          local m = R.reshaped(a, {rows, cols})
+          local at = flat_at(values, {rows, cols})
+          local out_dtype = dtype == "int32" and "float64" or dtype
+          for _, q in ipairs{0, 0.25, 0.5, 0.7, 1, 1 / 3} do
+            local reference = quantile_reference(dtype, q)
+            local whole = gpu.gpuarray.quantile(m, q)
+            assert.are.equal(out_dtype, whole.dtype)
+            check(("%s quantile %g of all"):format(dtype, q), {reference(values)}, whole)
+            for axis = 1, 2 do
+              check(("%s quantile %g along %d"):format(dtype, q, axis),
+                    (along({rows, cols}, at, axis, reference)), gpu.gpuarray.quantile(m, q, {axis = axis}))
+            end
+          end
+          check(dtype .. " percentile 70 along 1", (along({rows, cols}, at, 1, quantile_reference(dtype, 0.7))),
+                gpu.gpuarray.percentile(m, 70, {axis = 1}))
+          -- a list of q: one result a q, stacked in front
+          local both = gpu.gpuarray.quantile(m, {0.1, 0.9}, {axis = 2})
+          assert.are.same({2, rows}, both.shape)
+          local want = along({rows, cols}, at, 2, quantile_reference(dtype, 0.1))
+          for k, v in ipairs((along({rows, cols}, at, 2, quantile_reference(dtype, 0.9)))) do
+            want[rows + k] = v
+          end
+          check(dtype .. " quantiles {0.1, 0.9} along 2", want, both)
+          local median = median_reference(dtype)
+          check(dtype .. " median of all", {median(values)}, gpu.gpuarray.median(m))
+          for axis = 1, 2 do
+            check(("%s median along %d"):format(dtype, axis), (along({rows, cols}, at, axis, median)),
+                  m:median({axis = axis}))
+          end
+          -- a transposed view on a stream: the same lines
+          local t = gpu.gpuarray.median(m:transpose(), {axis = 2, stream = s})
+          s:synchronize()
+          check(dtype .. " median of the transpose", (along({rows, cols}, at, 1, median)), t)
+          a:free()
+        end
+      end
+    end
+  end)
+
+  helpers.gpu_it("quantile, percentile and median refuse bad arguments with clear messages", function()
+    local a = R.to_gpu({1, 2, 3, 4}, "float32")
+    helpers.assert_error("bad argument #2 to 'quantile' (q must be a number from 0 to 1, got 1.5)",
+                         gpu.gpuarray.quantile, a, 1.5)
+    helpers.assert_error("bad argument #2 to 'percentile' (q must be a number from 0 to 100, got x)",
+                         gpu.gpuarray.percentile, a, {10, "x"})
+    helpers.assert_error("bad argument #2 to 'quantile' (q is an empty list)", gpu.gpuarray.quantile, a, {})
+    helpers.assert_error("bad argument #3 to 'quantile' (axis 2 is out of range for a 1-d array)",
+                         gpu.gpuarray.quantile, a, 0.5, {axis = 2})
+    helpers.assert_error("bad argument #2 to 'median' (unknown option 'axes')", a.median, a, {axes = 1})
+    helpers.assert_error("bad argument #1 to 'median' (cannot take the median of an empty axis)",
+                         gpu.gpuarray.median, gpu.gpuarray.zeros({3, 0}, "float32"), {axis = 2})
+    helpers.assert_error("bad argument #1 to 'median' (median is not defined for complex arrays (complex64 has no order))",
+                         gpu.gpuarray.median, gpu.gpuarray.zeros(2, "complex64"))
+    a:free()
+    helpers.assert_error("bad argument #1 to 'median' (array has been freed)", a.median, a)
+    helpers.assert_error("bad argument #1 to 'percentile' (array has been freed)", gpu.gpuarray.percentile, a, 5)
   end)
 
   helpers.gpu_it("nan-reductions refuse bad arguments with clear messages", function()

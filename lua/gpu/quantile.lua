@@ -1,0 +1,166 @@
+-- gpu.quantile: NumPy's quantile, percentile and median, from a sort along the axis and the
+-- elementwise operations (no kernel of their own).
+--   gpuarray.quantile(a, q[, {axis = k, stream = s}]), q a number in [0, 1] or a list of them
+--   gpuarray.percentile(a, q[, opts]), q in [0, 100]
+--   gpuarray.median(a[, opts]), also a:median([opts])
+-- Without axis over all of a's elements; with it along that axis.  The result has the other
+-- axes' shape (0-d without axis), behind one axis of #q where q is a list.  NumPy's "linear"
+-- method: the sorted values at the two places around q * (n - 1), interpolated.  Integers and
+-- bools give float64, floats their own dtype (float16 and bfloat16 computed in float32); a
+-- line with a NaN gives NaN, as NumPy's.
+
+local core = require "gpu.core"
+local args = require "gpu.args"
+local reduction = require "gpu.reduction"
+
+local M = {}
+
+local argerror, check_array, check_options = args.argerror, reduction.check_array,
+                                             reduction.check_options
+local dtypes = reduction.dtypes
+local OPTIONS = {axis = true, stream = true}
+
+local ga   -- gpu.gpuarray, set by install: the sort and the elementwise operations
+
+-- The dtype the interpolation is computed in, and the result's.
+local function work_dtypes(dtype)
+  local d = dtypes[dtype]
+  if d.kind == "f" then return d.size == 2 and "float32" or dtype, dtype end
+  return "float64", "float64"
+end
+
+-- The checks every form shares; returns the sorted values (a new array), the axis they are
+-- sorted along, its length and the stream.
+local function sorted_lines(fname, a, opts)
+  check_array(a, 1, fname)
+  opts = check_options(opts, fname == "median" and 2 or 3, fname, OPTIONS)
+  if dtypes[a.dtype].kind == "c" then
+    argerror(1, fname, ("%s is not defined for complex arrays (%s has no order)"):format(fname, a.dtype))
+  end
+  local stream = opts.stream
+  local on_stream = stream and {stream = stream}
+  local axis, lines = 1, nil
+  if opts.axis ~= nil then
+    axis = args.check_axis(opts.axis, a.ndim, fname == "median" and 2 or 3, fname)
+    lines = ga.sort(a, {axis = axis, stream = stream})
+  else
+    local copy = not a.is_contiguous and a:copy(on_stream) or nil
+    lines = ga.sort((copy or a):reshape(a.size), on_stream)
+    if copy then core.free_after(copy, stream) end
+  end
+  local n = lines.shape[axis]
+  if n == 0 then
+    core.free_after(lines, stream)
+    argerror(1, fname, ("cannot take the %s of an empty axis"):format(fname))
+  end
+  return lines, axis, n, stream
+end
+
+-- The value at fraction q of each sorted line: NumPy's linear interpolation between the
+-- elements around q * (n - 1), a + (b - a) * t below t = 0.5 and b - (b - a) * (1 - t) from
+-- it (exact at both ends); NaN where the line holds one (sorted last).
+local function at_fraction(lines, axis, n, q, stream)
+  local work, out = work_dtypes(lines.dtype)
+  local on_stream = stream and {stream = stream}
+  local temporaries = {}
+  local function keep(x) temporaries[#temporaries + 1] = x; return x end
+  local position = q * (n - 1)
+  local below = math.floor(position)
+  local t = position - below
+  local low = keep(lines:select(axis, below + 1):astype(work, on_stream))
+  local value
+  if t == 0 then
+    value = low
+  else
+    local high = keep(lines:select(axis, math.min(below + 2, n)):astype(work, on_stream))
+    local diff = keep(ga.sub(high, low, on_stream))
+    if t < 0.5 then
+      value = keep(ga.add(low, keep(ga.mul(diff, t, on_stream)), on_stream))
+    else
+      value = keep(ga.sub(high, keep(ga.mul(diff, 1 - t, on_stream)), on_stream))
+    end
+  end
+  if dtypes[lines.dtype].kind == "f" then
+    local last = lines:select(axis, n)
+    value = keep(ga.where(keep(ga.isnan(last, on_stream)), keep(last:astype(work, on_stream)), value,
+                          on_stream))
+  end
+  local result = value:astype(out, on_stream)
+  for _, temporary in ipairs(temporaries) do core.free_after(temporary, stream) end
+  return result
+end
+
+local function check_fraction(fname, q, scale)
+  if type(q) ~= "number" or q ~= q or q < 0 or q > scale then
+    argerror(2, fname, ("q must be a number from 0 to %d, got %s"):format(scale, tostring(q)))
+  end
+  return q / scale
+end
+
+-- quantile and percentile: scale is q's largest value (1 or 100).
+local function quantile_function(fname, scale)
+  return function(a, q, opts)
+    local fractions
+    if type(q) == "table" and getmetatable(q) == nil then
+      if #q == 0 then argerror(2, fname, "q is an empty list") end
+      fractions = {}
+      for k = 1, #q do fractions[k] = check_fraction(fname, q[k], scale) end
+    else
+      fractions = check_fraction(fname, q, scale)
+    end
+    local lines, axis, n, stream = sorted_lines(fname, a, opts)
+    local result
+    if type(fractions) == "number" then
+      result = at_fraction(lines, axis, n, fractions, stream)
+    else
+      local each = {}
+      for k, f in ipairs(fractions) do each[k] = at_fraction(lines, axis, n, f, stream) end
+      result = ga.stack(each, {stream = stream})
+      for _, r in ipairs(each) do core.free_after(r, stream) end
+    end
+    core.free_after(lines, stream)
+    return result
+  end
+end
+
+M.quantile = quantile_function("quantile", 1)
+M.percentile = quantile_function("percentile", 100)
+
+-- gpuarray.median(a[, opts]): the middle element, or the mean of the two middle ones (their
+-- sum halved, as NumPy's mean of them), NaN where the line holds one.
+function M.median(a, opts)
+  local lines, axis, n, stream = sorted_lines("median", a, opts)
+  local result
+  if n % 2 == 1 then
+    result = at_fraction(lines, axis, n, 0.5, stream)
+  else
+    local work, out = work_dtypes(lines.dtype)
+    local on_stream = stream and {stream = stream}
+    local low = lines:select(axis, n // 2):astype(work, on_stream)
+    local high = lines:select(axis, n // 2 + 1):astype(work, on_stream)
+    local total = ga.add(low, high, on_stream)
+    local mean = ga.mul(total, 0.5, on_stream)
+    local temporaries = {low, high, total, mean}
+    if dtypes[lines.dtype].kind == "f" then
+      local last = lines:select(axis, n)
+      local nan = ga.isnan(last, on_stream)
+      local last_work = last:astype(work, on_stream)
+      local chosen = ga.where(nan, last_work, mean, on_stream)
+      temporaries[#temporaries + 1], temporaries[#temporaries + 2] = nan, last_work
+      temporaries[#temporaries + 1] = chosen
+      mean = chosen
+    end
+    result = mean:astype(out, on_stream)
+    for _, temporary in ipairs(temporaries) do core.free_after(temporary, stream) end
+  end
+  core.free_after(lines, stream)
+  return result
+end
+
+function M.install(gpu)
+  ga = gpu.gpuarray
+  ga.quantile, ga.percentile, ga.median = M.quantile, M.percentile, M.median
+  core.types.GPUArray.__methods.median = M.median
+end
+
+return M

@@ -1261,6 +1261,65 @@ function M.stack(arrays, opts)
   return out
 end
 
+-- Differences and outer products ----------------------------------------------------------
+
+local DIFF_OPTIONS = {n = true, axis = true, stream = true}
+
+-- gpuarray.diff(a[, {n = 1, axis = -1, stream = s}]), a:diff([opts]): NumPy's n-th
+-- differences along axis, a[i + 1] - a[i] taken n times (of bools a[i + 1] ~= a[i], NumPy's
+-- not_equal), in a's dtype; the axis n shorter, or empty once n reaches its length.  n = 0
+-- gives a copy.
+function M.diff(a, opts)
+  check_array(a, 1, "diff")
+  opts = check_options(opts, 2, "diff", DIFF_OPTIONS)
+  if a.ndim == 0 then argerror(1, "diff", "a 0-d array has no axis to take differences along") end
+  local n = opts.n == nil and 1 or math.tointeger(opts.n)
+  if n == nil or n < 0 then
+    argerror(2, "diff", "option 'n' must be a whole number from 0 on, got " .. tostring(opts.n))
+  end
+  local axis = check_axis(opts.axis or -1, a.ndim, 2, "diff")
+  local stream = opts.stream
+  local on_stream = stream and {stream = stream}
+  if n == 0 then return a:copy(on_stream) end
+  local difference = a.dtype == "bool" and M.ne or M.sub
+  local result = a
+  for _ = 1, n do
+    local length = result.shape[axis]
+    local count = math.max(length - 1, 0)
+    local later = result:narrow(axis, math.min(2, length + 1), count)
+    local differences = difference(later, result:narrow(axis, 1, count), on_stream)
+    if result ~= a then core.free_after(result, stream) end   -- once the stream is done with it
+    result = differences
+  end
+  return result
+end
+methods.diff = M.diff
+
+-- x's elements as an array of shape: a view, and where x is not contiguous, of a copy (also
+-- returned, for the caller to free).
+local function elements_as(x, shape, stream)
+  if x.is_contiguous then return x:reshape(shape) end
+  local copy = x:copy(stream and {stream = stream})
+  return copy:reshape(shape), copy
+end
+
+local outer_product = binary_operator("mul", "outer")
+
+-- gpuarray.outer(a, b[, {out =, stream =}]): NumPy's outer product of a's and b's elements
+-- (each flattened): out[i][j] = a[i] * b[j], of the dtype a * b has.
+function M.outer(a, b, opts)
+  check_array(a, 1, "outer")
+  check_array(b, 2, "outer")
+  opts = check_options(opts, 3, "outer", OUT_STREAM)
+  local stream = opts.stream
+  local column, column_copy = elements_as(a, {a.size, 1}, stream)
+  local row, row_copy = elements_as(b, {1, b.size}, stream)
+  local result = outer_product(column, row, opts.out, stream)
+  if column_copy then core.free_after(column_copy, stream) end   -- once the stream is done
+  if row_copy then core.free_after(row_copy, stream) end
+  return result
+end
+
 -- The parts of complex arrays, as new arrays (NumPy's real and imag of a real array: a copy
 -- and zeros; conj: a copy): gpuarray.real(a), and as in PyCUDA and NumPy the fields a.real
 -- and a.imag and the method a:conj().

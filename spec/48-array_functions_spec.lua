@@ -1,6 +1,7 @@
 -- NumPy's array functions built from views and the elementwise operators: gpuarray.diff
--- (also a:diff) and gpuarray.outer, against references computed in Lua with each dtype's
--- arithmetic (wrapping integers, float32 rounding, bool's not_equal and and).
+-- (also a:diff), gpuarray.outer, eye, diagonal, diag, trace, tril and triu, against
+-- references computed in Lua with each dtype's arithmetic (wrapping integers, float32
+-- rounding, bool's not_equal and and).
 local helpers = require "helpers"
 local R = require "reduction_helpers"
 local gpu = helpers.gpu
@@ -114,7 +115,80 @@ describe("array functions", function()
     assert_list({0.5, 0.25, 2, 1, 0.5, 4}, xy, "int32 by float32")
   end)
 
-  helpers.gpu_it("diff and outer refuse bad arguments with clear messages", function()
+  helpers.gpu_it("eye, diagonal, diag, trace, tril and triu place and read diagonals", function()
+    -- eye: ones where column - row == k
+    for _, case in ipairs{{3, nil, 0}, {3, 5, 2}, {4, 2, -1}, {2, 6, -3}, {3, 3, 5}} do
+      local n, m, k = case[1], case[2], case[3]
+      local e = gpu.gpuarray.eye(n, m, {k = k, dtype = "int32"})
+      m = m or n
+      assert.are.same({n, m}, e.shape)
+      local want = {}
+      for r = 1, n do for c = 1, m do want[#want + 1] = c - r == k and 1 or 0 end end
+      assert_list(want, e, ("eye(%d, %d, k = %d)"):format(n, m, k))
+    end
+    assert.are.equal("float64", gpu.gpuarray.eye(2).dtype)
+    -- diagonal views of a 4 x 6 matrix, of its transpose, and of a stack along axes 2 and 3
+    local a, values = R.generate(24, "int32", function() return math.random(-1000, 1000) end)
+    local m = R.reshaped(a, {4, 6})
+    local function at(r, c) return values[(r - 1) * 6 + c] end
+    for k = -5, 7 do
+      local want = {}
+      for r = 1, 4 do
+        local c = r + k
+        if c >= 1 and c <= 6 then want[#want + 1] = at(r, c) end
+      end
+      assert_list(want, m:diagonal({offset = k}), "diagonal " .. k)
+      local t_want = {}   -- the transpose's diagonal k is the matrix's diagonal -k
+      for c = 1, 6 do
+        local r = c + k
+        if r >= 1 and r <= 4 then t_want[#t_want + 1] = at(r, c) end
+      end
+      assert_list(t_want, m:transpose():diagonal({offset = k}), "transposed diagonal " .. k)
+      if #want > 0 then
+        local sum = 0
+        for _, v in ipairs(want) do sum = sum + v end
+        assert.are.equal(sum, m:trace({offset = k}))
+        assert.are.equal(sum, R.value(gpu.gpuarray.trace(m, {offset = k})))
+      end
+    end
+    local b, bv = R.generate(2 * 3 * 4, "int32", function() return math.random(-1000, 1000) end)
+    local stack = R.reshaped(b, {2, 3, 4})
+    local d = gpu.gpuarray.diagonal(stack, {axis1 = 2, axis2 = 3, offset = 1})
+    assert.are.same({2, 3}, d.shape)   -- [i][r][r + 1] for r = 1..3
+    assert_list({bv[2], bv[7], bv[12], bv[14], bv[19], bv[24]}, d, "diagonals of a stack")
+    assert_list({bv[2] + bv[7] + bv[12], bv[14] + bv[19] + bv[24]},
+                gpu.gpuarray.trace(stack, {axis1 = 2, axis2 = 3, offset = 1}), "traces of a stack")
+    -- diag both ways
+    local v, vv = R.generate(3, "float32", function() return math.random() end)
+    local square = gpu.gpuarray.diag(v, {k = -2})
+    assert.are.same({5, 5}, square.shape)
+    local want = {}
+    for r = 1, 5 do for c = 1, 5 do want[#want + 1] = c - r == -2 and vv[c] or 0 end end
+    assert_list(want, square, "diag of a vector")
+    assert_list({at(1, 2), at(2, 3), at(3, 4), at(4, 5)}, gpu.gpuarray.diag(m, {k = 1}), "diag of a matrix")
+    -- tril and triu of a stack of 5 x 4 matrices, and of bools
+    local c, cv = R.generate(2 * 5 * 4, "int32", function() return math.random(-1000, 1000) end)
+    local mats = R.reshaped(c, {2, 5, 4})
+    for _, name in ipairs{"tril", "triu"} do
+      for _, k in ipairs{-1, 0, 2} do
+        local expect = {}
+        for i = 1, 40 do
+          local r, col = (i - 1) // 4 % 5 + 1, (i - 1) % 4 + 1
+          local keep = (name == "tril" and col - r <= k) or (name == "triu" and col - r >= k)
+          expect[i] = keep and cv[i] or 0
+        end
+        local got = gpu.gpuarray[name](mats, {k = k})
+        assert.are.same({2, 5, 4}, got.shape)
+        assert_list(expect, got, ("%s k = %d"):format(name, k))
+      end
+    end
+    local ones = gpu.gpuarray.ones({3, 3}, "bool")
+    local upper = gpu.gpuarray.triu(ones)
+    assert.are.equal("bool", upper.dtype)
+    assert_list({true, true, true, false, true, true, false, false, true}, upper, "triu of bools")
+  end)
+
+  helpers.gpu_it("the array functions refuse bad arguments with clear messages", function()
     local a = R.to_gpu({1, 2, 3}, "float32")
     helpers.assert_error("bad argument #1 to 'diff' (a 0-d array has no axis to take differences along)",
                          gpu.gpuarray.diff, gpu.gpuarray.zeros({}, "float32"))
@@ -128,8 +202,27 @@ describe("array functions", function()
     helpers.assert_error("bad argument #2 to 'outer' (GPUArray expected, got number)", gpu.gpuarray.outer, a, 5)
     helpers.assert_error("bad argument #3 to 'outer' (out array has shape (3,), the result (3,3))",
                          gpu.gpuarray.outer, a, a, {out = gpu.gpuarray.zeros(3, "float32")})
+    helpers.assert_error("bad argument #1 to 'eye' (n must be a whole number from 0 on, got -1)", gpu.gpuarray.eye, -1)
+    helpers.assert_error("bad argument #2 to 'eye' (option 'k' must be an integer, got float)",
+                         gpu.gpuarray.eye, 2, {k = 0.5})
+    helpers.assert_error("bad argument #3 to 'eye' (unknown option 'j')", gpu.gpuarray.eye, 2, 3, {j = 1})
+    helpers.assert_error("bad argument #1 to 'diagonal' (a diagonal needs an array of 2 or more axes)",
+                         a.diagonal, a)
+    local m = gpu.gpuarray.zeros({2, 2}, "float32")
+    helpers.assert_error("bad argument #2 to 'diagonal' (axis1 and axis2 must differ)", m.diagonal, m,
+                         {axis1 = 2, axis2 = 2})
+    helpers.assert_error("bad argument #1 to 'diag' (a 1-d or 2-d array expected, got 3-d)",
+                         gpu.gpuarray.diag, gpu.gpuarray.zeros({2, 2, 2}, "float32"))
+    helpers.assert_error("bad argument #1 to 'trace' (a diagonal needs an array of 2 or more axes)",
+                         gpu.gpuarray.trace, a)
+    helpers.assert_error("bad argument #1 to 'tril' (an array of 2 or more axes expected)", gpu.gpuarray.tril, a)
+    helpers.assert_error("bad argument #2 to 'triu' (option 'k' must be an integer, got string)",
+                         gpu.gpuarray.triu, m, {k = "1"})
     a:free()
+    m:free()
     helpers.assert_error("bad argument #1 to 'diff' (array has been freed)", a.diff, a)
+    helpers.assert_error("bad argument #1 to 'diagonal' (array has been freed)", m.diagonal, m)
+    helpers.assert_error("bad argument #1 to 'tril' (array has been freed)", gpu.gpuarray.tril, m)
     helpers.assert_error("bad argument #1 to 'outer' (array has been freed)", gpu.gpuarray.outer, a, a)
   end)
 end)

@@ -1320,6 +1320,146 @@ function M.outer(a, b, opts)
   return result
 end
 
+-- Diagonals and triangles ------------------------------------------------------------------
+
+-- n, a count (argument number at of fname): a whole number from 0 on.
+local function check_count(n, at, fname, what)
+  local count = math.tointeger(n)
+  if count == nil or count < 0 then
+    argerror(at, fname, ("%s must be a whole number from 0 on, got %s"):format(what, tostring(n)), 2)
+  end
+  return count
+end
+
+-- Option k (or `name`): a whole number, 0 when absent.
+local function check_offset(opts, name, at, fname)
+  local k = opts[name]
+  if k == nil then return 0 end
+  if math.type(k) ~= "integer" then
+    argerror(at, fname, ("option '%s' must be an integer, got %s"):format(name, math.type(k) or typename(k)), 2)
+  end
+  return k
+end
+
+-- Elements on diagonal k of an n1 x n2 matrix, and the element offset of its first along the
+-- two axes (first axis, second axis).
+local function diagonal_extent(n1, n2, k)
+  if k >= 0 then return math.max(0, math.min(n1, n2 - k)), 0, k end
+  return math.max(0, math.min(n1 + k, n2)), -k, 0
+end
+
+local EYE_OPTIONS = {k = true, dtype = true}
+
+-- gpuarray.eye(n[, m][, {k =, dtype =}]): NumPy's n x m array (m = n by default) of zeros
+-- with ones on diagonal k (0 the main one, positive above it, negative below), float64
+-- unless named.
+function M.eye(n, m, opts)
+  local opts_at = 3
+  if type(m) == "table" and opts == nil then m, opts, opts_at = nil, m, 2 end
+  n = check_count(n, 1, "eye", "n")
+  m = m == nil and n or check_count(m, 2, "eye", "m")
+  opts = check_options(opts, opts_at, "eye", EYE_OPTIONS)
+  local k = check_offset(opts, "k", opts_at, "eye")
+  local dtype = opts.dtype == nil and "float64" or check_dtype(opts.dtype, opts_at, "eye")
+  local out = core.array_zeros({n, m}, dtype)
+  local length, row, column = diagonal_extent(n, m, k)
+  if length > 0 then
+    local strides = out.strides
+    view_of(out, row * strides[1] + column * strides[2], {length}, {strides[1] + strides[2]}):fill(1)
+  end
+  return out
+end
+
+-- The view of diagonal opts.offset of a's axes opts.axis1 and opts.axis2 (checked options of
+-- fname): the other axes first and the diagonal last.
+local function diagonal_view(a, opts, fname)
+  if a.ndim < 2 then argerror(1, fname, "a diagonal needs an array of 2 or more axes", 2) end
+  local axis1 = check_axis(opts.axis1 or 1, a.ndim, 2, fname)
+  local axis2 = check_axis(opts.axis2 or 2, a.ndim, 2, fname)
+  if axis1 == axis2 then argerror(2, fname, "axis1 and axis2 must differ", 2) end
+  local k = check_offset(opts, "offset", 2, fname)
+  local shape, strides = a.shape, a.strides
+  local length, first, second = diagonal_extent(shape[axis1], shape[axis2], k)
+  local kept_shape, kept_strides = {}, {}
+  for d = 1, a.ndim do
+    if d ~= axis1 and d ~= axis2 then
+      kept_shape[#kept_shape + 1], kept_strides[#kept_strides + 1] = shape[d], strides[d]
+    end
+  end
+  kept_shape[#kept_shape + 1] = length
+  kept_strides[#kept_strides + 1] = strides[axis1] + strides[axis2]
+  return view_of(a, first * strides[axis1] + second * strides[axis2], kept_shape, kept_strides)
+end
+
+local DIAGONAL_OPTIONS = {offset = true, axis1 = true, axis2 = true}
+
+-- a:diagonal([{offset = 0, axis1 = 1, axis2 = 2}]), gpuarray.diagonal(a[, opts]): NumPy's
+-- diagonal, as a view: the elements a[i][i + offset] of the two axes, the other axes first
+-- and the diagonal last.
+function methods.diagonal(a, opts)
+  check_array(a, 1, "diagonal")
+  return diagonal_view(a, check_options(opts, 2, "diagonal", DIAGONAL_OPTIONS), "diagonal")
+end
+M.diagonal = methods.diagonal
+
+local K_OPTION = {k = true}
+
+-- gpuarray.diag(v[, {k = 0}]): NumPy's diag: of a 1-d v a square array of zeros with v on
+-- diagonal k; of a 2-d v a copy of its diagonal k.
+function M.diag(v, opts)
+  check_array(v, 1, "diag")
+  opts = check_options(opts, 2, "diag", K_OPTION)
+  local k = check_offset(opts, "k", 2, "diag")
+  if v.ndim == 2 then return diagonal_view(v, {offset = k}, "diag"):copy() end
+  if v.ndim ~= 1 then argerror(1, "diag", ("a 1-d or 2-d array expected, got %d-d"):format(v.ndim)) end
+  local n = v.size + math.abs(k)
+  local out = core.array_zeros({n, n}, v.dtype)
+  if v.size > 0 then
+    apply("astype", "diag", {v}, {out = diagonal_view(out, {offset = k}, "diag")}, v.dtype)
+  end
+  return out
+end
+
+-- gpuarray.trace(a[, {offset =, axis1 =, axis2 =, stream =}]): NumPy's, the sum along the
+-- diagonal: a 0-d array for a 2-d a (a:trace() gives its value), else one sum a diagonal.
+local TRACE_OPTIONS = {offset = true, axis1 = true, axis2 = true, stream = true}
+local function trace(a, opts, value)
+  check_array(a, 1, "trace")
+  opts = check_options(opts, 2, "trace", TRACE_OPTIONS)
+  local diagonal = diagonal_view(a, opts, "trace")
+  local sums = M.sum(diagonal, {axis = diagonal.ndim, stream = opts.stream})
+  if value and sums.ndim == 0 then
+    if opts.stream then opts.stream:synchronize() end
+    local v = sums[1]
+    sums:free()
+    return v
+  end
+  return sums
+end
+function M.trace(a, opts) return trace(a, opts, false) end
+function methods.trace(a, opts) return trace(a, opts, true) end
+
+-- gpuarray.tril(a[, {k = 0}]), gpuarray.triu(a[, {k = 0}]): NumPy's, a copy with the
+-- elements above (tril) or below (triu) diagonal k of the last two axes zeroed.
+for _, name in ipairs{"tril", "triu"} do
+  M[name] = function(a, opts)
+    check_array(a, 1, name)
+    opts = check_options(opts, 2, name, K_OPTION)
+    local k = check_offset(opts, "k", 2, name)
+    if a.ndim < 2 then argerror(1, name, "an array of 2 or more axes expected") end
+    local shape = a.shape
+    local n, m = shape[#shape - 1], shape[#shape]
+    local rows, columns = M.arange(n):reshape(n, 1), M.arange(m):reshape(1, m)
+    local above = columns - rows               -- how far above the main diagonal, as int64
+    local keep = name == "tril" and above:le(k) or above:ge(k)
+    local zero = 0
+    if a.dtype == "bool" then zero = false end
+    local result = M.where(keep, a, zero)
+    for _, temporary in ipairs{rows, columns, above, keep} do core.free_after(temporary) end
+    return result
+  end
+end
+
 -- The parts of complex arrays, as new arrays (NumPy's real and imag of a real array: a copy
 -- and zeros; conj: a copy): gpuarray.real(a), and as in PyCUDA and NumPy the fields a.real
 -- and a.imag and the method a:conj().

@@ -1,4 +1,4 @@
--- tools/large_ops.lua: device time of 43 common operations on 2^26 float32 (and the dtypes
+-- tools/large_ops.lua: device time of 50 common operations on 2^26 float32 (and the dtypes
 -- and shapes named), against a copy's bandwidth, beside CuPy's (tools/large_ops.py): a survey
 -- for finding the operations that fall short of the memory's speed (bench/NOTES.md quotes one).
 --
@@ -65,6 +65,13 @@ local cases = {   -- {name, nominal bytes an element, call}
   {"cumsum 2^20x64 ax1", 8, function() return gpu.cumsum(rows64, {axis = 2}) end},
   {"cumsum 64x2^20 ax0", 8, function() return gpu.cumsum(cols64, {axis = 1}) end},
   {"cumprod", 8, function() return gpu.cumprod(b) end},
+  {"nansum", 4, function() return ga.nansum(a) end},
+  {"nanmax axis 1", 4, function() return ga.nanmax(m, {axis = 2}) end},
+  {"nanmean", 4, function() return ga.nanmean(a) end},
+  {"median", 4, function() return ga.median(a) end},
+  {"median axis 1", 4, function() return ga.median(m, {axis = 2}) end},
+  {"diff", 8, function() return ga.diff(a) end},
+  {"tril", 8, function() return ga.tril(m) end},
   {"sum f64", 8, function() return ga.sum(d) end},
   {"sum axis 1", 4, function() return ga.sum(m, {axis = 2}) end},
   {"sum axis 0", 4, function() return ga.sum(m, {axis = 1}) end},

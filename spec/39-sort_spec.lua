@@ -1,5 +1,5 @@
--- gpuarray.sort, a:sort(), gpuarray.argsort and searchsorted, against Lua's table.sort in
--- NumPy's order.
+-- gpuarray.sort, a:sort(), gpuarray.argsort, searchsorted and topk, against Lua's table.sort
+-- in NumPy's order.
 local helpers = require "helpers"
 local gpu = helpers.gpu
 local sort = require "gpu.sort"
@@ -405,6 +405,61 @@ describe("sort", function()
     local freed = gpu.zeros(3)
     freed:free()
     helpers.assert_error("bad argument #2 to 'searchsorted' (array has been freed)", gpu.gpuarray.searchsorted, a, freed)
+  end)
+
+  -- topk: the stable ascending order's tail reversed (largest) or its head (smallest), so
+  -- ties and NaNs land where the sort puts them.
+  helpers.gpu_it("topk keeps each line's k largest or smallest elements and their places", function()
+    local rows, cols = 7, 300       -- rows past 256 take the radix sort, columns the network
+    local s = gpu.Stream()
+    for _, dtype in ipairs{"float32", "int32", "uint8", "float64", "complex64"} do
+      local a, values = random_values(dtype, rows * cols)
+      local m = a:reshape(rows, cols)
+      for _, axis in ipairs{1, 2} do
+        local n = axis == 1 and rows or cols
+        local lines = axis == 1 and cols or rows
+        for _, k in ipairs{0, 1, 3, n} do
+          for _, largest in ipairs{true, false} do
+            local v, i = m:topk(k, {axis = axis, largest = largest, stream = s})
+            s:synchronize()
+            local shape = axis == 1 and {k, cols} or {rows, k}
+            assert.are.same(shape, v.shape)
+            assert.are.same(shape, i.shape)
+            assert.are.equal(dtype, v.dtype)
+            assert.are.equal("int64", i.dtype)
+            local hv, hi = v:get(), i:get()
+            for line = 1, lines do
+              local function at(p)   -- flat index of place p along the axis in this line
+                return axis == 1 and (p - 1) * cols + line or (line - 1) * cols + p
+              end
+              local line_values = {}
+              for p = 1, n do line_values[p] = values[at(p)] end
+              local order = stable_order(dtype, line_values)
+              for j = 1, k do
+                local p = largest and order[n + 1 - j] or order[j]
+                local out = axis == 1 and (j - 1) * cols + line or (line - 1) * k + j
+                if hi[out] ~= p or not same(dtype, hv[out], line_values[p]) then
+                  error(("%s topk(%d, axis %d, largest %s), line %d, #%d: got %s at %s, expected %s at %d")
+                        :format(dtype, k, axis, largest, line, j, tostring(hv[out]), tostring(hi[out]),
+                                tostring(line_values[p]), p))
+                end
+              end
+            end
+          end
+        end
+      end
+      a:free()
+    end
+    local a = gpu.zeros({2, 3}, "float32")
+    helpers.assert_error("bad argument #2 to 'topk' (k must be a whole number from 0 to 3, got 4)",
+                         gpu.gpuarray.topk, a, 4)
+    helpers.assert_error("bad argument #3 to 'topk' (option 'largest' must be a boolean, got string)",
+                         a.topk, a, 1, {largest = "yes"})
+    helpers.assert_error("bad argument #3 to 'topk' (unknown option 'dim')", a.topk, a, 1, {dim = 1})
+    helpers.assert_error("bad argument #1 to 'topk' (a 0-d array has no axis to sort along)",
+                         gpu.gpuarray.topk, gpu.zeros({}, "float32"), 0)
+    a:free()
+    helpers.assert_error("bad argument #1 to 'topk' (array has been freed)", a.topk, a, 1)
   end)
 
   helpers.gpu_it("refuses 0-d arrays and bad options", function()

@@ -5,6 +5,7 @@
 --     axis that would sort it; stable (equal elements keep their order)
 --   gpuarray.searchsorted(a, v[, {side = "left" | "right", stream = s}]) -> int64 array of v's
 --     shape: where each of v's values would go in the sorted 1-d a, 1-based
+--   gpuarray.topk(a, k[, {axis = k, largest = true, stream = s}]) -> values, indices (Torch's)
 -- The axis is the last one unless given (1-based, negatives from the end), as NumPy's.  NaN
 -- sorts after every number; complex numbers order by real part, then imaginary part, with
 -- NaN parts last, as NumPy's.
@@ -257,6 +258,46 @@ function M.argsort(a, opts)
   return restore(indices, order, a.shape, "int64", stream)
 end
 
+local TOPK_OPTIONS = {axis = true, largest = true, stream = true}
+
+-- gpuarray.topk(a, k[, {axis = -1, largest = true, stream = s}]) -> values, indices: Torch's
+-- topk.  The k largest (or smallest) of a's elements along axis, largest (smallest) first,
+-- NaN counting as the largest as in the sort, and their 1-based places along the axis (int64,
+-- as argsort's); both of a's shape with the axis k long.  One sort that carries the indices,
+-- of which each row's end is kept.
+function M.topk(a, k, opts)
+  check_array(a, 1, "topk")
+  opts = reduction.check_options(opts, 3, "topk", TOPK_OPTIONS)
+  if a.ndim == 0 then argerror(1, "topk", "a 0-d array has no axis to sort along") end
+  local axis = args.check_axis(opts.axis or -1, a.ndim, 3, "topk")
+  local largest = opts.largest
+  if largest == nil then largest = true end
+  if type(largest) ~= "boolean" then
+    argerror(3, "topk", "option 'largest' must be a boolean, got " .. args.typename(largest))
+  end
+  local n = a.shape[axis]
+  local count = math.tointeger(k)
+  if count == nil or count < 0 or count > n then
+    argerror(2, "topk", ("k must be a whole number from 0 to %d, got %s"):format(n, tostring(k)))
+  end
+  local stream = opts.stream
+  local keys, indices, order = sorted(a, axis, true, stream)
+  local shape = a.shape
+  shape[axis] = count
+  local function kept(rows, dtype)  -- each row's end, first first, into an array of shape
+    local last = rows.ndim
+    local run = rows:narrow(last, largest and n - count + 1 or 1, count)
+    if largest then run = run:flip({axis = last}) end
+    local target = core.array_empty(shape, dtype)
+    if count > 0 then
+      ew.launch(ew.copy_program(dtype), order and target:transpose(order) or target, stream, "topk", run)
+    end
+    core.free_after(rows, stream)
+    return target
+  end
+  return kept(keys, a.dtype), kept(indices, "int64")
+end
+
 local SEARCH_OPTIONS = {side = true, stream = true}
 
 -- v of searchsorted (argument 2) as an array, whether it is a temporary, and the dtype it and
@@ -324,9 +365,10 @@ end
 function M.install(gpu)
   gpu.gpuarray.sort, gpu.gpuarray.argsort = M.sort, M.argsort
   gpu.gpuarray.searchsorted = M.searchsorted
+  gpu.gpuarray.topk = M.topk
   local methods = core.types.GPUArray.__methods
   methods.sort, methods.argsort = M.sort_in_place, M.argsort
-  methods.searchsorted = M.searchsorted
+  methods.searchsorted, methods.topk = M.searchsorted, M.topk
 end
 
 return M

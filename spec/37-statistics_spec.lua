@@ -423,15 +423,21 @@ describe("statistics", function()
     local out = dtype == "float16" and function(x) return gpu.float16(x).value end or work
     return work, out
   end
+  -- line's values sorted, or nil where one is NaN
+  local function sorted_numbers(line)
+    local sorted = {}
+    for _, v in ipairs(line) do
+      if v ~= v then return nil end
+      sorted[#sorted + 1] = v
+    end
+    table.sort(sorted)
+    return sorted
+  end
   local function quantile_reference(dtype, q)
     local work, out = roundings(dtype)
     return function(line)
-      local sorted = {}
-      for _, v in ipairs(line) do
-        if v ~= v then return NAN end
-        sorted[#sorted + 1] = v
-      end
-      table.sort(sorted)
+      local sorted = sorted_numbers(line)
+      if not sorted then return NAN end
       local n = #sorted
       local position = q * (n - 1)
       local below = math.floor(position)
@@ -447,12 +453,8 @@ describe("statistics", function()
   local function median_reference(dtype)
     local work, out = roundings(dtype)
     return function(line)
-      local sorted = {}
-      for _, v in ipairs(line) do
-        if v ~= v then return NAN end
-        sorted[#sorted + 1] = v
-      end
-      table.sort(sorted)
+      local sorted = sorted_numbers(line)
+      if not sorted then return NAN end
       local n = #sorted
       if n % 2 == 1 then return out(sorted[(n + 1) // 2]) end
       return out(work(work(sorted[n // 2] + sorted[n // 2 + 1]) * 0.5))

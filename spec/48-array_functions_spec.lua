@@ -1,7 +1,7 @@
 -- NumPy's array functions built from views and the elementwise operators: gpuarray.diff
--- (also a:diff), gpuarray.outer, eye, diagonal, diag, trace, tril and triu, against
--- references computed in Lua with each dtype's arithmetic (wrapping integers, float32
--- rounding, bool's not_equal and and).
+-- (also a:diff), outer, eye, diagonal, diag, trace, tril, triu, roll and broadcast_to,
+-- against references computed in Lua with each dtype's arithmetic (wrapping integers,
+-- float32 rounding, bool's not_equal and and).
 local helpers = require "helpers"
 local R = require "reduction_helpers"
 local gpu = helpers.gpu
@@ -188,6 +188,50 @@ describe("array functions", function()
     assert_list({true, true, true, false, true, true, false, false, true}, upper, "triu of bools")
   end)
 
+  helpers.gpu_it("roll moves elements round an axis or the whole array; broadcast_to repeats", function()
+    local s = gpu.Stream()
+    local a, values = R.generate(4 * 5, "int32", function() return math.random(-1000, 1000) end)
+    local m = R.reshaped(a, {4, 5})
+    for _, shift in ipairs{0, 1, 3, 5, 7, -2, -21, 40} do
+      local want = {}
+      for i = 1, 20 do want[(i - 1 + shift) % 20 + 1] = values[i] end
+      local whole = gpu.gpuarray.roll(m, shift)
+      assert.are.same({4, 5}, whole.shape)
+      assert_list(want, whole, "roll " .. shift)
+      for axis = 1, 2 do
+        local expect = {}
+        for r = 1, 4 do
+          for c = 1, 5 do
+            local to_r, to_c = r, c
+            if axis == 1 then to_r = (r - 1 + shift) % 4 + 1 else to_c = (c - 1 + shift) % 5 + 1 end
+            expect[(to_r - 1) * 5 + to_c] = values[(r - 1) * 5 + c]
+          end
+        end
+        local got = m:roll(shift, {axis = axis, stream = s})
+        s:synchronize()
+        assert_list(expect, got, ("roll %d along %d"):format(shift, axis))
+      end
+    end
+    -- a transposed view rolls in its own row-major order
+    local t_values = {}
+    for c = 1, 5 do for r = 1, 4 do t_values[#t_values + 1] = values[(r - 1) * 5 + c] end end
+    local want_t = {}
+    for i = 1, 20 do want_t[(i - 1 + 6) % 20 + 1] = t_values[i] end
+    assert_list(want_t, gpu.gpuarray.roll(m:transpose(), 6), "roll of a transposed view")
+    -- broadcast_to: a view whose repeated axes read the same elements
+    local row = m:select(1, 2)                     -- the second row, 5 elements
+    local b = gpu.gpuarray.broadcast_to(row, {3, 5})
+    assert.are.same({3, 5}, b.shape)
+    local want_b = {}
+    for r = 1, 3 do for c = 1, 5 do want_b[#want_b + 1] = values[5 + c] end end
+    assert_list(want_b, b:copy(), "broadcast_to copied")
+    local sums = b + m:narrow(1, 1, 3)
+    local want_sum = {}
+    for r = 1, 3 do for c = 1, 5 do want_sum[#want_sum + 1] = values[5 + c] + values[(r - 1) * 5 + c] end end
+    assert_list(want_sum, sums, "broadcast_to in an operation")
+    a:free()
+  end)
+
   helpers.gpu_it("the array functions refuse bad arguments with clear messages", function()
     local a = R.to_gpu({1, 2, 3}, "float32")
     helpers.assert_error("bad argument #1 to 'diff' (a 0-d array has no axis to take differences along)",
@@ -218,8 +262,15 @@ describe("array functions", function()
     helpers.assert_error("bad argument #1 to 'tril' (an array of 2 or more axes expected)", gpu.gpuarray.tril, a)
     helpers.assert_error("bad argument #2 to 'triu' (option 'k' must be an integer, got string)",
                          gpu.gpuarray.triu, m, {k = "1"})
+    helpers.assert_error("bad argument #2 to 'roll' (shift must be an integer, got float)", a.roll, a, 1.5)
+    helpers.assert_error("bad argument #3 to 'roll' (axis 2 is out of range for a 1-d array)",
+                         gpu.gpuarray.roll, a, 1, {axis = 2})
+    helpers.assert_error("bad argument #2 to 'broadcast_to' (cannot broadcast an array of shape (3,) to (2,4))",
+                         gpu.gpuarray.broadcast_to, a, {2, 4})
     a:free()
     m:free()
+    helpers.assert_error("bad argument #1 to 'roll' (array has been freed)", a.roll, a, 1)
+    helpers.assert_error("bad argument #1 to 'broadcast_to' (array has been freed)", gpu.gpuarray.broadcast_to, a, {3})
     helpers.assert_error("bad argument #1 to 'diff' (array has been freed)", a.diff, a)
     helpers.assert_error("bad argument #1 to 'diagonal' (array has been freed)", m.diagonal, m)
     helpers.assert_error("bad argument #1 to 'tril' (array has been freed)", gpu.gpuarray.tril, m)

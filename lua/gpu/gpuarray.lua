@@ -1295,6 +1295,48 @@ function M.diff(a, opts)
 end
 methods.diff = M.diff
 
+-- gpuarray.broadcast_to(a, shape): NumPy's, a view of a as shape by its broadcasting rules
+-- (axes of length 1, and missing leading ones, repeat with a stride of 0).  Its repeated
+-- elements share memory: read it, or copy it, rather than write into it.
+function M.broadcast_to(a, shape)
+  check_array(a, 1, "broadcast_to")
+  shape = check_shape(shape, 2, "broadcast_to")
+  local strides = promote.broadcast_strides(a.shape, a.strides, shape)
+  if strides == nil then
+    argerror(2, "broadcast_to", ("cannot broadcast an array of shape %s to %s")
+                                :format(promote.shape_text(a.shape), promote.shape_text(shape)))
+  end
+  return view_of(a, 0, shape, strides)
+end
+
+local ROLL_OPTIONS = {axis = true, stream = true}
+
+-- gpuarray.roll(a, shift[, {axis =, stream =}]), a:roll(shift[, opts]): NumPy's, a copy with
+-- the elements moved shift places along axis (forward; negative: back), those pushed past the
+-- end coming round to the start; without axis over the elements in row-major order.
+function M.roll(a, shift, opts)
+  check_array(a, 1, "roll")
+  if math.type(shift) ~= "integer" then
+    argerror(2, "roll", "shift must be an integer, got " .. (math.type(shift) or typename(shift)))
+  end
+  opts = check_options(opts, 3, "roll", ROLL_OPTIONS)
+  local stream = opts.stream
+  local on_stream = stream and {stream = stream}
+  if opts.axis == nil then
+    local copy = not a.is_contiguous and a:copy(on_stream) or nil
+    local rolled = M.roll((copy or a):reshape(a.size), shift, {axis = 1, stream = stream})
+    if copy then core.free_after(copy, stream) end
+    return rolled:reshape(a.shape)
+  end
+  local axis = check_axis(opts.axis, a.ndim, 3, "roll")
+  local n = a.shape[axis]
+  local moved = n > 0 and shift % n or 0
+  if moved == 0 then return a:copy(on_stream) end
+  return M.concatenate({a:narrow(axis, n - moved + 1, moved), a:narrow(axis, 1, n - moved)},
+                       {axis = axis, stream = stream})
+end
+methods.roll = M.roll
+
 -- x's elements as an array of shape: a view, and where x is not contiguous, of a copy (also
 -- returned, for the caller to free).
 local function elements_as(x, shape, stream)

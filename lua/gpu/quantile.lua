@@ -100,6 +100,7 @@ end
 -- quantile and percentile: scale is q's largest value (1 or 100).
 local function quantile_function(fname, scale)
   return function(a, q, opts)
+    check_array(a, 1, fname)
     local fractions
     if type(q) == "table" and getmetatable(q) == nil then
       if #q == 0 then argerror(2, fname, "q is an empty list") end

@@ -1,5 +1,6 @@
 -- gpuarray.take, put and scatter_add: gathers and scatters with 1-based indices, the modes for
--- indices out of range, and a[indices] and a[indices] = values.
+-- indices out of range, and a[indices] and a[indices] = values; take_along_axis, bincount and
+-- histogram.
 local helpers = require "helpers"
 local gpu = helpers.gpu
 
@@ -363,6 +364,76 @@ describe("gpuarray.take, put and scatter_add", function()
     helpers.assert_error("bad argument #1 to 'scatter_add' (array has been freed)",
                          gpu.gpuarray.scatter_add, freed, {1}, 1)
   end)
+  -- take_along_axis against the same gather done in Lua over the row-major values: out's
+  -- element at multi-index j reads a at j with axis' coordinate replaced by the index there.
+  helpers.gpu_it("take_along_axis gathers along each axis; argsort's indices give the sort", function()
+    local shape = {4, 5, 6}
+    local size = 4 * 5 * 6
+    local values = {}
+    for i = 1, size do values[i] = math.random(-1000, 1000) / 8 end
+    local a = upload(values, "float32"):reshape(shape)
+    local function flat_of(index)   -- 1-based multi-index of shape -> 1-based flat position
+      local k = 0
+      for d = 1, #shape do k = k * shape[d] + index[d] - 1 end
+      return k + 1
+    end
+    local s = gpu.Stream()
+    for axis = 1, 3 do
+      for _, length in ipairs{1, 3, 7} do
+        local where_shape = {table.unpack(shape)}
+        where_shape[axis] = length
+        local count = where_shape[1] * where_shape[2] * where_shape[3]
+        local where = random_indices(count, shape[axis])
+        for _, dtype in ipairs{"int64", "int32"} do
+          local indices = upload(where, dtype):reshape(where_shape)
+          local got = gpu.gpuarray.take_along_axis(a, indices, axis, {stream = s})
+          s:synchronize()
+          assert.are.same(where_shape, got.shape)
+          assert.are.equal("float32", got.dtype)
+          local h = got:get()
+          local k = 0
+          for i1 = 1, where_shape[1] do
+            for i2 = 1, where_shape[2] do
+              for i3 = 1, where_shape[3] do
+                k = k + 1
+                local index = {i1, i2, i3}
+                index[axis] = where[k]
+                local want = values[flat_of(index)]
+                if h[k] ~= want then
+                  error(("axis %d, length %d, %s at %d: got %s, expected %s"):format(axis, length,
+                        dtype, k, h[k], want))
+                end
+              end
+            end
+          end
+        end
+      end
+      -- argsort's indices put each line in order; a transposed view reads in its own order
+      local sorted = gpu.gpuarray.sort(a, {axis = axis}):get()
+      local by_argsort = gpu.gpuarray.take_along_axis(a, gpu.gpuarray.argsort(a, {axis = axis}), axis):get()
+      for i = 1, size do assert.are.equal(sorted[i], by_argsort[i]) end
+      local t = a:transpose()
+      local t_sorted = gpu.gpuarray.sort(t, {axis = axis}):get()
+      local t_taken = gpu.gpuarray.take_along_axis(t, gpu.gpuarray.argsort(t, {axis = axis}), axis):get()
+      for i = 1, size do assert.are.equal(t_sorted[i], t_taken[i]) end
+    end
+    local one_past = random_indices(4 * 3 * 6, 5)
+    one_past[math.random(#one_past)] = 6
+    helpers.assert_error("bad argument #2 to 'take_along_axis' (indices must be from 1 to 5 (axis 2's length))",
+                         gpu.gpuarray.take_along_axis, a, upload(one_past, "int64"):reshape(4, 3, 6), 2)
+    helpers.assert_error("bad argument #2 to 'take_along_axis' (indices must be from 1 to 6 (axis 3's length))",
+                         gpu.gpuarray.take_along_axis, a, gpu.gpuarray.zeros({4, 5, 2}, "int64"), 3)
+    helpers.assert_error("bad argument #2 to 'take_along_axis' (indices have shape (4,3,5), the array (4,5,6): they must agree off axis 2)",
+                         gpu.gpuarray.take_along_axis, a, gpu.gpuarray.ones({4, 3, 5}, "int64"), 2)
+    helpers.assert_error("bad argument #2 to 'take_along_axis' (indices are 2-d, the array 3-d)",
+                         gpu.gpuarray.take_along_axis, a, gpu.gpuarray.ones({4, 3}, "int64"), 2)
+    helpers.assert_error("bad argument #4 to 'take_along_axis' (unknown option 'mode')",
+                         gpu.gpuarray.take_along_axis, a, gpu.gpuarray.ones({4, 5, 6}, "int64"), 2, {mode = "wrap"})
+    a:free()
+    helpers.assert_error("bad argument #1 to 'take_along_axis' (array has been freed)",
+                         gpu.gpuarray.take_along_axis, a, {1}, 1)
+  end)
+
   helpers.gpu_it("bincount counts each value from 0, weighted or not, as NumPy's", function()
     for _, dtype in ipairs{"int8", "uint8", "int32", "int64", "uint64"} do
       local n, highest = math.random(1, 20000), math.random(0, 120)

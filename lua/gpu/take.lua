@@ -11,7 +11,8 @@
 --     (kernels/bincount.cu): how many of x's values (integers from 0, which are data, not
 --     indices) are each of 0, 1, ..., max(x), the count of value v at element v + 1;
 --   gpuarray.histogram(x[, {bins =, range =, weights =, stream =}]) -> counts, edges
---     NumPy's histogram, on the same kernels.
+--     NumPy's histogram, on the same kernels;
+--   gpuarray.take_along_axis(a, indices, axis[, {stream =}])   NumPy's, through take.
 --
 -- indices is an integer GPUArray or a Lua table of integers.  mode says what an index outside
 -- 1..a.size does: "raise" (the default) raises an error naming the first such index, which
@@ -253,6 +254,68 @@ function M.put(a, indices, values, opts)
   return scatter_through(a, a.dtype, indices, source, source_made, mode, stream, "put", "gpu_put")
 end
 
+local ALONG_OPTIONS = {stream = true}
+
+-- gpuarray.take_along_axis(a, indices, axis[, {stream = s}]): NumPy's, out[..., j, ...] =
+-- a[..., indices[..., j, ...], ...]: indices (integers, 1-based along axis, as argsort gives
+-- them) of a's shape off that axis, any length along it.  An index outside 1..a.shape[axis]
+-- is an error, checked before anything is read (which synchronizes).  Made as take's flat
+-- indices: each element's offset off the axis added to (index - 1) * the axis's step.
+function M.take_along_axis(a, indices, axis, opts)
+  local fname = "take_along_axis"
+  check_array(a, 1, fname)
+  indices = index_array(a, indices, fname)
+  opts = args.check_options(opts, 4, fname, ALONG_OPTIONS)
+  if indices.ndim ~= a.ndim then
+    argerror(2, fname, ("indices are %d-d, the array %d-d"):format(indices.ndim, a.ndim))
+  end
+  if a.ndim == 0 then argerror(1, fname, "a 0-d array has no axis to take along") end
+  axis = args.check_axis(axis, a.ndim, 3, fname)
+  local shape, where_shape = a.shape, indices.shape
+  for d = 1, a.ndim do
+    if d ~= axis and where_shape[d] ~= shape[d] then
+      argerror(2, fname, ("indices have shape %s, the array %s: they must agree off axis %d")
+                         :format(promote.shape_text(where_shape), promote.shape_text(shape), axis))
+    end
+  end
+  local stream = opts.stream
+  local on_stream = stream and {stream = stream}
+  local ga = require "gpu.gpuarray"
+  if indices.size == 0 then return core.array_empty(where_shape, a.dtype) end
+  local length = shape[axis]
+  local outside = ga.logical_or(ga.lt(indices, 1, on_stream), ga.gt(indices, length, on_stream), on_stream)
+  local any_outside = ga.any(outside, on_stream)
+  if stream then stream:synchronize() end
+  local bad = any_outside[1]
+  core.free_after(outside, stream)
+  any_outside:free()
+  if bad then
+    argerror(2, fname, ("indices must be from 1 to %d (axis %d's length)"):format(length, axis))
+  end
+  -- row-major element steps of a, whatever its layout: take reads a in that order
+  local steps, step = {}, 1
+  for d = a.ndim, 1, -1 do steps[d], step = step, step * shape[d] end
+  local in_place = {out = nil, stream = stream}
+  local flat = indices:astype("int64", on_stream)
+  in_place.out = flat
+  ga.mul(flat, steps[axis], in_place)                  -- (index - 1) * step + 1, 1-based
+  ga.sub(flat, steps[axis] - 1, in_place)
+  for d = 1, a.ndim do
+    if d ~= axis and where_shape[d] > 1 then          -- + (i - 1) * step along axis d
+      local offsets = {}
+      for i = 1, where_shape[d] do offsets[i] = (i - 1) * steps[d] end
+      local along = {}
+      for e = 1, a.ndim do along[e] = e == d and where_shape[d] or 1 end
+      local column = ga.to_gpu(core.host.from_table(offsets, "int64")):reshape(along)
+      ga.add(flat, column, in_place)
+      core.free_after(column, stream)
+    end
+  end
+  local result = M.take(a, flat, {mode = "wrap", stream = stream})
+  core.free_after(flat, stream)
+  return result
+end
+
 -- What scatter_add adds in: the atomics' C type, its count an element, and the dtype of the
 -- array the atomics work on (narrow integers, bool and 16-bit floats add in a wider copy: a
 -- bool's sum is true where it is not 0, a narrow integer's wraps, a 16-bit float's rounds
@@ -466,6 +529,7 @@ end
 
 function M.install(gpu)
   gpu.gpuarray.take = M.take
+  gpu.gpuarray.take_along_axis = M.take_along_axis
   gpu.gpuarray.put = M.put
   gpu.gpuarray.scatter_add = M.scatter_add
   gpu.gpuarray.bincount = M.bincount

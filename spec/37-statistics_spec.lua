@@ -414,14 +414,16 @@ describe("statistics", function()
   end)
 
   -- quantile, percentile and median against NumPy's linear interpolation done in Lua, each
-  -- operation rounded as the device's elementwise operations round it (float32 for float32
-  -- and float16 data, float64 for float64 and integers), then to the result's dtype.
+  -- operation rounded as NumPy's (and the device's elementwise operations) round it: in a
+  -- float array's own dtype with the fraction rounded to it too (NumPy's gamma), in float64
+  -- for integers; median's mean in float32 for float16, as NumPy's mean.
   local function identity(x) return x end
   local function f32(x) return gpu.float32(x).value end
-  local function roundings(dtype)
-    local work = (dtype == "float32" or dtype == "float16") and f32 or identity
-    local out = dtype == "float16" and function(x) return gpu.float16(x).value end or work
-    return work, out
+  local function f16(x) return gpu.float16(x).value end
+  local function roundings(dtype, mean)
+    if dtype == "float16" then return mean and f32 or f16, f16 end
+    if dtype == "float32" then return f32, f32 end
+    return identity, identity
   end
   -- line's values sorted, or nil where one is NaN
   local function sorted_numbers(line)
@@ -441,17 +443,17 @@ describe("statistics", function()
       local n = #sorted
       local position = q * (n - 1)
       local below = math.floor(position)
-      local t = position - below
+      local t = work(position - below)
       local low = sorted[below + 1]
-      if t == 0 then return out(low) end
+      if position == below then return out(low) end
       local high = sorted[math.min(below + 2, n)]
       local diff = work(high - low)
-      if t < 0.5 then return out(work(low + work(diff * work(t)))) end
-      return out(work(high - work(diff * work(1 - t))))
+      if t < 0.5 then return out(work(low + work(diff * t))) end
+      return out(work(high - work(diff * (1 - t))))
     end
   end
   local function median_reference(dtype)
-    local work, out = roundings(dtype)
+    local work, out = roundings(dtype, true)
     return function(line)
       local sorted = sorted_numbers(line)
       if not sorted then return NAN end

@@ -5,9 +5,10 @@
 --   gpuarray.median(a[, opts]), also a:median([opts])
 -- Without axis over all of a's elements; with it along that axis.  The result has the other
 -- axes' shape (0-d without axis), behind one axis of #q where q is a list.  NumPy's "linear"
--- method: the sorted values at the two places around q * (n - 1), interpolated.  Integers and
--- bools give float64, floats their own dtype (float16 and bfloat16 computed in float32); a
--- line with a NaN gives NaN, as NumPy's.
+-- method: the sorted values at the two places around q * (n - 1), interpolated in a float
+-- array's own dtype (the fraction rounded to it, as NumPy's gamma), in float64 for integers
+-- and bools; median's mean of two middle values as NumPy's mean takes it (float32 for the
+-- 16-bit floats).  A line with a NaN gives NaN, as NumPy's.
 
 local core = require "gpu.core"
 local args = require "gpu.args"
@@ -22,11 +23,17 @@ local OPTIONS = {axis = true, stream = true}
 
 local ga   -- gpu.gpuarray, set by install: the sort and the elementwise operations
 
--- The dtype the interpolation is computed in, and the result's.
-local function work_dtypes(dtype)
+-- The dtype the interpolation (or median's mean) is computed in, and the result's.
+local function work_dtypes(dtype, mean)
   local d = dtypes[dtype]
-  if d.kind == "f" then return d.size == 2 and "float32" or dtype, dtype end
+  if d.kind == "f" then return (mean and d.size == 2) and "float32" or dtype, dtype end
   return "float64", "float64"
+end
+
+-- x rounded to dtype, as a Lua number (NumPy's gamma has the array's float dtype).
+local function rounded(x, dtype)
+  if dtype == "float64" then return x end
+  return core[dtype](x).value   -- the typed scalar's value
 end
 
 -- The checks every form shares; returns the sorted values (a new array), the axis they are
@@ -58,7 +65,8 @@ end
 
 -- The value at fraction q of each sorted line: NumPy's linear interpolation between the
 -- elements around q * (n - 1), a + (b - a) * t below t = 0.5 and b - (b - a) * (1 - t) from
--- it (exact at both ends); NaN where the line holds one (sorted last).
+-- it (exact at both ends), t rounded to the work dtype first; NaN where the line holds one
+-- (sorted last).
 local function at_fraction(lines, axis, n, q, stream)
   local work, out = work_dtypes(lines.dtype)
   local on_stream = stream and {stream = stream}
@@ -66,17 +74,17 @@ local function at_fraction(lines, axis, n, q, stream)
   local function keep(x) temporaries[#temporaries + 1] = x; return x end
   local position = q * (n - 1)
   local below = math.floor(position)
-  local t = position - below
+  local t = rounded(position - below, work)
   local low = keep(lines:select(axis, below + 1):astype(work, on_stream))
   local value
-  if t == 0 then
+  if position == below then
     value = low
   else
     local high = keep(lines:select(axis, math.min(below + 2, n)):astype(work, on_stream))
     local diff = keep(ga.sub(high, low, on_stream))
     if t < 0.5 then
       value = keep(ga.add(low, keep(ga.mul(diff, t, on_stream)), on_stream))
-    else
+    else   -- 1 - t is exact for t in [0.5, 1]
       value = keep(ga.sub(high, keep(ga.mul(diff, 1 - t, on_stream)), on_stream))
     end
   end
@@ -135,7 +143,7 @@ function M.median(a, opts)
   if n % 2 == 1 then
     result = at_fraction(lines, axis, n, 0.5, stream)
   else
-    local work, out = work_dtypes(lines.dtype)
+    local work, out = work_dtypes(lines.dtype, true)
     local on_stream = stream and {stream = stream}
     local low = lines:select(axis, n // 2):astype(work, on_stream)
     local high = lines:select(axis, n // 2 + 1):astype(work, on_stream)

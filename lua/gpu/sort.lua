@@ -100,12 +100,13 @@ local function tile_size(dtype) return BLOCK * radix_items(dtype) end
 
 -- sort_rows for rows longer than a tile, of keys that are not complex: a radix sort, a byte
 -- of the key a pass, between keys and a spare array (and, for indices, between two arrays of
--- 4-byte indices, the last pass writing into indices); the first pass reads source.  One
+-- 4-byte indices, the last pass writing into indices); the first pass reads source.  An odd
+-- number of passes ends in the spare, copied into keys unless only the indices are wanted.  One
 -- histogram of every byte first, then a pass a byte, each with its look-back's state zeroed
 -- just before it (kernels/sort.cu).  (Zeroing every pass's state at once, in one allocation,
 -- saved a memset a pass on small sorts but made 2^24 float32 0.69 -> 0.79-0.85 ms on the
 -- H200: a state zeroed just before its pass is still in the L2 cache.)
-local function radix_rows(keys, indices, rows, len, stream, source)
+local function radix_rows(keys, indices, rows, len, stream, source, keys_unwanted)
   local dtype, with_indices = keys.dtype, indices ~= nil
   local passes = dtypes[dtype].size
   local tiles = (len + tile_size(dtype) - 1) // tile_size(dtype)
@@ -129,7 +130,7 @@ local function radix_rows(keys, indices, rows, len, stream, source)
     scatter(pass > 0 and key_arrays[from] or source, key_arrays[to], from_indices,
             not final and index_arrays[to] or nil, final, state, totals, rows, len, tiles, pass, launch)
   end
-  if passes % 2 == 1 and not with_indices then   -- an odd number of passes ends in the spare
+  if passes % 2 == 1 and not keys_unwanted then
     ew.launch(ew.copy_program(dtype), keys, stream, "sort", spare)
   end
   for _, scratch in ipairs{totals, state, spare, index_arrays[1], index_arrays[2]} do
@@ -138,8 +139,9 @@ local function radix_rows(keys, indices, rows, len, stream, source)
 end
 
 -- sort_rows for rows that fit one radix tile: every pass in shared memory, a block a row.
-local function radix_tiles(keys, indices, rows, len, stream, source)
-  kernel(keys.dtype, indices ~= nil, "gpu_radix_sort_tiles")(source, keys, indices, rows, len,
+local function radix_tiles(keys, indices, rows, len, stream, source, keys_unwanted)
+  kernel(keys.dtype, indices ~= nil, "gpu_radix_sort_tiles")(source, (not keys_unwanted) and keys or nil,
+                                                             indices, rows, len,
     {block = BLOCK, grid = math.min(rows, reduction.max_grid()), stream = stream})
 end
 
@@ -148,17 +150,18 @@ local function takes_radix(len, dtype, with_indices)
   return len > TILE_SORT_MIN and dtypes[dtype].kind ~= "c" and (not with_indices or len < 1 << 32)
 end
 
--- Sorts each of the rows of the contiguous array keys along its last axis, or, given indices
--- (an int64 array of keys' shape), sets them to the 1-based indices that sort each row; keys
--- are then left in no particular order.  A radix sort reads its keys from source (contiguous,
--- of keys' shape and dtype) when given, and keys need hold nothing.
-local function sort_rows(keys, indices, stream, source)
+-- Sorts each of the rows of the contiguous array keys along its last axis, and, given indices
+-- (an int64 array of keys' shape), sets them to the 1-based indices that sort each row; with
+-- keys_unwanted (argsort's) keys may be left in no particular order.  A radix sort reads its
+-- keys from source (contiguous, of keys' shape and dtype) when given, and keys need hold
+-- nothing.
+local function sort_rows(keys, indices, stream, source, keys_unwanted)
   local shape = keys.shape
   local len = shape[#shape]
   local rows = keys.size // len
   if takes_radix(len, keys.dtype, indices ~= nil) then
-    if len <= tile_size(keys.dtype) then return radix_tiles(keys, indices, rows, len, stream, source or keys) end
-    return radix_rows(keys, indices, rows, len, stream, source or keys)
+    local radix = len <= tile_size(keys.dtype) and radix_tiles or radix_rows
+    return radix(keys, indices, rows, len, stream, source or keys, keys_unwanted)
   end
   assert(source == nil, "the bitonic network sorts keys in place")
   if indices then
@@ -201,10 +204,12 @@ local function check(a, opts, fname)
   return args.check_axis(axis, a.ndim, 2, fname), opts.stream
 end
 
--- Sorts a along axis into new contiguous arrays in axis-last order: returns the sorted keys,
--- the indices that sort it when wanted, and the permutation that gives that order (nil when
--- it is a's own).
-local function sorted(a, axis, want_indices, stream)
+-- Sorts a along axis into new contiguous arrays in axis-last order.  `wanted` is "keys",
+-- "indices" or "both"; returns the sorted keys (in no particular order when only the indices
+-- are wanted), the indices that sort them (nil when only the keys are), and the permutation
+-- that gives that order (nil when it is a's own).
+local function sorted(a, axis, wanted, stream)
+  local want_indices, keys_unwanted = wanted ~= "keys", wanted == "indices"
   local order = reduction.axis_last(a.ndim, axis)
   local moved = axis ~= a.ndim
   local view = moved and a:transpose(order) or a
@@ -213,10 +218,10 @@ local function sorted(a, axis, want_indices, stream)
   local keys
   if view.size > 0 and view.is_contiguous and takes_radix(shape[#shape], a.dtype, want_indices) then
     keys = core.array_empty(shape, a.dtype)          -- a radix sort's first pass reads the view
-    sort_rows(keys, indices, stream, view)
+    sort_rows(keys, indices, stream, view, keys_unwanted)
   else
     keys = view:copy(stream and {stream = stream})
-    if keys.size > 0 then sort_rows(keys, indices, stream) end
+    if keys.size > 0 then sort_rows(keys, indices, stream, nil, keys_unwanted) end
   end
   return keys, indices, moved and order or nil
 end
@@ -235,7 +240,7 @@ end
 
 function M.sort(a, opts)
   local axis, stream = check(a, opts, "sort")
-  local keys, _, order = sorted(a, axis, false, stream)
+  local keys, _, order = sorted(a, axis, "keys", stream)
   return restore(keys, order, a.shape, a.dtype, stream)
 end
 
@@ -247,13 +252,13 @@ function M.sort_in_place(a, opts)
     if a.size > 0 then sort_rows(a, nil, stream) end
     return
   end
-  local keys, _, order = sorted(a, axis, false, stream)
+  local keys, _, order = sorted(a, axis, "keys", stream)
   restore(keys, order, a.shape, a.dtype, stream, a)
 end
 
 function M.argsort(a, opts)
   local axis, stream = check(a, opts, "argsort")
-  local keys, indices, order = sorted(a, axis, true, stream)
+  local keys, indices, order = sorted(a, axis, "indices", stream)
   core.free_after(keys, stream)
   return restore(indices, order, a.shape, "int64", stream)
 end
@@ -281,7 +286,7 @@ function M.topk(a, k, opts)
     argerror(2, "topk", ("k must be a whole number from 0 to %d, got %s"):format(n, tostring(k)))
   end
   local stream = opts.stream
-  local keys, indices, order = sorted(a, axis, true, stream)
+  local keys, indices, order = sorted(a, axis, "both", stream)
   local shape = a.shape
   shape[axis] = count
   local function kept(rows, dtype)  -- each row's end, first first, into an array of shape

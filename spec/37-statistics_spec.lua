@@ -385,6 +385,15 @@ describe("statistics", function()
       end
       a:free()
     end
+    -- past one block: nanmean's (sum, count) pairs meet across blocks
+    for _, dtype in ipairs{"float32", "float64"} do
+      local a, values = R.generate(300001, dtype, function()
+        return math.random() < 0.3 and NAN or ({-1, 1, 2, 0.5})[math.random(4)]
+      end)
+      local want = references(dtype).nanmean(values)
+      assert.are.equal(want, R.value(gpu.gpuarray.nanmean(a)))
+      a:free()
+    end
   end)
 
   helpers.gpu_it("nan-reductions of complex values, integers and arrays all NaN", function()

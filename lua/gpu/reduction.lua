@@ -36,6 +36,9 @@ local ctype_sizes = {
   ["bool"] = 1, ["unsigned int"] = 4, ["int"] = 4, ["long long"] = 8,
   ["unsigned long long"] = 8, ["float"] = 4, ["double"] = 8, ["lg_complex64"] = 8,
   ["lg_complex128"] = 16, ["lg_arg_pair"] = 16,   -- argmax's (index, value), padded to 16
+  -- nanmean's (sum, count) for each sum's accumulator
+  ["lg_sum_count_float"] = 16, ["lg_sum_count_double"] = 16, ["lg_sum_count_lg_complex64"] = 16,
+  ["lg_sum_count_lg_complex128"] = 24,
 }
 M.ctype_sizes = ctype_sizes     -- bytes of an accumulator type (matmul's partial sums too)
 
@@ -181,18 +184,6 @@ end
 function ops.nanmin(dtype) return nan_minmax(dtype, true) end
 function ops.nanmax(dtype) return nan_minmax(dtype, false) end
 
--- The count of elements that are not NaN (nanmean's divisor), as int64.
-function ops.count_not_nan(dtype)
-  local kind = dtypes[dtype].kind
-  local acc = kind == "c" and dtypes[dtype].ctype or minmax_acc(dtype)
-  local is_nan = (kind == "f" or kind == "c") and "v != v" or "false"
-  return {out = "int64", acc = "unsigned long long", reduce = "a + b", neutral = "0",
-          preamble = ("__device__ __forceinline__ unsigned long long lg_counts(%s v) "
-                      .. "{ return %s ? 0ull : 1ull; }"):format(acc, is_nan),
-          map = function(x) return ("lg_counts(%s)"):format(convert(dtype, x, acc)) end,
-          finish = function(a) return store("int64", a) end}
-end
-
 -- The mean of dtype's elements as dtype out.
 local function mean_as(dtype, out)
   local kind = dtypes[dtype].kind
@@ -203,6 +194,38 @@ local function mean_as(dtype, out)
 end
 
 function ops.mean(dtype) return mean_as(dtype, M.mean_dtype(dtype)) end
+
+-- NumPy's nanmean in one pass: pairs of (nansum's total, count of the elements that are not
+-- NaN), the total then rounded to dtype and divided by the count in float64 (complex128), the
+-- quotient rounded to dtype, as NumPy's true_divide of nansum by the count.  0 / 0 gives NaN
+-- where every element is NaN.  Dtypes without NaN take mean.
+local SUM_COUNT = [[
+struct $PAIR { $ACC sum; unsigned long long count; };
+__device__ __forceinline__ $PAIR lg_sum_count_of($ACC v) {
+  return v != v ? $PAIR{($ACC)0, 0ull} : $PAIR{v, 1ull};
+}
+__device__ __forceinline__ $PAIR lg_sum_count_add($PAIR a, $PAIR b) {
+  return $PAIR{a.sum + b.sum, a.count + b.count};
+}
+// the pair shuffled part by part (common.cu's gpu_shfl_down takes scalars and complex numbers)
+__device__ __forceinline__ $PAIR gpu_shfl_down($PAIR v, int delta) {
+  return $PAIR{gpu_shfl_down(v.sum, delta), __shfl_down_sync(0xffffffffu, v.count, delta)};
+}]]
+function ops.nanmean(dtype)
+  local kind = dtypes[dtype].kind
+  if kind ~= "f" and kind ~= "c" then return ops.mean(dtype) end
+  local acc = sum_acc(dtype)
+  local pair = "lg_sum_count_" .. acc
+  local wide = kind == "c" and "lg_complex128" or "double"
+  return {out = dtype, acc = pair, reduce = "lg_sum_count_add(a, b)",
+          neutral = ("%s{(%s)0, 0ull}"):format(pair, acc),
+          preamble = M.fill(SUM_COUNT, {PAIR = pair, ACC = acc}),
+          map = function(x) return ("lg_sum_count_of(%s)"):format(convert(dtype, x, acc)) end,
+          finish = function(a)
+            local total = convert(dtype, store(dtype, a .. ".sum"), wide)
+            return store(dtype, ("%s / (double)%s.count"):format(total, a))
+          end}
+end
 
 local function truth(dtype, x)
   if dtypes[dtype].kind == "c" then return ("lg_nonzero(%s)"):format(x) end
@@ -478,7 +501,7 @@ end
 -- (var_deviation's second operand is one value, read through a stride of 0).
 local ORDER_FREE = {sum = true, prod = true, min = true, max = true, mean = true, any = true,
                     all = true, var_mean = true, var_deviation = true, nansum = true,
-                    nanprod = true, nanmin = true, nanmax = true, count_not_nan = true}
+                    nanprod = true, nanmin = true, nanmax = true, nanmean = true}
 
 -- A contiguous 1-d view of a's elements when a is a dense view in another order (a
 -- transposed or reversed array: its elements fill one block of memory); else nil.
@@ -815,37 +838,6 @@ local function device_reduction(op)
   end
 end
 
-local device_mean = device_reduction("mean")
-
--- gpuarray.nanmean(a[, {axis = k, stream = s}]) -> GPUArray (0-d without axis): NumPy's, the
--- mean of the elements that are not NaN (NaN where none is), in mean's dtype.  nansum's total
--- over the count, divided in float64 (complex128) and rounded to that dtype, as NumPy's
--- true_divide of the two does.  Arrays that hold no NaN take mean.
-local function nanmean(a, opts)
-  check_array(a, 1, "nanmean")
-  opts = check_options(opts, 2, "nanmean", axis_options)
-  local kind = dtypes[a.dtype].kind
-  if kind ~= "f" and kind ~= "c" then return device_mean(a, opts) end
-  local stream = opts.stream
-  local total, count
-  if opts.axis ~= nil then
-    local axis = check_axis(opts.axis, a.ndim, 2, "nanmean")
-    total = reduce_axis("nanmean", "nansum", a, axis, stream)
-    count = reduce_axis("nanmean", "count_not_nan", a, axis, stream)
-  else
-    total = (reduce_all("nansum", a, nil, stream))
-    count = (reduce_all("count_not_nan", a, nil, stream))
-  end
-  local on_stream = stream and {stream = stream}
-  local wide = total:astype(kind == "c" and "complex128" or "float64", on_stream)
-  local quotient = M.gpuarray.truediv(wide, count, on_stream)
-  local mean = quotient:astype(total.dtype, on_stream)
-  for _, temporary in ipairs{total, count, wide, quotient} do
-    if temporary ~= mean then core.free_after(temporary, stream) end
-  end
-  return mean
-end
-M.nanmean = nanmean
 
 -- a:<op>([{axis = k, stream = s}]) -> Lua value (an array with axis).  Without options the
 -- device form (its C caller for small arrays) makes the 0-d result and a[1] reads it in C.
@@ -1241,9 +1233,7 @@ function M.install(gpu)
   ga.argmax, ga.argmin = M.argmax, M.argmin
   methods.var, methods.std = M.var_value, M.std_value
   ga.var, ga.std = M.var, M.std
-  for _, op in ipairs{"nansum", "nanprod", "nanmin", "nanmax"} do ga[op] = device_reduction(op) end
-  ga.nanmean = M.nanmean
-  M.gpuarray = ga   -- nanmean divides with ga.truediv, which gpu.gpuarray adds
+  for _, op in ipairs{"nansum", "nanprod", "nanmin", "nanmax", "nanmean"} do ga[op] = device_reduction(op) end
   gpu.ReductionKernel = M.ReductionKernel
 end
 

@@ -182,6 +182,26 @@ describe("array functions", function()
         assert_list(expect, got, ("%s k = %d"):format(name, k))
       end
     end
+    -- a transposed view (read through strides) of float16 and complex64, k past the matrix
+    for _, dtype in ipairs{"float16", "complex64"} do
+      local complex = dtype == "complex64"
+      local t, tv = R.generate(6 * 7, dtype, function()
+        local x = math.random(-64, 64) / 4
+        return complex and gpu.complex(x, math.random(-8, 8)) or x
+      end)
+      local zero = complex and gpu.complex(0, 0) or 0
+      local view = R.reshaped(t, {6, 7}):transpose()            -- 7 x 6: view[r][c] = tv[(c-1)*7 + r]
+      for _, k in ipairs{-2, 1, 9} do
+        local expect = {}
+        for r = 1, 7 do
+          for col = 1, 6 do expect[#expect + 1] = col - r <= k and tv[(col - 1) * 7 + r] or zero end
+        end
+        local got = gpu.gpuarray.tril(view, {k = k})
+        assert.are.same({7, 6}, got.shape)
+        assert.are.equal(dtype, got.dtype)
+        assert_list(expect, got, ("tril of a transposed %s, k = %d"):format(dtype, k))
+      end
+    end
     local ones = gpu.gpuarray.ones({3, 3}, "bool")
     local upper = gpu.gpuarray.triu(ones)
     assert.are.equal("bool", upper.dtype)

@@ -1482,23 +1482,31 @@ function M.trace(a, opts) return trace(a, opts, false) end
 function methods.trace(a, opts) return trace(a, opts, true) end
 
 -- gpuarray.tril(a[, {k = 0}]), gpuarray.triu(a[, {k = 0}]): NumPy's, a copy with the
--- elements above (tril) or below (triu) diagonal k of the last two axes zeroed.
+-- elements above (tril) or below (triu) diagonal k of the last two axes zeroed.  One
+-- elementwise kernel: an element's row and column come from its flat index.
+local triangle_programs = {}     -- "tril" or "triu" -> dtype -> program
 for _, name in ipairs{"tril", "triu"} do
+  local keeps = name == "tril" and "<=" or ">="
+  triangle_programs[name] = {}
   M[name] = function(a, opts)
     check_array(a, 1, name)
     opts = check_options(opts, 2, name, K_OPTION)
     local k = check_offset(opts, "k", 2, name)
     if a.ndim < 2 then argerror(1, name, "an array of 2 or more axes expected") end
+    local dtype = a.dtype
+    local p = triangle_programs[name][dtype]
+    if p == nil then
+      p = ew.program{
+        expr = ("(lg_i %% columns - lg_i / columns %% rows %s k) ? a : (%s)0")
+               :format(keeps, operators.ctype(dtype)),
+        out = dtype, name = name .. "_" .. dtype,
+        operands = {{name = "a", dtype = dtype}, {name = "rows", dtype = "int64", scalar = true},
+                    {name = "columns", dtype = "int64", scalar = true},
+                    {name = "k", dtype = "int64", scalar = true}}}
+      triangle_programs[name][dtype] = p
+    end
     local shape = a.shape
-    local n, m = shape[#shape - 1], shape[#shape]
-    local rows, columns = M.arange(n):reshape(n, 1), M.arange(m):reshape(1, m)
-    local above = columns - rows               -- how far above the main diagonal, as int64
-    local keep = name == "tril" and above:le(k) or above:ge(k)
-    local zero = 0
-    if a.dtype == "bool" then zero = false end
-    local result = M.where(keep, a, zero)
-    for _, temporary in ipairs{rows, columns, above, keep} do core.free_after(temporary) end
-    return result
+    return ew.launch(p, nil, nil, name, a, shape[#shape - 1], shape[#shape], k)
   end
 end
 

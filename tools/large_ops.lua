@@ -8,7 +8,8 @@
 -- Each line: the median of 5 timings between events (after one untimed call) of a call that
 -- makes a new array, in ms, and GB/s counting each element's nominal bytes (inputs read once,
 -- outputs written once).  LARGE_OPS_BATCH=k times k calls back to back a timing (the figure
--- is a call's share), so that the host's time a call stops counting as device time.
+-- is a call's share), so that the host's time a call stops counting as device time;
+-- LARGE_OPS_ONLY=<Lua pattern> times only the operations whose names match it.
 package.path = "lua/?.lua;lua/?/init.lua;tools/?.lua;" .. package.path
 package.cpath = "./?.so;build/?.so;" .. package.cpath
 local gpu = require "gpu"
@@ -16,6 +17,7 @@ local ga = gpu.gpuarray
 local device_ms = require "device_time"
 local n = 1 << 26
 local batch = tonumber(os.getenv("LARGE_OPS_BATCH")) or 1
+local only = os.getenv("LARGE_OPS_ONLY")
 local a = gpu.random.rand(n, "float32") * 2 - 1
 local b = gpu.random.rand(n, "float32")
 local d = a:astype("float64")
@@ -85,11 +87,13 @@ local cases = {   -- {name, nominal bytes an element, call}
   {"a[::2] copy", 4, function() return a:slice(1, n, 2):copy() end},
 }
 for _, c in ipairs(cases) do
-  local ok, ms = pcall(device_ms, c[3], 5, batch)
-  if ok then
-    print(("%-18s %8.3f ms  %7.0f GB/s (nominal %d bytes an element)")
-          :format(c[1], ms, c[2] * n / ms / 1e6, c[2]))
-  else
-    print(("%-18s error: %s"):format(c[1], tostring(ms)))
+  if only == nil or c[1]:match(only) then
+    local ok, ms = pcall(device_ms, c[3], 5, batch)
+    if ok then
+      print(("%-18s %8.3f ms  %7.0f GB/s (nominal %d bytes an element)")
+            :format(c[1], ms, c[2] * n / ms / 1e6, c[2]))
+    else
+      print(("%-18s error: %s"):format(c[1], tostring(ms)))
+    end
   end
 end

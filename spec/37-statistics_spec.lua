@@ -530,6 +530,48 @@ describe("statistics", function()
     end
   end)
 
+  -- Whole arrays past 4096 elements select the places they read (gpu.sort.select) instead of
+  -- sorting: odd and even lengths, NaN or none, views, lists of q past one selection's 8 places.
+  helpers.gpu_it("quantile and median of whole arrays select their places", function()
+    local s = gpu.Stream()
+    local function check(what, want, got)
+      local h = R.get(got)
+      assert.are.equal(#want, h.size, what)
+      for k = 1, #want do
+        if not same(want[k], h[k]) then
+          error(("%s at %d: got %.17g, expected %.17g"):format(what, k, h[k], want[k]))
+        end
+      end
+    end
+    for _, dtype in ipairs{"float32", "float64", "float16", "int32", "int8", "uint64"} do
+      local float = dtype:match("float") ~= nil
+      for _, n in ipairs{5001, 6000} do
+        for _, with_nan in ipairs(float and {false, true} or {false}) do
+          local a, values = R.generate(n, dtype, function(i)
+            if with_nan and i == n // 3 then return NAN end
+            if not float then return math.random(dtype == "int32" and -100000 or 0, 100) end
+            return (math.random() * 2 - 1) * 2.0 ^ math.random(-3, 3)
+          end)
+          local what = ("%s[%d]%s"):format(dtype, n, with_nan and " with a NaN" or "")
+          local fractions = {0, 0.05, 0.25, 1 / 3, 0.5, 0.7, 0.75, 0.9, 0.999, 1}
+          local want = {}
+          for k, q in ipairs(fractions) do want[k] = quantile_reference(dtype, q)(values) end
+          check(what .. " quantiles", want, gpu.gpuarray.quantile(a, fractions))
+          check(what .. " quantile 0.3", {quantile_reference(dtype, 0.3)(values)}, gpu.gpuarray.quantile(a, 0.3))
+          check(what .. " percentile 12.5", {quantile_reference(dtype, 0.125)(values)},
+                gpu.gpuarray.percentile(a, 12.5))
+          check(what .. " median", {median_reference(dtype)(values)}, gpu.gpuarray.median(a))
+          -- a transposed view (copied before the selection), on a stream: the same elements
+          local t = R.reshaped(a, {n // 3 == n / 3 and 3 or 1, n // 3 == n / 3 and n // 3 or n}):transpose()
+          local m = t:median({stream = s})
+          s:synchronize()
+          check(what .. " median of a transposed view", {median_reference(dtype)(values)}, m)
+          a:free()
+        end
+      end
+    end
+  end)
+
   helpers.gpu_it("quantile, percentile and median refuse bad arguments with clear messages", function()
     local a = R.to_gpu({1, 2, 3, 4}, "float32")
     helpers.assert_error("bad argument #2 to 'quantile' (q must be a number from 0 to 1, got 1.5)",

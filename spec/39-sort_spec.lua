@@ -76,6 +76,9 @@ describe("sort (CPU: NVRTC only)", function()
         assert.is_true(#gpu.compile(sort.source(dtype, with_indices), {target = "ptx", no_extern_c = true}) > 0)
       end
     end
+    for _, dtype in ipairs(REAL) do
+      assert.is_true(#gpu.compile(sort.select_source(dtype), {target = "ptx", no_extern_c = true}) > 0)
+    end
   end)
 
   it("routes rows by length: the bitonic network, a block a row, or a pass a byte #nvrtc", function()
@@ -477,6 +480,51 @@ describe("sort", function()
                          gpu.gpuarray.topk, gpu.zeros({}, "float32"), 0)
     a:free()
     helpers.assert_error("bad argument #1 to 'topk' (array has been freed)", a.topk, a, 1)
+  end)
+
+  -- sort.select (the quantiles' selection of places in the sorted order) against the places
+  -- of Lua's sort: clustered values (NaNs, infinities, -0.0, many repeats) and values spread
+  -- over every byte, lengths under, at and past a block's tile of keys and past many blocks.
+  helpers.gpu_it("select finds the elements at given places of the sorted order", function()
+    local function spread(dtype, n)
+      local h = gpu.host.empty(n, dtype)
+      local values = {}
+      for i = 1, n do
+        local v
+        if dtype == "uint64" or dtype == "int64" then v = math.random(math.mininteger, math.maxinteger)
+        elseif dtype == "int32" then v = math.random(-2147483648, 2147483647)
+        else v = (math.random() - 0.5) * 2.0 ^ math.random(-60, 60) end
+        h[i] = v
+        values[i] = h[i]
+      end
+      return gpu.to_gpu(h), values
+    end
+    local s = gpu.Stream()
+    for _, dtype in ipairs(REAL) do
+      local cases = {{random_values, 1}, {random_values, 7}, {random_values, 1024}, {random_values, 4099}}
+      if dtype == "float32" or dtype == "uint64" then cases[#cases + 1] = {random_values, 100003} end
+      if dtype == "int32" or dtype == "uint64" or dtype == "int64" or dtype == "float64" then
+        cases[#cases + 1] = {spread, 30011}
+      end
+      for _, case in ipairs(cases) do
+        local make, n = case[1], case[2]
+        local a, values = make(dtype, n)
+        local order = stable_order(dtype, values)
+        local ranks = {1, n}
+        for _ = 1, math.random(0, 6) do ranks[#ranks + 1] = math.random(1, n) end
+        local got = sort.select(a, ranks, s):get()
+        s:synchronize()
+        assert.are.equal(#ranks, got.size)
+        for k, rank in ipairs(ranks) do
+          local want = values[order[rank]]
+          if not same(dtype, want, got[k]) then
+            error(("%s[%d] (%s) rank %d: got %s, expected %s"):format(dtype, n, make == spread and "spread" or "clustered",
+                  rank, tostring(got[k]), tostring(want)))
+          end
+        end
+        a:free()
+      end
+    end
   end)
 
   helpers.gpu_it("refuses 0-d arrays and bad options", function()

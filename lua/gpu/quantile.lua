@@ -1,5 +1,6 @@
--- gpu.quantile: NumPy's quantile, percentile and median, from a sort along the axis and the
--- elementwise operations (no kernel of their own).
+-- gpu.quantile: NumPy's quantile, percentile and median, from a sort along the axis (or, over
+-- a whole array, a selection of the places they read: gpu.sort.select) and the elementwise
+-- operations.
 --   gpuarray.quantile(a, q[, {axis = k, stream = s}]), q a number in [0, 1] or a list of them
 --   gpuarray.percentile(a, q[, opts]), q in [0, 100]
 --   gpuarray.median(a[, opts]), also a:median([opts])
@@ -13,6 +14,7 @@
 local core = require "gpu.core"
 local args = require "gpu.args"
 local reduction = require "gpu.reduction"
+local sort = require "gpu.sort"
 
 local M = {}
 
@@ -20,6 +22,9 @@ local argerror, check_array, check_options = args.argerror, reduction.check_arra
                                              reduction.check_options
 local dtypes = reduction.dtypes
 local OPTIONS = {axis = true, stream = true}
+-- Whole arrays of more elements than this select their places instead of being sorted (a
+-- selection reads the array a pass a byte, several launches; a sort of a radix tile is one).
+local SELECT_MIN = 4096
 
 local ga   -- gpu.gpuarray, set by install: the sort and the elementwise operations
 
@@ -36,9 +41,43 @@ local function rounded(x, dtype)
   return core[dtype](x).value   -- the typed scalar's value
 end
 
--- The checks every form shares; returns the sorted values (a new array), the axis they are
--- sorted along, its length and the stream.
-local function sorted_lines(fname, a, opts)
+-- The places (1-based) of the sorted order that the value at fraction q of n elements reads.
+local function places_at(n, q)
+  local position = q * (n - 1)
+  local below = math.floor(position)
+  if position == below then return {below + 1} end
+  return {below + 1, math.min(below + 2, n)}
+end
+
+-- pick(p) for a whole array: 0-d arrays of the elements at the places places_of(n) lists
+-- (and the last place, where a NaN would be), selected SELECT_RANKS at a time from a's
+-- elements; and a function that frees them.
+local function selected(a, n, places_of, stream)
+  local on_stream = stream and {stream = stream}
+  local copy = not a.is_contiguous and a:copy(on_stream) or nil
+  local flat = (copy or a):reshape(n)
+  local wanted, seen = {}, {}
+  for _, p in ipairs(places_of(n)) do
+    if not seen[p] then seen[p], wanted[#wanted + 1] = true, p end
+  end
+  if not seen[n] then wanted[#wanted + 1] = n end
+  local found, where = {}, {}         -- arrays of selected elements; place -> {array, index}
+  for first = 1, #wanted, sort.SELECT_RANKS do
+    local batch = table.move(wanted, first, math.min(first + sort.SELECT_RANKS - 1, #wanted), 1, {})
+    local elements = sort.select(flat, batch, stream)
+    found[#found + 1] = elements
+    for k, p in ipairs(batch) do where[p] = {elements, k} end
+  end
+  if copy then core.free_after(copy, stream) end
+  local function pick(p) return where[p][1]:select(1, where[p][2]) end
+  return pick, function() for _, elements in ipairs(found) do core.free_after(elements, stream) end end
+end
+
+-- The checks every form shares; returns pick(p), the p-th smallest element of each line
+-- along the axis (an array of the other axes' shape: 0-d without axis), the lines' length,
+-- the stream and a function that frees what pick reads.  Lines are sorted, or over a whole
+-- array the places places_of(n) lists are selected.
+local function ordered(fname, a, opts, places_of)
   check_array(a, 1, fname)
   opts = check_options(opts, fname == "median" and 2 or 3, fname, OPTIONS)
   if dtypes[a.dtype].kind == "c" then
@@ -46,41 +85,44 @@ local function sorted_lines(fname, a, opts)
   end
   local stream = opts.stream
   local on_stream = stream and {stream = stream}
-  local axis, lines = 1, nil
-  if opts.axis ~= nil then
-    axis = args.check_axis(opts.axis, a.ndim, fname == "median" and 2 or 3, fname)
+  local axis = opts.axis ~= nil and args.check_axis(opts.axis, a.ndim, fname == "median" and 2 or 3, fname)
+  local n = axis and a.shape[axis] or a.size
+  if n == 0 then argerror(1, fname, ("cannot take the %s of an empty axis"):format(fname)) end
+  if not axis and n > SELECT_MIN then
+    local pick, release = selected(a, n, places_of, stream)
+    return pick, n, stream, release
+  end
+  local lines
+  if axis then
     lines = ga.sort(a, {axis = axis, stream = stream})
   else
+    axis = 1
     local copy = not a.is_contiguous and a:copy(on_stream) or nil
     lines = ga.sort((copy or a):reshape(a.size), on_stream)
     if copy then core.free_after(copy, stream) end
   end
-  local n = lines.shape[axis]
-  if n == 0 then
-    core.free_after(lines, stream)
-    argerror(1, fname, ("cannot take the %s of an empty axis"):format(fname))
-  end
-  return lines, axis, n, stream
+  return function(p) return lines:select(axis, p) end, n, stream,
+         function() core.free_after(lines, stream) end
 end
 
 -- The value at fraction q of each sorted line: NumPy's linear interpolation between the
 -- elements around q * (n - 1), a + (b - a) * t below t = 0.5 and b - (b - a) * (1 - t) from
 -- it (exact at both ends), t rounded to the work dtype first; NaN where the line holds one
--- (sorted last).
-local function at_fraction(lines, axis, n, q, stream)
-  local work, out = work_dtypes(lines.dtype)
+-- (sorted last).  pick and n as ordered returns them; dtype the array's.
+local function at_fraction(pick, n, dtype, q, stream)
+  local work, out = work_dtypes(dtype)
   local on_stream = stream and {stream = stream}
   local temporaries = {}
   local function keep(x) temporaries[#temporaries + 1] = x; return x end
-  local position = q * (n - 1)
-  local below = math.floor(position)
-  local t = rounded(position - below, work)
-  local low = keep(lines:select(axis, below + 1):astype(work, on_stream))
+  local places = places_at(n, q)
+  local low = keep(pick(places[1]):astype(work, on_stream))
   local value
-  if position == below then
+  if #places == 1 then
     value = low
   else
-    local high = keep(lines:select(axis, math.min(below + 2, n)):astype(work, on_stream))
+    local position = q * (n - 1)
+    local t = rounded(position - math.floor(position), work)
+    local high = keep(pick(places[2]):astype(work, on_stream))
     local diff = keep(ga.sub(high, low, on_stream))
     if t < 0.5 then
       value = keep(ga.add(low, keep(ga.mul(diff, t, on_stream)), on_stream))
@@ -88,8 +130,8 @@ local function at_fraction(lines, axis, n, q, stream)
       value = keep(ga.sub(high, keep(ga.mul(diff, 1 - t, on_stream)), on_stream))
     end
   end
-  if dtypes[lines.dtype].kind == "f" then
-    local last = lines:select(axis, n)
+  if dtypes[dtype].kind == "f" then
+    local last = pick(n)
     value = keep(ga.where(keep(ga.isnan(last, on_stream)), keep(last:astype(work, on_stream)), value,
                           on_stream))
   end
@@ -117,17 +159,22 @@ local function quantile_function(fname, scale)
     else
       fractions = check_fraction(fname, q, scale)
     end
-    local lines, axis, n, stream = sorted_lines(fname, a, opts)
+    local list = type(fractions) == "table" and fractions or {fractions}
+    local pick, n, stream, release = ordered(fname, a, opts, function(n)
+      local places = {}
+      for _, f in ipairs(list) do table.move(places_at(n, f), 1, 2, #places + 1, places) end
+      return places
+    end)
     local result
     if type(fractions) == "number" then
-      result = at_fraction(lines, axis, n, fractions, stream)
+      result = at_fraction(pick, n, a.dtype, fractions, stream)
     else
       local each = {}
-      for k, f in ipairs(fractions) do each[k] = at_fraction(lines, axis, n, f, stream) end
+      for k, f in ipairs(fractions) do each[k] = at_fraction(pick, n, a.dtype, f, stream) end
       result = ga.stack(each, {stream = stream})
       for _, r in ipairs(each) do core.free_after(r, stream) end
     end
-    core.free_after(lines, stream)
+    release()
     return result
   end
 end
@@ -138,20 +185,22 @@ M.percentile = quantile_function("percentile", 100)
 -- gpuarray.median(a[, opts]): the middle element, or the mean of the two middle ones (their
 -- sum halved, as NumPy's mean of them), NaN where the line holds one.
 function M.median(a, opts)
-  local lines, axis, n, stream = sorted_lines("median", a, opts)
+  local pick, n, stream, release = ordered("median", a, opts, function(n)
+    return n % 2 == 1 and {(n + 1) // 2} or {n // 2, n // 2 + 1}
+  end)
   local result
   if n % 2 == 1 then
-    result = at_fraction(lines, axis, n, 0.5, stream)
+    result = at_fraction(pick, n, a.dtype, 0.5, stream)
   else
-    local work, out = work_dtypes(lines.dtype, true)
+    local work, out = work_dtypes(a.dtype, true)
     local on_stream = stream and {stream = stream}
-    local low = lines:select(axis, n // 2):astype(work, on_stream)
-    local high = lines:select(axis, n // 2 + 1):astype(work, on_stream)
+    local low = pick(n // 2):astype(work, on_stream)
+    local high = pick(n // 2 + 1):astype(work, on_stream)
     local total = ga.add(low, high, on_stream)
     local mean = ga.mul(total, 0.5, on_stream)
     local temporaries = {low, high, total, mean}
-    if dtypes[lines.dtype].kind == "f" then
-      local last = lines:select(axis, n)
+    if dtypes[a.dtype].kind == "f" then
+      local last = pick(n)
       local nan = ga.isnan(last, on_stream)
       local last_work = last:astype(work, on_stream)
       local chosen = ga.where(nan, last_work, mean, on_stream)
@@ -162,7 +211,7 @@ function M.median(a, opts)
     result = mean:astype(out, on_stream)
     for _, temporary in ipairs(temporaries) do core.free_after(temporary, stream) end
   end
-  core.free_after(lines, stream)
+  release()
   return result
 end
 

@@ -55,6 +55,15 @@ local RADIX_BITS = {
   if (u == sign) u = 0;
   return (gpu_bits_t)((u & sign) ? ~u : (u | sign));]],
 }
+-- The body of gpu_radix_key(u) in kernels/select.cu: RADIX_BITS undone on the bits u, in
+-- place (a NaN comes back as a NaN, -0.0 as 0.0).
+local RADIX_KEY = {
+  b = "", u = "",
+  i = "  u = (gpu_bits_t)(u ^ ((gpu_bits_t)1 << (8 * sizeof(gpu_bits_t) - 1)));",
+  f = [[
+  const gpu_bits_t sign = (gpu_bits_t)1 << (8 * sizeof(gpu_bits_t) - 1);
+  u = (gpu_bits_t)((u & sign) ? (u ^ sign) : ~u);]],
+}
 local FLOAT_INFINITY_BITS = {float16 = "0x7c00", bfloat16 = "0x7f80", float32 = "0x7f800000u",
                              float64 = "0x7ff0000000000000ull"}
 local UNSIGNED_OF_SIZE = {[1] = "unsigned char", [2] = "unsigned short", [4] = "unsigned int",
@@ -365,6 +374,51 @@ function M.searchsorted(a, v, opts)
   if probes_made then core.free_after(probes, stream) end
   if values_made then core.free_after(values, stream) end
   return result
+end
+
+-- Selection (kernels/select.cu) ------------------------------------------------------------
+
+M.SELECT_RANKS = 8                   -- select.cu's GPU_SELECT_RANKS: the ranks of one selection
+local SELECT_STATE_BYTES = 16640     -- at least select.cu's gpu_select_state (16552 for 8-byte keys)
+
+function M.select_source(dtype)
+  local d = dtypes[dtype]
+  return reduction.fill(core.kernel_sources["select.cu"], {
+    KEY_T = d.ctype, BITS_T = UNSIGNED_OF_SIZE[d.size],
+    RADIX_BITS = reduction.fill(RADIX_BITS[d.kind], {INF = FLOAT_INFINITY_BITS[dtype]}),
+    RADIX_KEY = RADIX_KEY[d.kind],
+  })
+end
+
+local function select_kernel(dtype, name)
+  return kernel_cache.get(("select|%s|%s"):format(dtype, name), function()
+    return M.select_source(dtype), name, nil, {no_extern_c = true, name = "select.cu"}
+  end)
+end
+
+-- sort.select(a, ranks[, stream]) -> a 1-d array of a's dtype: for each 1-based place in the
+-- list ranks (1 to SELECT_RANKS of them, each from 1 to a.size), the element at that place
+-- of a's sorted order (NaN last; a NaN comes back as a NaN, -0.0 as 0.0), found a byte a
+-- pass over a without sorting it.  a: a contiguous 1-d array of real numbers or bools.
+function M.select(a, ranks, stream)
+  local dtype = a.dtype
+  local out = core.array_empty({#ranks}, dtype)
+  local state = core.mem_alloc(SELECT_STATE_BYTES)
+  local init_args = {state, #ranks}
+  for r = 1, M.SELECT_RANKS do init_args[r + 2] = (ranks[r] or 1) - 1 end
+  local one_block = {block = 256, grid = 1, stream = stream}
+  init_args[#init_args + 1] = one_block
+  select_kernel(dtype, "gpu_select_init")(table.unpack(init_args))
+  local histogram = select_kernel(dtype, "gpu_select_histogram")
+  local digits = select_kernel(dtype, "gpu_select_digits")
+  local tile = 256 * 8                                   -- select.cu's keys a block loads at once
+  local launch = {block = 256, grid = math.min(reduction.max_grid(), (a.size + tile - 1) // tile), stream = stream}
+  for byte = dtypes[dtype].size - 1, 0, -1 do          -- the highest byte first
+    histogram(a, a.size, state, 8 * byte, launch)
+    digits(state, 8 * byte, byte == 0 and out or nil, one_block)
+  end
+  core.free_after(state, stream)
+  return out
 end
 
 function M.install(gpu)

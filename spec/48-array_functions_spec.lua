@@ -1,5 +1,6 @@
 -- NumPy's array functions built from views and the elementwise operators: gpuarray.diff
--- (also a:diff), outer, eye, diagonal, diag, trace, tril, triu, roll and broadcast_to,
+-- (also a:diff), outer, eye, diagonal, diag, trace, tril, triu, roll, broadcast_to, tile,
+-- repeat_interleave and ptp,
 -- against references computed in Lua with each dtype's arithmetic (wrapping integers,
 -- float32 rounding, bool's not_equal and and).
 local helpers = require "helpers"
@@ -252,6 +253,93 @@ describe("array functions", function()
     a:free()
   end)
 
+  -- tile and repeat_interleave against NumPy's tile and repeat done in Lua, on contiguous and
+  -- transposed arrays; ptp against max - min, integers wrapping
+  helpers.gpu_it("tile and repeat_interleave copy elements as NumPy's tile and repeat; ptp", function()
+    local s = gpu.Stream()
+    local a, values = R.generate(3 * 4, "int16", function() return math.random(-1000, 1000) end)
+    local m = R.reshaped(a, {3, 4})
+    local function element(t, r, c)           -- m (t false) or its transpose (t true) at (r, c)
+      if t then r, c = c, r end
+      return values[(r - 1) * 4 + c]
+    end
+    for _, t in ipairs{false, true} do
+      local x = t and m:transpose() or m
+      local rows, cols = x.shape[1], x.shape[2]
+      local name = t and "transposed" or "contiguous"
+      -- tile: reps shorter, as long and longer than the shape
+      for _, reps in ipairs{{2}, {3, 2}, {2, 1, 3}, {0, 2}} do
+        local full = {}
+        for d = 1, 3 do full[d] = reps[d - 3 + #reps] or 1 end
+        local want = {}
+        for _ = 1, full[1] do
+          for r = 1, rows * full[2] do
+            for c = 1, cols * full[3] do
+              want[#want + 1] = element(t, (r - 1) % rows + 1, (c - 1) % cols + 1)
+            end
+          end
+        end
+        local got = x:tile(reps, {stream = s})
+        s:synchronize()
+        local shape = {rows * full[2], cols * full[3]}
+        if #reps == 3 then table.insert(shape, 1, full[1]) end
+        assert.are.same(shape, got.shape, name .. " tile shape")
+        assert_list(want, got, ("%s tile {%s}"):format(name, table.concat(reps, ", ")))
+      end
+      assert_list({element(t, 1, 1), element(t, 1, 1)}, gpu.gpuarray.tile(x:select(1, 1):narrow(1, 1, 1), 2),
+                  name .. " tile by a number")
+      -- repeat_interleave: whole (row-major order), and along each axis
+      for _, count in ipairs{0, 1, 3} do
+        local want = {}
+        for r = 1, rows do
+          for c = 1, cols do for _ = 1, count do want[#want + 1] = element(t, r, c) end end
+        end
+        local whole = gpu.gpuarray.repeat_interleave(x, count)
+        assert.are.same({rows * cols * count}, whole.shape)
+        assert_list(want, whole, ("%s repeat_interleave %d"):format(name, count))
+        for axis = 1, 2 do
+          local expect = {}
+          for r = 1, rows * (axis == 1 and count or 1) do
+            for c = 1, cols * (axis == 2 and count or 1) do
+              local from_r = axis == 1 and (r - 1) // count + 1 or r
+              local from_c = axis == 2 and (c - 1) // count + 1 or c
+              expect[#expect + 1] = element(t, from_r, from_c)
+            end
+          end
+          local got = x:repeat_interleave(count, {axis = axis, stream = s})
+          s:synchronize()
+          assert_list(expect, got, ("%s repeat_interleave %d along %d"):format(name, count, axis))
+        end
+      end
+    end
+    -- ptp: the whole range (a Lua value from the method), along each axis
+    local high, low = values[1], values[1]
+    for _, v in ipairs(values) do high, low = math.max(high, v), math.min(low, v) end
+    assert.are.equal(high - low, m:ptp())
+    assert.are.equal("int16", gpu.gpuarray.ptp(m).dtype)
+    local ranges = {{}, {}}
+    for r = 1, 3 do
+      local hi, lo = values[(r - 1) * 4 + 1], values[(r - 1) * 4 + 1]
+      for c = 1, 4 do hi, lo = math.max(hi, values[(r - 1) * 4 + c]), math.min(lo, values[(r - 1) * 4 + c]) end
+      ranges[2][r] = hi - lo
+    end
+    for c = 1, 4 do
+      local hi, lo = values[c], values[c]
+      for r = 1, 3 do hi, lo = math.max(hi, values[(r - 1) * 4 + c]), math.min(lo, values[(r - 1) * 4 + c]) end
+      ranges[1][c] = hi - lo
+    end
+    for axis = 1, 2 do assert_list(ranges[axis], m:ptp({axis = axis}), "ptp along " .. axis) end
+    local wraps = R.to_gpu({-128, 127, 0}, "int8")        -- 255 wraps to -1, as NumPy's
+    assert.are.equal(-1, wraps:ptp())
+    local f, fv = R.generate(1000, "float64", function() return math.random() * 100 - 50 end)
+    local fh, fl = fv[1], fv[1]
+    for _, v in ipairs(fv) do fh, fl = math.max(fh, v), math.min(fl, v) end
+    local range = gpu.gpuarray.ptp(f, {stream = s})
+    s:synchronize()
+    assert.are.equal(fh - fl, R.value(range))
+    a:free()
+  end)
+
   helpers.gpu_it("the array functions refuse bad arguments with clear messages", function()
     local a = R.to_gpu({1, 2, 3}, "float32")
     helpers.assert_error("bad argument #1 to 'diff' (a 0-d array has no axis to take differences along)",
@@ -287,8 +375,27 @@ describe("array functions", function()
                          gpu.gpuarray.roll, a, 1, {axis = 2})
     helpers.assert_error("bad argument #2 to 'broadcast_to' (cannot broadcast an array of shape (3,) to (2,4))",
                          gpu.gpuarray.broadcast_to, a, {2, 4})
+    helpers.assert_error("bad argument #2 to 'tile' (reps must be a whole number or a list of them, got string)",
+                         a.tile, a, "2")
+    helpers.assert_error("bad argument #2 to 'tile' (each of reps must be a whole number from 0 on, got -1)",
+                         gpu.gpuarray.tile, a, {2, -1})
+    helpers.assert_error("bad argument #3 to 'tile' (unknown option 'axis')", a.tile, a, 2, {axis = 1})
+    helpers.assert_error("bad argument #2 to 'repeat_interleave' (repeats must be a whole number from 0 on, got 1.5)",
+                         a.repeat_interleave, a, 1.5)
+    helpers.assert_error("bad argument #3 to 'repeat_interleave' (axis 2 is out of range for a 1-d array)",
+                         gpu.gpuarray.repeat_interleave, a, 2, {axis = 2})
+    helpers.assert_error("bad argument #1 to 'ptp' (ptp is not defined for bool arrays)",
+                         gpu.gpuarray.ptp, gpu.gpuarray.ones({2}, "bool"))
+    helpers.assert_error("bad argument #1 to 'ptp' (ptp is not defined for complex64 arrays)",
+                         gpu.gpuarray.ptp, gpu.gpuarray.zeros({2}, "complex64"))
+    helpers.assert_error("bad argument #1 to 'ptp' (zero-size array to reduction operation maximum which has no identity)",
+                         gpu.gpuarray.ptp, gpu.gpuarray.zeros({2, 0}, "float32"), {axis = 2})
+    helpers.assert_error("bad argument #2 to 'ptp' (unknown option 'ddof')", a.ptp, a, {ddof = 1})
     a:free()
     m:free()
+    helpers.assert_error("bad argument #1 to 'tile' (array has been freed)", a.tile, a, 2)
+    helpers.assert_error("bad argument #1 to 'repeat_interleave' (array has been freed)", a.repeat_interleave, a, 2)
+    helpers.assert_error("bad argument #1 to 'ptp' (array has been freed)", a.ptp, a)
     helpers.assert_error("bad argument #1 to 'roll' (array has been freed)", a.roll, a, 1)
     helpers.assert_error("bad argument #1 to 'broadcast_to' (array has been freed)", gpu.gpuarray.broadcast_to, a, {3})
     helpers.assert_error("bad argument #1 to 'diff' (array has been freed)", a.diff, a)

@@ -1510,6 +1510,96 @@ for _, name in ipairs{"tril", "triu"} do
   end
 end
 
+local STREAM_OPTION = {stream = true}
+
+-- gpuarray.tile(a, reps[, {stream =}]), a:tile(reps[, opts]): NumPy's tile, a copy of a
+-- repeated reps[d] times along each axis d (reps a whole number or a list of them; a and reps
+-- padded with leading axes of 1 to the longer's length).  One copy of a view that reads a
+-- through a zero stride for each repetition's axis.
+function M.tile(a, reps, opts)
+  check_array(a, 1, "tile")
+  local list = reps
+  if math.type(reps) == "integer" then list = {reps}
+  elseif type(reps) ~= "table" or getmetatable(reps) ~= nil then
+    argerror(2, "tile", "reps must be a whole number or a list of them, got " .. typename(reps))
+  end
+  opts = check_options(opts, 3, "tile", STREAM_OPTION)
+  local ndim = math.max(a.ndim, #list)
+  local view_shape, view_strides, shape = {}, {}, {}
+  for d = 1, ndim do
+    local r = check_count(list[d - ndim + #list] or 1, 2, "tile", "each of reps")
+    local n = a.shape[d - ndim + a.ndim] or 1
+    view_shape[#view_shape + 1], view_strides[#view_strides + 1] = r, 0
+    view_shape[#view_shape + 1], view_strides[#view_strides + 1] = n, a.strides[d - ndim + a.ndim] or 0
+    shape[d] = r * n
+  end
+  local copy = view_of(a, 0, view_shape, view_strides):copy(opts.stream and {stream = opts.stream})
+  return copy:reshape(shape)
+end
+methods.tile = M.tile
+
+-- gpuarray.repeat_interleave(a, repeats[, {axis =, stream =}]), a:repeat_interleave(...):
+-- NumPy's repeat (a Lua keyword; the name is PyTorch's), each element repeated `repeats`
+-- times in a row along axis, or over the elements in row-major order without one (a 1-d
+-- result).  One copy of a view that reads each element through a zero stride.
+function M.repeat_interleave(a, repeats, opts)
+  check_array(a, 1, "repeat_interleave")
+  local count = check_count(repeats, 2, "repeat_interleave", "repeats")
+  opts = check_options(opts, 3, "repeat_interleave", ROLL_OPTIONS)
+  local on_stream = opts.stream and {stream = opts.stream}
+  local flat_copy
+  local x, axis = a, nil
+  if opts.axis == nil then
+    flat_copy = not a.is_contiguous and a:copy(on_stream) or nil
+    x, axis = (flat_copy or a):reshape(a.size), 1
+  else
+    axis = check_axis(opts.axis, a.ndim, 3, "repeat_interleave")
+  end
+  local view_shape, view_strides, shape = {}, {}, x.shape
+  for d = 1, x.ndim do
+    view_shape[#view_shape + 1], view_strides[#view_strides + 1] = x.shape[d], x.strides[d]
+    if d == axis then view_shape[#view_shape + 1], view_strides[#view_strides + 1] = count, 0 end
+  end
+  shape[axis] = shape[axis] * count
+  local copy = view_of(x, 0, view_shape, view_strides):copy(on_stream)
+  if flat_copy then core.free_after(flat_copy, opts.stream) end
+  return copy:reshape(shape)
+end
+methods.repeat_interleave = M.repeat_interleave
+
+local PTP_OPTIONS = {axis = true, stream = true}
+
+-- gpuarray.ptp(a[, {axis =, stream =}]): NumPy's, the range max - min (over the whole array:
+-- 0-d; integers wrap as NumPy's do); a:ptp() gives its value.  Two reductions and a
+-- subtraction.
+local function ptp(a, opts, value)
+  check_array(a, 1, "ptp")
+  opts = check_options(opts, 2, "ptp", PTP_OPTIONS)
+  local kind = promote.kind(a.dtype)
+  if kind == "b" or kind == "c" then
+    argerror(1, "ptp", ("ptp is not defined for %s arrays"):format(a.dtype))
+  end
+  local axis = opts.axis ~= nil and check_axis(opts.axis, a.ndim, 2, "ptp") or nil
+  if (axis and a.shape[axis] or a.size) == 0 then
+    argerror(1, "ptp", "zero-size array to reduction operation maximum which has no identity")
+  end
+  local stream = opts.stream
+  local reduce_opts = {axis = axis, stream = stream}
+  local high, low = M.max(a, reduce_opts), M.min(a, reduce_opts)
+  local range = M.sub(high, low, stream and {stream = stream})
+  core.free_after(high, stream)
+  core.free_after(low, stream)
+  if value and range.ndim == 0 then
+    if stream then stream:synchronize() end
+    local v = range[1]
+    range:free()
+    return v
+  end
+  return range
+end
+function M.ptp(a, opts) return ptp(a, opts, false) end
+function methods.ptp(a, opts) return ptp(a, opts, true) end
+
 -- The parts of complex arrays, as new arrays (NumPy's real and imag of a real array: a copy
 -- and zeros; conj: a copy): gpuarray.real(a), and as in PyCUDA and NumPy the fields a.real
 -- and a.imag and the method a:conj().

@@ -572,6 +572,81 @@ describe("statistics", function()
     end
   end)
 
+  -- nanquantile, nanpercentile and nanmedian: the references over each line's numbers only,
+  -- NaN for a line of NaNs (one row and one column here), integers as the plain forms
+  helpers.gpu_it("nanquantile, nanpercentile and nanmedian skip NaNs, whole and along each axis", function()
+    local rows, cols = 11, 30
+    local s = gpu.Stream()
+    local function check(what, want, got)
+      local h = R.get(got)
+      assert.are.equal(#want, h.size, what)
+      for k = 1, #want do
+        if not same(want[k], h[k]) then
+          error(("%s at %d: got %.17g, expected %.17g"):format(what, k, h[k], want[k]))
+        end
+      end
+    end
+    local function skipping(reference)
+      return function(line)
+        local kept = {}
+        for _, v in ipairs(line) do if v == v then kept[#kept + 1] = v end end
+        if #kept == 0 then return NAN end
+        return reference(kept)
+      end
+    end
+    for _, dtype in ipairs{"float32", "float64", "float16", "int32"} do
+      local float = dtype ~= "int32"
+      local a, values = R.generate(rows * cols, dtype, function(i)
+        local r, c = (i - 1) // cols + 1, (i - 1) % cols + 1
+        if float and (r == 4 or c == 7 or math.random() < 0.3) then return NAN end
+        return float and math.random() * 2 - 1 or math.random(-1000, 1000)
+      end)
+      local m = R.reshaped(a, {rows, cols})
+      local at = flat_at(values, {rows, cols})
+      local out_dtype = float and dtype or "float64"
+      for _, q in ipairs{0, 0.3, 0.5, 1} do
+        local reference = skipping(quantile_reference(dtype, q))
+        local whole = gpu.gpuarray.nanquantile(m, q)
+        assert.are.equal(out_dtype, whole.dtype)
+        check(("%s nanquantile %g of all"):format(dtype, q), {reference(values)}, whole)
+        for axis = 1, 2 do
+          check(("%s nanquantile %g along %d"):format(dtype, q, axis),
+                (along({rows, cols}, at, axis, reference)), gpu.gpuarray.nanquantile(m, q, {axis = axis}))
+        end
+      end
+      check(dtype .. " nanpercentile 25 along 2", (along({rows, cols}, at, 2, skipping(quantile_reference(dtype, 0.25)))),
+            gpu.gpuarray.nanpercentile(m, 25, {axis = 2}))
+      local both = gpu.gpuarray.nanquantile(m:transpose(), {0.1, 0.9}, {axis = 1, stream = s})
+      s:synchronize()
+      assert.are.same({2, rows}, both.shape)
+      local want = along({rows, cols}, at, 2, skipping(quantile_reference(dtype, 0.1)))
+      for k, v in ipairs((along({rows, cols}, at, 2, skipping(quantile_reference(dtype, 0.9))))) do
+        want[rows + k] = v
+      end
+      check(dtype .. " nanquantiles {0.1, 0.9} of the transpose along 1", want, both)
+      local median = skipping(median_reference(dtype))
+      check(dtype .. " nanmedian of all", {median(values)}, gpu.gpuarray.nanmedian(m))
+      for axis = 1, 2 do
+        check(("%s nanmedian along %d"):format(dtype, axis), (along({rows, cols}, at, axis, median)),
+              gpu.gpuarray.nanmedian(m, {axis = axis}))
+      end
+      a:free()
+    end
+    -- a whole array past a selection's threshold is sorted when NaNs are skipped
+    local big, big_values = R.generate(6001, "float32", function(i)
+      return i % 5 == 0 and NAN or math.random() * 2 - 1
+    end)
+    check("float32[6001] nanmedian", {skipping(median_reference("float32"))(big_values)},
+          gpu.gpuarray.nanmedian(big))
+    check("float32[6001] nanquantile 0.37", {skipping(quantile_reference("float32", 0.37))(big_values)},
+          gpu.gpuarray.nanquantile(big, 0.37))
+    big:free()
+    helpers.assert_error("bad argument #1 to 'nanmedian' (nanmedian is not defined for complex arrays (complex64 has no order))",
+                         gpu.gpuarray.nanmedian, gpu.gpuarray.zeros({2}, "complex64"))
+    helpers.assert_error("bad argument #2 to 'nanpercentile' (q must be a number from 0 to 100, got 101)",
+                         gpu.gpuarray.nanpercentile, gpu.gpuarray.zeros({2}, "float32"), 101)
+  end)
+
   helpers.gpu_it("quantile, percentile and median refuse bad arguments with clear messages", function()
     local a = R.to_gpu({1, 2, 3, 4}, "float32")
     helpers.assert_error("bad argument #2 to 'quantile' (q must be a number from 0 to 1, got 1.5)",

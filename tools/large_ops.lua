@@ -1,4 +1,4 @@
--- tools/large_ops.lua: device time of 50 common operations on 2^26 float32 (and the dtypes
+-- tools/large_ops.lua: device time of 52 common operations on 2^26 float32 (and the dtypes
 -- and shapes named), against a copy's bandwidth, beside CuPy's (tools/large_ops.py): a survey
 -- for finding the operations that fall short of the memory's speed (bench/NOTES.md quotes one).
 --
@@ -72,6 +72,8 @@ local cases = {   -- {name, nominal bytes an element, call}
   {"nanmean", 4, function() return ga.nanmean(a) end},
   {"median", 4, function() return ga.median(a) end},
   {"median axis 1", 4, function() return ga.median(m, {axis = 2}) end},
+  {"nanmedian axis 1", 4, function() return ga.nanmedian(m, {axis = 2}) end},
+  {"quantile 0.9", 4, function() return ga.quantile(a, 0.9) end},
   {"diff", 8, function() return ga.diff(a) end},
   {"tril", 8, function() return ga.tril(m) end},
   {"sum f64", 8, function() return ga.sum(d) end},

@@ -64,6 +64,8 @@ cases = [  # (name, nominal bytes an element, call)
     ("nanmean", 4, lambda: cp.nanmean(a)),
     ("median", 4, lambda: cp.median(a)),
     ("median axis 1", 4, lambda: cp.median(m, axis=1)),
+    ("nanmedian axis 1", 4, lambda: cp.nanmedian(m, axis=1)),
+    ("quantile 0.9", 4, lambda: cp.quantile(a, 0.9)),
     ("diff", 8, lambda: cp.diff(a)),
     ("tril", 8, lambda: cp.tril(m)),
     ("sum f64", 8, lambda: d.sum()),

@@ -235,6 +235,12 @@ local function sorted(a, axis, wanted, stream)
   return keys, indices, moved and order or nil
 end
 
+-- sort.sorted_lines(a, axis[, stream]) -> a new contiguous array of a's elements sorted along
+-- axis, that axis moved last (the others keep their order): the quantiles' lines.
+function M.sorted_lines(a, axis, stream)
+  return (sorted(a, axis, "keys", stream))
+end
+
 -- The array of a's shape holding rows (contiguous, in axis-last order): rows itself when
 -- the axis was already last, else a copy through the transposed view of a new array, or of
 -- `into` (an existing array of that shape) when given.

@@ -28,6 +28,14 @@ __device__ __forceinline__ gpu_work_t gpu_round(gpu_work_t x) { return $ROUND; }
 __device__ __forceinline__ gpu_work_t gpu_round_double(double x) { return $ROUND_DOUBLE; }
 __device__ __forceinline__ gpu_out_t gpu_store(gpu_work_t x) { return $STORE; }
 __device__ __forceinline__ bool gpu_is_nan(gpu_key_t k) { return GPU_FLOAT_KEYS && gpu_work(k) != gpu_work(k); }
+// Each operation rounded on its own, as the elementwise operations' separate kernels round
+// them: the compiler would otherwise fuse a product and a sum into one fma, rounded once.
+__device__ __forceinline__ float gpu_add(float a, float b) { return __fadd_rn(a, b); }
+__device__ __forceinline__ float gpu_sub(float a, float b) { return __fsub_rn(a, b); }
+__device__ __forceinline__ float gpu_mul(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double gpu_add(double a, double b) { return __dadd_rn(a, b); }
+__device__ __forceinline__ double gpu_sub(double a, double b) { return __dsub_rn(a, b); }
+__device__ __forceinline__ double gpu_mul(double a, double b) { return __dmul_rn(a, b); }
 
 extern "C" __global__ void gpu_quantile(const gpu_key_t *lines, gpu_out_t *out, long long count,
                                         long long n, double q, long long low_slot,
@@ -59,10 +67,10 @@ extern "C" __global__ void gpu_quantile(const gpu_key_t *lines, gpu_out_t *out, 
     value = gpu_work(keys[low_slot >= 0 ? low_slot : (m - 1) / 2]);
     if (m % 2 == 0) {
       const gpu_work_t high = gpu_work(keys[high_slot >= 0 ? high_slot : m / 2]);
-      value = gpu_round(gpu_round(value + high) * (gpu_work_t)0.5);
+      value = gpu_round(gpu_mul(gpu_round(gpu_add(value, high)), (gpu_work_t)0.5));
     }
 #else
-    const double position = q * (double)(m - 1);
+    const double position = __dmul_rn(q, (double)(m - 1));   // rounded before t is taken from it
     const double below = floor(position);
     const long long b = (long long)below;
     const gpu_work_t low = gpu_work(keys[low_slot >= 0 ? low_slot : b]);
@@ -70,9 +78,9 @@ extern "C" __global__ void gpu_quantile(const gpu_key_t *lines, gpu_out_t *out, 
     if (position != below) {
       const gpu_work_t t = gpu_round_double(position - below);
       const gpu_work_t high = gpu_work(keys[high_slot >= 0 ? high_slot : b + 1 < m ? b + 1 : m - 1]);
-      const gpu_work_t diff = gpu_round(high - low);
-      value = t < (gpu_work_t)0.5 ? gpu_round(low + gpu_round(diff * t))
-                                  : gpu_round(high - gpu_round(diff * ((gpu_work_t)1 - t)));
+      const gpu_work_t diff = gpu_round(gpu_sub(high, low));
+      value = t < (gpu_work_t)0.5 ? gpu_round(gpu_add(low, gpu_round(gpu_mul(diff, t))))
+                                  : gpu_round(gpu_sub(high, gpu_round(gpu_mul(diff, gpu_sub((gpu_work_t)1, t)))));
     }
 #endif
     out[line] = gpu_store(value);

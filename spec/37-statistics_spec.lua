@@ -113,6 +113,16 @@ describe("statistics", function()
     for _, dtype in ipairs{"float16", "bfloat16"} do
       compile("var_mean of " .. dtype, (reduction.builtin_source("var_mean", dtype)))
     end
+    -- nanvar's and nanstd's, for the dtypes that hold NaN
+    for _, dtype in ipairs{"float16", "bfloat16", "float32", "float64", "complex64", "complex128"} do
+      local deviations = reduction.nan_deviation_program(dtype)
+      compile("NaN-skipping deviations of " .. dtype, ew.source(deviations, "s2"))
+      for _, op in ipairs{"nanvar", "nanstd"} do
+        compile(op .. " scale of " .. dtype,
+                ew.source(reduction.nan_scale_program(op, deviations.out, reduction.var_dtype(dtype)), "c"))
+      end
+      compile("nanvar_mean of " .. dtype, (reduction.builtin_source("nanvar_mean", dtype)))
+    end
   end)
 
   helpers.gpu_it("argmax and argmin along each axis of every real dtype, views included", function()
@@ -246,6 +256,68 @@ describe("statistics", function()
         end
       end
     end
+  end)
+
+  -- nanvar and nanstd: var_reference over each line's numbers, NaN where fewer than ddof + 1
+  -- are left (lines of 3 along the first axis of the 3-d array meet that now and then)
+  helpers.gpu_it("nanvar and nanstd skip NaNs, whole and along each axis", function()
+    local function is_nan(v)
+      if type(v) == "table" then return v.re ~= v.re or v.im ~= v.im end
+      return v ~= v
+    end
+    local function nan_var_reference(line, ddof)
+      local kept = {}
+      for _, v in ipairs(line) do if not is_nan(v) then kept[#kept + 1] = v end end
+      if #kept - ddof <= 0 then return 0 / 0 end
+      return var_reference(kept, ddof)
+    end
+    local function close(want, got, rtol, what)
+      if want ~= want then assert(got ~= got, ("%s: got %s, expected nan"):format(what, tostring(got)))
+      else helpers.assert_close(want, got, rtol, what) end
+    end
+    local s = gpu.Stream()
+    for _, dtype in ipairs{"int32", "float32", "float64", "float16", "complex64"} do
+      local rtol, out_dtype = var_rtol[dtype], reduction.var_dtype(dtype)
+      local float = dtype ~= "int32"
+      for _, t in ipairs(test_arrays(dtype, function()
+        if float and math.random() < 0.25 then
+          return dtype == "complex64" and gpu.complex(math.random() < 0.5 and 0 / 0 or 1, 0 / 0) or 0 / 0
+        end
+        return var_value(dtype)
+      end)) do
+        local a, shape, at, name = t[1], t[2], t[3], t[4]
+        local all = {}
+        each_index(shape, function(index) all[#all + 1] = at(index) end)
+        for _, ddof in ipairs{0, 1} do
+          local what = ("%s %s, ddof %d"):format(name, dtype, ddof)
+          local want = nan_var_reference(all, ddof)
+          local v = gpu.gpuarray.nanvar(a, {ddof = ddof})
+          assert.are.equal(out_dtype, v.dtype)
+          assert.are.same({}, v.shape)
+          close(want, R.value(v), rtol, "nanvar of " .. what)
+          local sd = gpu.gpuarray.nanstd(a, {ddof = ddof, stream = s})
+          s:synchronize()
+          close(math.sqrt(want), R.value(sd), rtol, "nanstd of " .. what)
+          for axis = 1, #shape do
+            local ref, kept = along(shape, at, axis, function(line) return nan_var_reference(line, ddof) end)
+            for _, op in ipairs{"nanvar", "nanstd"} do
+              local out = gpu.gpuarray[op](a, {axis = axis, ddof = ddof})
+              assert.are.equal(out_dtype, out.dtype)
+              assert.are.same(kept, out.shape)
+              local got = R.get(out)
+              for i = 1, #ref do
+                local expected = op == "nanstd" and math.sqrt(ref[i]) or ref[i]
+                close(expected, got[i], rtol, ("%s along axis %d of %s, output %d"):format(op, axis, what, i))
+              end
+            end
+          end
+        end
+      end
+    end
+    helpers.assert_error("bad argument #2 to 'nanstd' (option 'ddof' must not be negative, got -1)",
+                         gpu.gpuarray.nanstd, gpu.gpuarray.zeros({2}, "float32"), {ddof = -1})
+    helpers.assert_error("bad argument #2 to 'nanvar' (unknown option 'dim')",
+                         gpu.gpuarray.nanvar, gpu.gpuarray.zeros({2}, "float32"), {dim = 1})
   end)
 
   -- A whole array's deviations are summed as they are made, 16 bytes at a time where the

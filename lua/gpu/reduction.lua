@@ -211,20 +211,40 @@ __device__ __forceinline__ $PAIR lg_sum_count_add($PAIR a, $PAIR b) {
 __device__ __forceinline__ $PAIR gpu_shfl_down($PAIR v, int delta) {
   return $PAIR{gpu_shfl_down(v.sum, delta), __shfl_down_sync(0xffffffffu, v.count, delta)};
 }]]
-function ops.nanmean(dtype)
-  local kind = dtypes[dtype].kind
-  if kind ~= "f" and kind ~= "c" then return ops.mean(dtype) end
-  local acc = sum_acc(dtype)
+-- The NaN-skipping mean of dtype's elements as dtype out (out's sum accumulator and rounding).
+local function nan_mean_as(dtype, out)
+  local acc = sum_acc(out)
   local pair = "lg_sum_count_" .. acc
-  local wide = kind == "c" and "lg_complex128" or "double"
-  return {out = dtype, acc = pair, reduce = "lg_sum_count_add(a, b)",
+  local wide = dtypes[out].kind == "c" and "lg_complex128" or "double"
+  return {out = out, acc = pair, reduce = "lg_sum_count_add(a, b)",
           neutral = ("%s{(%s)0, 0ull}"):format(pair, acc),
           preamble = M.fill(SUM_COUNT, {PAIR = pair, ACC = acc}),
           map = function(x) return ("lg_sum_count_of(%s)"):format(convert(dtype, x, acc)) end,
           finish = function(a)
-            local total = convert(dtype, store(dtype, a .. ".sum"), wide)
-            return store(dtype, ("%s / (double)%s.count"):format(total, a))
+            local total = convert(out, store(out, a .. ".sum"), wide)
+            return store(out, ("%s / (double)%s.count"):format(total, a))
           end}
+end
+
+function ops.nanmean(dtype)
+  local kind = dtypes[dtype].kind
+  if kind ~= "f" and kind ~= "c" then return ops.mean(dtype) end
+  return nan_mean_as(dtype, dtype)
+end
+
+-- nanvar's first pass: nanmean in the dtype var computes its deviations in (float32 for the
+-- 16-bit floats); and the count of the elements that are not NaN, as int64.  (Float and
+-- complex dtypes only: nanvar of others is var.)
+function ops.nanvar_mean(dtype) return nan_mean_as(dtype, M.var_work_dtype(dtype)) end
+
+function ops.count_not_nan(dtype)
+  local acc = dtypes[dtype].kind == "c" and dtypes[dtype].ctype or minmax_acc(dtype)
+  return {out = "int64", acc = "unsigned long long", reduce = "a + b", neutral = "0",
+          map = function(x)
+            local v = convert(dtype, x, acc)
+            return ("(unsigned long long)(%s == %s)"):format(v, v)
+          end,
+          finish = function(a) return store("int64", a) end}
 end
 
 local function truth(dtype, x)
@@ -501,7 +521,8 @@ end
 -- (var_deviation's second operand is one value, read through a stride of 0).
 local ORDER_FREE = {sum = true, prod = true, min = true, max = true, mean = true, any = true,
                     all = true, var_mean = true, var_deviation = true, nansum = true,
-                    nanprod = true, nanmin = true, nanmax = true, nanmean = true}
+                    nanprod = true, nanmin = true, nanmax = true, nanmean = true,
+                    nanvar_mean = true, count_not_nan = true}
 
 -- A contiguous 1-d view of a's elements when a is a dense view in another order (a
 -- transposed or reversed array: its elements fill one block of memory); else nil.
@@ -1143,6 +1164,45 @@ end
 
 M.deviation_program, M.scale_program = deviation_program, scale_program
 
+-- nanvar's programs: |x - m|^2 as deviation_program's, 0 where x is NaN; and the sum of
+-- those over the count of numbers less ddof, NaN where that is not positive (NumPy's), its
+-- square root for nanstd.
+local nan_deviation_programs, nan_scale_programs = {}, {}
+local function nan_deviation_program(dtype)
+  local made = nan_deviation_programs[dtype]
+  if made then return made end
+  local work = M.var_work_dtype(dtype)
+  local wtype, real = dtypes[work].ctype, M.var_dtype(work)
+  local squared = dtypes[work].kind == "c" and "d.re * d.re + d.im * d.im" or "d * d"
+  made = ew.program{
+    expr = ("var_nan_squared_deviation((%s)(x), m)"):format(wtype), out = real,
+    name = "nanvar_deviation_" .. dtype,
+    operands = {{name = "x", dtype = dtype}, {name = "m", dtype = work}},
+    preamble = ("__device__ __forceinline__ %s var_nan_squared_deviation(%s x, %s m) {\n"
+                .. "  if (x != x) return 0;\n  const %s d = x - m;\n  return %s;\n}\n")
+               :format(dtypes[real].ctype, wtype, wtype, wtype, squared),
+  }
+  nan_deviation_programs[dtype] = made
+  return made
+end
+
+local function nan_scale_program(op, sum_dtype, out)
+  local by_out = kernel_cache.level(kernel_cache.level(nan_scale_programs, op), sum_dtype)
+  local made = by_out[out]
+  if made == nil then
+    local quotient = "(double)s / ((double)c - ddof)"
+    made = ew.program{
+      expr = ("(double)c - ddof > 0 ? %s : __longlong_as_double(0x7ff8000000000000LL)")
+             :format(op == "nanstd" and "sqrt(" .. quotient .. ")" or quotient),
+      out = out, name = ("%s_scale_%s_%s"):format(op, sum_dtype, out),
+      operands = {{name = "s", dtype = sum_dtype}, {name = "c", dtype = "int64"},
+                  {name = "ddof", dtype = "float64", scalar = true}},
+    }
+    by_out[out] = made
+  end
+  return made
+end
+
 local var_options = {axis = true, ddof = true, stream = true}
 
 -- NumPy's var (or std: op) of a, whole (axis nil) or along axis: two passes, the mean and then
@@ -1185,9 +1245,49 @@ local function variance(op, a, axis, ddof, stream)
   return result
 end
 
--- The checks of var and std, then finish(result, stream) without an axis.  (The checks stay in
--- the returned function, so errors blame its caller.)
+M.nan_deviation_program, M.nan_scale_program = nan_deviation_program, nan_scale_program
+
+-- NumPy's nanvar (nanstd: op) of a float or complex array, whole (axis nil) or along axis:
+-- var over each line's numbers, NaNs skipped: their mean and count in one pass, then the
+-- squared deviations (NaN's 0) summed, over the count less ddof (NaN where not positive).
+local function nan_variance(op, a, axis, ddof, stream)
+  local kind = dtypes[a.dtype].kind
+  if kind ~= "f" and kind ~= "c" then return variance(op:sub(4), a, axis, ddof, stream) end
+  local work = M.var_work_dtype(a.dtype)
+  local mean, mean_buf, count, count_buf, broadcast_mean
+  if axis then
+    mean = reduce_axis(op, "nanvar_mean", a, axis, stream)
+    count = reduce_axis(op, "count_not_nan", a, axis, stream)
+    mean_buf, count_buf = mean, count
+    local shape = a.shape
+    shape[axis] = 1
+    broadcast_mean = core.array_view(mean, 0, work, shape)
+  else
+    mean, mean_buf = reduce_all("nanvar_mean", a, nil, stream)
+    count, count_buf = reduce_all("count_not_nan", a, nil, stream)
+    broadcast_mean = mean
+  end
+  local squares = ew.launch(nan_deviation_program(a.dtype), nil, stream, op, a, broadcast_mean)
+  core.free_after(mean_buf, stream)
+  local sum, sum_buf
+  if axis then
+    sum = reduce_axis(op, "sum", squares, axis, stream)
+    sum_buf = sum
+  else
+    sum, sum_buf = reduce_all("sum", squares, nil, stream)
+  end
+  core.free_after(squares, stream)
+  local result = ew.launch(nan_scale_program(op, sum.dtype, M.var_dtype(a.dtype)), nil, stream, op,
+                           sum, count, ddof + 0.0)
+  core.free_after(sum_buf, stream)
+  core.free_after(count_buf, stream)
+  return result
+end
+
+-- The checks of var and std (op; nanvar and nanstd too), then finish(result, stream) without
+-- an axis.  (The checks stay in the returned function, so errors blame its caller.)
 local function variance_reduction(op, finish)
+  local compute = op:match("^nan") and nan_variance or variance
   return function(a, opts)
     check_array(a, 1, op)
     opts = check_options(opts, 2, op, var_options)
@@ -1197,13 +1297,13 @@ local function variance_reduction(op, finish)
     end
     if ddof < 0 then argerror(2, op, ("option 'ddof' must not be negative, got %d"):format(ddof)) end
     if opts.axis ~= nil then
-      return variance(op, a, check_axis(opts.axis, a.ndim, 2, op), ddof, opts.stream)
+      return compute(op, a, check_axis(opts.axis, a.ndim, 2, op), ddof, opts.stream)
     end
-    return finish(variance(op, a, nil, ddof, opts.stream), opts.stream)
+    return finish(compute(op, a, nil, ddof, opts.stream), opts.stream)
   end
 end
 
-for _, op in ipairs{"var", "std"} do
+for _, op in ipairs{"var", "std", "nanvar", "nanstd"} do
   -- gpuarray.var(a[, {axis = k, ddof = d, stream = s}]) -> GPUArray (0-d without axis)
   M[op] = variance_reduction(op, function(result) return result end)
   -- a:var([{axis = k, ddof = d, stream = s}]) -> Lua number (synchronizes); an array with axis
@@ -1233,6 +1333,7 @@ function M.install(gpu)
   ga.argmax, ga.argmin = M.argmax, M.argmin
   methods.var, methods.std = M.var_value, M.std_value
   ga.var, ga.std = M.var, M.std
+  ga.nanvar, ga.nanstd = M.nanvar, M.nanstd
   for _, op in ipairs{"nansum", "nanprod", "nanmin", "nanmax", "nanmean"} do ga[op] = device_reduction(op) end
   gpu.ReductionKernel = M.ReductionKernel
 end

@@ -468,6 +468,58 @@ describe("scans", function()
     assert.are.same({0, 3}, empty.shape)
   end)
 
+  -- nancumsum and nancumprod: NaNs as 0 (1), against running sums and products that are exact
+  -- in each dtype (small whole numbers; products of +-1, and a few 2s and halves in float32 and
+  -- float64)
+  helpers.gpu_it("nancumsum and nancumprod take NaNs as 0 and 1, whole and along an axis", function()
+    local NAN = 0 / 0
+    local s = gpu.Stream()
+    for _, case in ipairs{{"nancumsum", function(x, y) return x + y end, 0},
+                          {"nancumprod", function(x, y) return x * y end, 1}} do
+      local fname, combine, neutral = case[1], case[2], case[3]
+      for _, dtype in ipairs{"float32", "float16", "float64", "int32"} do
+        local float = dtype ~= "int32"
+        local a, values = R.generate(40 * 30, dtype, function()
+          if float and math.random() < 0.2 then return NAN end
+          if fname == "nancumsum" then return math.random(-8, 8) end
+          local r = math.random()
+          local scales = dtype == "float32" or dtype == "float64"     -- room for 2^+-40
+          return scales and r < 0.05 and 2 or scales and r < 0.1 and 0.5 or r < 0.55 and 1 or -1
+        end)
+        local kept = {}
+        for i, v in ipairs(values) do kept[i] = v == v and v or neutral end
+        local whole = gpu.gpuarray[fname](a, {stream = s})
+        s:synchronize()
+        assert.are.equal(reduction.sum_dtype(dtype), whole.dtype)
+        local h, run = R.get(whole), neutral
+        for i = 1, #kept do
+          run = combine(run, kept[i])
+          if h[i] ~= run then error(("%s of %s at %d: got %s, expected %s"):format(fname, dtype, i, h[i], run)) end
+        end
+        local m = R.reshaped(a, {40, 30})
+        for axis = 1, 2 do
+          local want = along(kept, {40, 30}, axis, combine)
+          local got = R.get(gpu.gpuarray[fname](m, {axis = axis}))
+          for i = 1, #want do
+            if got[i] ~= want[i] then
+              error(("%s of %s along %d at %d: got %s, expected %s"):format(fname, dtype, axis, i, got[i], want[i]))
+            end
+          end
+        end
+        a:free()
+      end
+    end
+    local z = R.to_gpu({gpu.complex(1, 2), gpu.complex(0 / 0, 1), gpu.complex(3, -1)}, "complex64")
+    local hz = R.get(gpu.gpuarray.nancumsum(z))
+    assert.are.same({1, 2, 1, 2, 4, 1}, {hz[1].re, hz[1].im, hz[2].re, hz[2].im, hz[3].re, hz[3].im})
+    local f = R.to_gpu({1, 2}, "float32")
+    helpers.assert_error("bad argument #2 to 'nancumsum' (axis 2 is out of range for a 1-d array)",
+                         gpu.gpuarray.nancumsum, f, {axis = 2})
+    helpers.assert_error("bad argument #2 to 'nancumprod' (unknown option 'dim')", gpu.gpuarray.nancumprod, f, {dim = 1})
+    f:free()
+    helpers.assert_error("bad argument #1 to 'nancumsum' (array has been freed)", gpu.gpuarray.nancumsum, f)
+  end)
+
   helpers.gpu_it("reject bad arrays with clear messages", function()
     local k = gpu.InclusiveScanKernel("float32", "a + b")
     local ints = R.to_gpu({1, 2, 3}, "int32")

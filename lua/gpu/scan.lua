@@ -1,4 +1,5 @@
--- gpu.scan: gpu.InclusiveScanKernel, gpu.ExclusiveScanKernel (PyCUDA's) and gpu.cumsum.
+-- gpu.scan: gpu.InclusiveScanKernel, gpu.ExclusiveScanKernel (PyCUDA's), gpu.cumsum and
+-- gpu.cumprod, and gpuarray.nancumsum and nancumprod.
 -- Kernels come from the template kernels/scan.cu; see there for the algorithm.
 
 local core = require "gpu.core"
@@ -266,6 +267,34 @@ function M.cumsum(a, opts) return cumulative("cumsum", "a + b", a, opts) end
 -- gpu.cumprod(a[, {axis = k, stream = s}]) -> a new array of a's running products
 function M.cumprod(a, opts) return cumulative("cumprod", "a * b", a, opts) end
 
+-- gpuarray.nancumsum(a[, {axis = k, stream = s}]), nancumprod: NumPy's, cumsum and cumprod
+-- with each NaN (a complex value with a NaN part) taken as 0 (1): a copy with them replaced,
+-- then the scan.  Dtypes without NaN scan as they are.
+local nan_replacing = {}      -- fname -> dtype -> program
+for fname, neutral in pairs{nancumsum = 0, nancumprod = 1} do
+  nan_replacing[fname] = {}
+  local scan_of = fname == "nancumsum" and M.cumsum or M.cumprod
+  M[fname] = function(a, opts)
+    check_array(a, 1, fname)
+    opts = check_options(opts, 2, fname, cumulative_options)
+    if opts.axis ~= nil then check_axis(opts.axis, a.ndim, 2, fname) end   -- errors name fname
+    local kind = dtypes[a.dtype].kind
+    if kind ~= "f" and kind ~= "c" then return scan_of(a, opts) end
+    local p = nan_replacing[fname][a.dtype]
+    if p == nil then
+      local value_type = kind == "f" and "float" or dtypes[a.dtype].ctype   -- a 16-bit float's value is a float
+      if a.dtype == "float64" then value_type = "double" end
+      p = ew.program{expr = ("x != x ? (%s)%d : x"):format(value_type, neutral), out = a.dtype,
+                     name = fname .. "_replace_" .. a.dtype, operands = {{name = "x", dtype = a.dtype}}}
+      nan_replacing[fname][a.dtype] = p
+    end
+    local replaced = ew.launch(p, nil, opts.stream, fname, a)
+    local result = scan_of(replaced, opts)
+    core.free_after(replaced, opts.stream)
+    return result
+  end
+end
+
 function M.install(gpu)
   gpu.InclusiveScanKernel = M.InclusiveScanKernel
   gpu.ExclusiveScanKernel = M.ExclusiveScanKernel
@@ -274,6 +303,7 @@ function M.install(gpu)
   local ga = gpu.gpuarray or {}
   gpu.gpuarray = ga
   ga.cumsum, ga.cumprod = M.cumsum, M.cumprod
+  ga.nancumsum, ga.nancumprod = M.nancumsum, M.nancumprod
   local methods = core.types.GPUArray.__methods
   methods.cumsum, methods.cumprod = M.cumsum, M.cumprod
 end

@@ -157,7 +157,7 @@ describe("reductions", function()
       end
       -- argmax and argmin: whole-array and axis kernels in one module per operation and dtype
       for _, dtype in ipairs(R.all_dtypes) do
-        for _, op in ipairs{"argmax", "argmin"} do
+        for _, op in ipairs{"argmax", "argmin", "nanargmax", "nanargmin"} do
           local ok, err = pcall(gpu.compile, reduction.builtin_source(op, dtype),
                                 {arch = "compute_90", target = "ptx", no_extern_c = true})
           assert(ok, ("%s of %s: %s"):format(op, dtype, tostring(err)))

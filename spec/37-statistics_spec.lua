@@ -167,6 +167,57 @@ describe("statistics", function()
     assert.are.same({0}, gpu.gpuarray.argmin(core.array_empty({0, 3}, "float32"), {axis = 2}).shape)
   end)
 
+  -- nanargmax and nanargmin: the best number's first place, NaNs never winning; 0 for a line
+  -- of NaNs only (NumPy raises there, CuPy gives -1)
+  helpers.gpu_it("nanargmax and nanargmin skip NaNs, whole and along each axis", function()
+    local function nan_arg_reference(line, op)
+      local best = 0
+      for i, v in ipairs(line) do
+        if v == v and (best == 0 or (op == "nanargmax" and v > line[best])
+                                  or (op == "nanargmin" and v < line[best])) then
+          best = i
+        end
+      end
+      return best
+    end
+    for _, dtype in ipairs{"float32", "float64", "float16", "int16"} do
+      local float = dtype ~= "int16"
+      for _, t in ipairs(test_arrays(dtype, function()
+        if float and math.random() < 0.3 then return 0 / 0 end
+        return R.tied_value(dtype)
+      end)) do
+        local a, shape, at, name = t[1], t[2], t[3], t[4]
+        local all = {}
+        each_index(shape, function(index) all[#all + 1] = at(index) end)
+        for _, op in ipairs{"nanargmax", "nanargmin"} do
+          local whole = gpu.gpuarray[op](a)
+          assert.are.equal("int64", whole.dtype)
+          assert.are.equal(nan_arg_reference(all, op), R.value(whole), ("%s of %s %s"):format(op, name, dtype))
+          for axis = 1, #shape do
+            local want = along(shape, at, axis, function(line) return nan_arg_reference(line, op) end)
+            local got = R.get(gpu.gpuarray[op](a, {axis = axis}))
+            for i = 1, #want do
+              if got[i] ~= want[i] then
+                error(("%s of %s %s along axis %d, output %d: got %s, expected %d"):format(
+                  op, name, dtype, axis, i, tostring(got[i]), want[i]))
+              end
+            end
+          end
+        end
+      end
+    end
+    local NAN = 0 / 0
+    local m = R.reshaped(R.to_gpu({NAN, NAN, NAN, 2, NAN, -1}, "float32"), {2, 3})
+    assert.are.same({0, 1}, {R.get(gpu.gpuarray.nanargmax(m, {axis = 2}))[1], R.get(gpu.gpuarray.nanargmax(m, {axis = 2}))[2]})
+    assert.are.same({0, 3}, {R.get(gpu.gpuarray.nanargmin(m, {axis = 2}))[1], R.get(gpu.gpuarray.nanargmin(m, {axis = 2}))[2]})
+    assert.are.equal(6, R.value(gpu.gpuarray.nanargmin(m)))
+    assert.are.equal(0, R.value(gpu.gpuarray.nanargmax(R.to_gpu({NAN, NAN}, "float64"))))
+    helpers.assert_error("bad argument #1 to 'nanargmax' (nanargmax is not defined for complex arrays (complex64 has no order))",
+                         gpu.gpuarray.nanargmax, gpu.gpuarray.zeros({2}, "complex64"))
+    helpers.assert_error("bad argument #1 to 'nanargmin' (attempt to get nanargmin of an empty array)",
+                         gpu.gpuarray.nanargmin, gpu.gpuarray.zeros({0}, "float32"))
+  end)
+
   helpers.gpu_it("argmax and argmin refuse bad axes, complex arrays and zero-length axes", function()
     local m = R.to_gpu({1, 2, 3, 4, 5, 6}, "float32")
     local m2 = R.reshaped(m, {2, 3})

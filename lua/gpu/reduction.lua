@@ -326,6 +326,28 @@ end
 function ops.argmax(dtype) return arg(dtype, "argmax") end
 function ops.argmin(dtype) return arg(dtype, "argmin") end
 
+-- nanargmax and nanargmin: argmax's pairs with a NaN element's taken as the neutral pair, so a
+-- NaN never wins; a line of NaNs only keeps the neutral pair, whose index past every element
+-- becomes 0 (no place: NumPy raises there, CuPy gives -1).  Other dtypes: argmax's, argmin's.
+local SKIP_NAN_PAIR = [[
+__device__ __forceinline__ lg_arg_pair lg_arg_skip_nan(lg_arg_pair p, lg_arg_pair neutral) {
+  return p.value != p.value ? neutral : p;
+}]]
+local function nan_arg(dtype, op)
+  local spec = arg(dtype, op)
+  if dtypes[dtype].kind ~= "f" then return spec end
+  local map_at, neutral = spec.map_at, spec.neutral
+  spec.preamble = spec.preamble .. "\n" .. SKIP_NAN_PAIR
+  spec.map_at = function(x, index) return ("lg_arg_skip_nan(%s, %s)"):format(map_at(x, index), neutral) end
+  spec.finish = function(a)
+    return store("int64", ("(%s.index == 9223372036854775807LL ? 0LL : %s.index)"):format(a, a))
+  end
+  return spec
+end
+
+function ops.nanargmax(dtype) return nan_arg(dtype, "argmax") end
+function ops.nanargmin(dtype) return nan_arg(dtype, "argmin") end
+
 -- var's first pass: the mean in the dtype the deviations are computed in (M.var_work_dtype:
 -- float32 for the 16-bit floats, whose own mean would round to 16 bits).
 function ops.var_mean(dtype) return mean_as(dtype, M.var_work_dtype(dtype)) end
@@ -1114,9 +1136,11 @@ local function arg_reduction(op, finish)
   end
 end
 
-for _, op in ipairs{"argmax", "argmin"} do
+for _, op in ipairs{"argmax", "argmin", "nanargmax", "nanargmin"} do
   -- gpuarray.argmax(a[, {axis = k, stream = s}]) -> int64 GPUArray (0-d without axis)
   M[op] = arg_reduction(op, function(index) return index end)
+end
+for _, op in ipairs{"argmax", "argmin"} do
   -- a:argmax([{axis = k, stream = s}]) -> Lua integer (synchronizes); an array with axis
   M[op .. "_value"] = arg_reduction(op, fetch)
 end
@@ -1334,6 +1358,7 @@ function M.install(gpu)
   methods.var, methods.std = M.var_value, M.std_value
   ga.var, ga.std = M.var, M.std
   ga.nanvar, ga.nanstd = M.nanvar, M.nanstd
+  ga.nanargmax, ga.nanargmin = M.nanargmax, M.nanargmin
   for _, op in ipairs{"nansum", "nanprod", "nanmin", "nanmax", "nanmean"} do ga[op] = device_reduction(op) end
   gpu.ReductionKernel = M.ReductionKernel
 end

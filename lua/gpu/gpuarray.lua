@@ -1465,17 +1465,22 @@ end
 -- gpuarray.trace(a[, {offset =, axis1 =, axis2 =, stream =}]): NumPy's, the sum along the
 -- diagonal: a 0-d array for a 2-d a (a:trace() gives its value), else one sum a diagonal.
 local TRACE_OPTIONS = {offset = true, axis1 = true, axis2 = true, stream = true}
+-- What a method such as a:trace() returns for result: a 0-d array's value (after the stream's
+-- work; the array freed), else the array itself.
+local function value_if_0d(result, stream)
+  if result.ndim ~= 0 then return result end
+  if stream then stream:synchronize() end
+  local v = result[1]
+  result:free()
+  return v
+end
+
 local function trace(a, opts, value)
   check_array(a, 1, "trace")
   opts = check_options(opts, 2, "trace", TRACE_OPTIONS)
   local diagonal = diagonal_view(a, opts, "trace")
   local sums = M.sum(diagonal, {axis = diagonal.ndim, stream = opts.stream})
-  if value and sums.ndim == 0 then
-    if opts.stream then opts.stream:synchronize() end
-    local v = sums[1]
-    sums:free()
-    return v
-  end
+  if value then return value_if_0d(sums, opts.stream) end
   return sums
 end
 function M.trace(a, opts) return trace(a, opts, false) end
@@ -1589,12 +1594,7 @@ local function ptp(a, opts, value)
   local range = M.sub(high, low, stream and {stream = stream})
   core.free_after(high, stream)
   core.free_after(low, stream)
-  if value and range.ndim == 0 then
-    if stream then stream:synchronize() end
-    local v = range[1]
-    range:free()
-    return v
-  end
+  if value then return value_if_0d(range, stream) end
   return range
 end
 function M.ptp(a, opts) return ptp(a, opts, false) end

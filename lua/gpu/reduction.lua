@@ -1229,6 +1229,15 @@ end
 
 local var_options = {axis = true, ddof = true, stream = true}
 
+-- The sum of the array squares along axis (whole without one), and the buffer to free after it.
+local function sum_of(op, squares, axis, stream)
+  if axis then
+    local sum = reduce_axis(op, "sum", squares, axis, stream)
+    return sum, sum
+  end
+  return reduce_all("sum", squares, nil, stream)
+end
+
 -- NumPy's var (or std: op) of a, whole (axis nil) or along axis: two passes, the mean and then
 -- the sum of squared deviations from it (whole: in one reduction, ops.var_deviation), divided
 -- by n - ddof (0 when ddof >= n, giving inf or nan as NumPy does).  Returns the result array;
@@ -1251,12 +1260,7 @@ local function variance(op, a, axis, ddof, stream)
   local sum, sum_buf
   if axis or n == 0 then
     local squares = ew.launch(deviation_program(dtype), nil, stream, op, a, broadcast_mean)
-    if axis then
-      sum = reduce_axis(op, "sum", squares, axis, stream)
-      sum_buf = sum
-    else
-      sum, sum_buf = reduce_all("sum", squares, nil, stream)
-    end
+    sum, sum_buf = sum_of(op, squares, axis, stream)
     core.free_after(squares, stream)
   else               -- the squared deviations summed as they are made: one read of a
     sum, sum_buf = reduce_all("var_deviation", a, core.array_view(mean, 0, work, {n}, {0}), stream)
@@ -1293,13 +1297,7 @@ local function nan_variance(op, a, axis, ddof, stream)
   end
   local squares = ew.launch(nan_deviation_program(a.dtype), nil, stream, op, a, broadcast_mean)
   core.free_after(mean_buf, stream)
-  local sum, sum_buf
-  if axis then
-    sum = reduce_axis(op, "sum", squares, axis, stream)
-    sum_buf = sum
-  else
-    sum, sum_buf = reduce_all("sum", squares, nil, stream)
-  end
+  local sum, sum_buf = sum_of(op, squares, axis, stream)
   core.free_after(squares, stream)
   local result = ew.launch(nan_scale_program(op, sum.dtype, M.var_dtype(a.dtype)), nil, stream, op,
                            sum, count, ddof + 0.0)

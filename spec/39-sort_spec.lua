@@ -527,6 +527,51 @@ describe("sort", function()
     end
   end)
 
+  -- partition and argpartition: NumPy's contract checked as such (the element at kth is the
+  -- sorted one, none before it greater, none after it smaller), along each axis
+  helpers.gpu_it("partition and argpartition put the kth element in its sorted place", function()
+    local rows, cols = 6, 300
+    for _, dtype in ipairs{"float32", "int16"} do
+      local a, values = random_values(dtype, rows * cols)
+      local m = a:reshape(rows, cols)
+      for _, axis in ipairs{1, 2} do
+        local n = axis == 1 and rows or cols
+        local lines = axis == 1 and cols or rows
+        for _, kth in ipairs{1, 3, -1, {2, -2}} do
+          local parted = gpu.gpuarray.partition(m, kth, {axis = axis}):get()
+          local places = gpu.gpuarray.argpartition(m, kth, {axis = axis}):get()
+          for line = 1, lines do
+            local function at(p) return axis == 1 and (p - 1) * cols + line or (line - 1) * cols + p end
+            local line_values = {}
+            for p = 1, n do line_values[p] = values[at(p)] end
+            local order = stable_order(dtype, line_values)
+            for _, k in ipairs(type(kth) == "table" and kth or {kth}) do
+              local place = k > 0 and k or n + 1 + k
+              local want = line_values[order[place]]
+              assert(same(dtype, want, parted[at(place)]), ("%s partition %d, line %d"):format(dtype, k, line))
+              assert(same(dtype, want, line_values[places[at(place)]]),
+                     ("%s argpartition %d, line %d"):format(dtype, k, line))
+              for p = 1, n do
+                local v = parted[at(p)]
+                if p < place then assert(not before(dtype, want, v), "partition: a greater element before kth")
+                elseif p > place then assert(not before(dtype, v, want), "partition: a smaller element after kth") end
+              end
+            end
+          end
+        end
+      end
+      a:free()
+    end
+    local a = gpu.zeros({2, 5}, "float32")
+    helpers.assert_error("bad argument #2 to 'partition' (kth must be a place from 1 to 5 (or -5 to -1), or a list of them, got 6)",
+                         gpu.gpuarray.partition, a, 6)
+    helpers.assert_error("bad argument #2 to 'argpartition' (kth must be a place from 1 to 2 (or -2 to -1), or a list of them, got 0)",
+                         gpu.gpuarray.argpartition, a, {1, 0}, {axis = 1})
+    helpers.assert_error("bad argument #3 to 'partition' (unknown option 'kind')", gpu.gpuarray.partition, a, 1, {kind = "x"})
+    a:free()
+    helpers.assert_error("bad argument #1 to 'partition' (array has been freed)", gpu.gpuarray.partition, a, 1)
+  end)
+
   helpers.gpu_it("refuses 0-d arrays and bad options", function()
     helpers.assert_error("bad argument #1 to 'argsort' (a 0-d array has no axis to sort along)",
                          gpu.gpuarray.argsort, gpu.zeros({}, "float32"))

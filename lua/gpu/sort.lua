@@ -6,6 +6,7 @@
 --   gpuarray.searchsorted(a, v[, {side = "left" | "right", stream = s}]) -> int64 array of v's
 --     shape: where each of v's values would go in the sorted 1-d a, 1-based
 --   gpuarray.topk(a, k[, {axis = k, largest = true, stream = s}]) -> values, indices (Torch's)
+--   gpuarray.partition(a, kth[, opts]), argpartition: NumPy's (by the sort)
 -- The axis is the last one unless given (1-based, negatives from the end), as NumPy's.  NaN
 -- sorts after every number; complex numbers order by real part, then imaginary part, with
 -- NaN parts last, as NumPy's.
@@ -202,15 +203,16 @@ local function sort_rows(keys, indices, stream, source, keys_unwanted)
 end
 
 -- Checks a and the options; returns the axis (1-based) and the stream.
-local function check(a, opts, fname)
+local function check(a, opts, fname, opts_at)
+  opts_at = opts_at or 2
   check_array(a, 1, fname)
-  opts = reduction.check_options(opts, 2, fname, OPTIONS)
+  opts = reduction.check_options(opts, opts_at, fname, OPTIONS)
   local axis = opts.axis
   if axis == nil then
     if a.ndim == 0 then argerror(1, fname, "a 0-d array has no axis to sort along") end
     axis = a.ndim
   end
-  return args.check_axis(axis, a.ndim, 2, fname), opts.stream
+  return args.check_axis(axis, a.ndim, opts_at, fname), opts.stream
 end
 
 -- Sorts a along axis into new contiguous arrays in axis-last order.  `wanted` is "keys",
@@ -276,6 +278,26 @@ function M.argsort(a, opts)
   local keys, indices, order = sorted(a, axis, "indices", stream)
   core.free_after(keys, stream)
   return restore(indices, order, a.shape, "int64", stream)
+end
+
+-- gpuarray.partition(a, kth[, {axis = -1, stream =}]), argpartition: NumPy's: a copy (the
+-- indices) in which each line's element at place kth (1-based, negatives from the end; or a
+-- list of places) is the one a sort puts there, those before it no greater and those after
+-- no smaller.  NumPy leaves the order within the two sides open: the sort here orders them
+-- too, which meets the contract.
+for _, fname in ipairs{"partition", "argpartition"} do
+  M[fname] = function(a, kth, opts)
+    local axis, stream = check(a, opts, fname, 3)
+    local n = a.shape[axis]
+    for _, k in ipairs(type(kth) == "table" and kth or {kth}) do
+      if math.type(k) ~= "integer" or k == 0 or k > n or k < -n then
+        argerror(2, fname, ("kth must be a place from 1 to %d (or -%d to -1), or a list of them, got %s")
+                           :format(n, n, tostring(k)))
+      end
+    end
+    if fname == "partition" then return M.sort(a, {axis = axis, stream = stream}) end
+    return M.argsort(a, {axis = axis, stream = stream})
+  end
 end
 
 local TOPK_OPTIONS = {axis = true, largest = true, stream = true}
@@ -431,6 +453,7 @@ function M.install(gpu)
   gpu.gpuarray.sort, gpu.gpuarray.argsort = M.sort, M.argsort
   gpu.gpuarray.searchsorted = M.searchsorted
   gpu.gpuarray.topk = M.topk
+  gpu.gpuarray.partition, gpu.gpuarray.argpartition = M.partition, M.argpartition
   local methods = core.types.GPUArray.__methods
   methods.sort, methods.argsort = M.sort_in_place, M.argsort
   methods.searchsorted, methods.topk = M.searchsorted, M.topk

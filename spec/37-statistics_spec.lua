@@ -218,6 +218,87 @@ describe("statistics", function()
                          gpu.gpuarray.nanargmin, gpu.gpuarray.zeros({0}, "float32"))
   end)
 
+  -- logsumexp, softmax and log_softmax against the same shifted sums in double precision:
+  -- lines of moderate values, one past float32's exp range (shifting keeps it finite), one
+  -- of -inf only (logsumexp -inf, softmax NaN as SciPy's), one with a NaN
+  helpers.gpu_it("logsumexp, softmax and log_softmax, whole and along each axis", function()
+    local NAN, INF = 0 / 0, math.huge
+    local function close(want, got, rtol, what)
+      if want == INF or want == -INF then assert(got == want, ("%s: got %s, expected %s"):format(what, got, want))
+      else helpers.assert_close(want, got, rtol, what) end
+    end
+    local function shift_of(line)
+      local m = -INF
+      for _, v in ipairs(line) do
+        if v ~= v then return NAN end
+        m = math.max(m, v)
+      end
+      return (m == INF or m == -INF) and 0 or m
+    end
+    local function logsumexp(line)
+      local m = shift_of(line)
+      if m ~= m then return NAN end
+      local total = 0
+      for _, v in ipairs(line) do total = total + math.exp(v - m) end
+      return math.log(total) + m
+    end
+    local rows, cols = 6, 50
+    for _, dtype in ipairs{"float32", "float64", "int32"} do
+      local rtol = dtype == "float32" and 1e-5 or 1e-12
+      local a, values = R.generate(rows * cols, dtype, function(i)
+        local r = (i - 1) // cols + 1
+        if dtype == "int32" then return math.random(-20, 20) end
+        if r == 2 then return 80 + math.random() * 20 end            -- exp past float32's range
+        if r == 3 then return -INF end
+        if r == 4 and i % cols == 7 then return NAN end
+        return math.random() * 20 - 10
+      end)
+      local m = R.reshaped(a, {rows, cols})
+      local at = flat_at(values, {rows, cols})
+      local out_dtype = dtype == "int32" and "float64" or dtype
+      local whole = gpu.gpuarray.logsumexp(m)
+      assert.are.equal(out_dtype, whole.dtype)
+      close(logsumexp(values), R.value(whole), rtol, dtype .. " logsumexp of all")
+      for axis = 1, 2 do
+        local want = along({rows, cols}, at, axis, logsumexp)
+        local got = R.get(gpu.gpuarray.logsumexp(m, {axis = axis}))
+        for k = 1, #want do close(want[k], got[k], rtol, ("%s logsumexp along %d at %d"):format(dtype, axis, k)) end
+        -- softmax and log_softmax: each element against its line's logsumexp
+        local soft = R.get(gpu.gpuarray.softmax(m, {axis = axis}))
+        local log_soft = R.get(gpu.gpuarray.log_softmax(m, {axis = axis}))
+        for r = 1, rows do
+          for c = 1, cols do
+            local line = axis == 2 and r or c
+            local lse = want[line]
+            local v = values[(r - 1) * cols + c]
+            local i = (r - 1) * cols + c
+            local what = ("%s along %d at (%d, %d)"):format(dtype, axis, r, c)
+            if lse == -INF then
+              assert(soft[i] ~= soft[i], "softmax of a line of -inf only: NaN, " .. what)
+            else
+              close(math.exp(v - lse), soft[i], rtol, "softmax " .. what)
+              close(v - lse, log_soft[i], rtol, "log_softmax " .. what)
+            end
+          end
+        end
+      end
+      a:free()
+    end
+    -- whole-array softmax sums to 1; empty arrays
+    local v = R.to_gpu({1, 2, 3, 4}, "float64")
+    assert.is_true(math.abs(gpu.gpuarray.softmax(v):sum() - 1) < 1e-15)
+    assert.are.equal(-INF, R.value(gpu.gpuarray.logsumexp(gpu.gpuarray.zeros({0}, "float32"))))
+    assert.are.same({3}, gpu.gpuarray.logsumexp(gpu.gpuarray.zeros({3, 0}, "float32"), {axis = 2}).shape)
+    assert.are.same({2, 0}, gpu.gpuarray.softmax(gpu.gpuarray.zeros({2, 0}, "float32")).shape)
+    helpers.assert_error("bad argument #1 to 'softmax' (softmax is not defined for complex arrays)",
+                         gpu.gpuarray.softmax, gpu.gpuarray.zeros({2}, "complex64"))
+    helpers.assert_error("bad argument #2 to 'logsumexp' (axis 2 is out of range for a 1-d array)",
+                         gpu.gpuarray.logsumexp, v, {axis = 2})
+    helpers.assert_error("bad argument #2 to 'log_softmax' (unknown option 'dim')", gpu.gpuarray.log_softmax, v, {dim = 1})
+    v:free()
+    helpers.assert_error("bad argument #1 to 'logsumexp' (array has been freed)", gpu.gpuarray.logsumexp, v)
+  end)
+
   helpers.gpu_it("argmax and argmin refuse bad axes, complex arrays and zero-length axes", function()
     local m = R.to_gpu({1, 2, 3, 4, 5, 6}, "float32")
     local m2 = R.reshaped(m, {2, 3})

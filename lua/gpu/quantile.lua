@@ -57,8 +57,9 @@ local function quantile_kernel(dtype, median, skip_nan)
       ROUND_DOUBLE = rounds and sixteen[2] .. "(x)" or ("(%s)x"):format(work_t),
       STORE = SIXTEEN[out] and SIXTEEN[out][3] .. "(x)" or ("(%s)x"):format(dtypes[out].ctype),
     }
-    return core.kernel_sources["common.cu"] .. "\n" .. reduction.fill(core.kernel_sources["quantile.cu"], values),
-           "gpu_quantile", nil, {no_extern_c = true, name = "quantile.cu"}
+    local source = reduction.fill(core.kernel_sources["quantile.cu"], values)
+    return core.kernel_sources["common.cu"] .. "\n" .. source, "gpu_quantile", nil,
+           {no_extern_c = true, name = "quantile.cu"}
   end)
 end
 M.quantile_kernel = quantile_kernel
@@ -104,7 +105,9 @@ local function selected_results(f, a, n, wanted, out_dtype, stream)
   local parts = {}
   for first = 1, #places, sort.SELECT_RANKS do
     local ranks = {}
-    for k = first, math.min(first + sort.SELECT_RANKS - 1, #places) do ranks[#ranks + 1] = places[k] + 1 end
+    for k = first, math.min(first + sort.SELECT_RANKS - 1, #places) do
+      ranks[#ranks + 1] = places[k] + 1
+    end
     parts[#parts + 1] = sort.select(flat, ranks, stream)
   end
   local keys = #parts == 1 and parts[1] or ga.concatenate(parts, on_stream)
@@ -113,8 +116,9 @@ local function selected_results(f, a, n, wanted, out_dtype, stream)
   local results = {}
   for k, q in ipairs(wanted) do
     local p = places_of(n, q)
+    local low, high = slot[p[1]], slot[p[2] or p[1]]
     results[k] = core.array_empty({}, out_dtype)
-    f(keys, results[k], 1, n, q == "median" and 0.5 or q + 0.0, slot[p[1]], slot[p[2] or p[1]], slot[n - 1],
+    f(keys, results[k], 1, n, q == "median" and 0.5 or q + 0.0, low, high, slot[n - 1],
       {block = 32, grid = 1, stream = stream})
   end
   core.free_after(keys, stream)

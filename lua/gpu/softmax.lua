@@ -58,8 +58,11 @@ local function empty_result(fname, a, opts)
   opts = check_options(opts, 2, fname, OPTIONS)
   local dtype = core.dtype(a.dtype).kind == "f" and a.dtype or "float64"
   if fname ~= "logsumexp" then return core.array_empty(a.shape, dtype) end
-  local shape = a.shape
-  if opts.axis ~= nil then table.remove(shape, args.check_axis(opts.axis, a.ndim, 2, fname)) else shape = {} end
+  local shape = {}
+  if opts.axis ~= nil then
+    shape = a.shape
+    table.remove(shape, args.check_axis(opts.axis, a.ndim, 2, fname))
+  end
   local result = core.array_empty(shape, dtype)
   if result.size > 0 then result:fill(-math.huge) end
   return result

@@ -68,41 +68,40 @@ local function empty_result(fname, a, opts)
   return result
 end
 
-function M.logsumexp(a, opts)
-  if getmetatable(a) == core.types.GPUArray and not a.freed and a.size == 0 then
-    return empty_result("logsumexp", a, opts)
+-- The function fname: zero-size arrays to empty_result, else finish(parts) on shifted's
+-- parts, which are freed after it.
+local function line_function(fname, finish)
+  return function(a, opts)
+    if getmetatable(a) == core.types.GPUArray and not a.freed and a.size == 0 then
+      return empty_result(fname, a, opts)
+    end
+    local p = shifted(fname, a, opts)
+    local result = finish(p)
+    p.free()
+    return result
   end
-  local p = shifted("logsumexp", a, opts)
+end
+
+M.logsumexp = line_function("logsumexp", function(p)
   local log_total = cumath.log(p.total, p.on_stream)
   local result = ga.add(log_total, p.shift, p.on_stream)
   core.free_after(log_total, p.stream)
-  p.free()
   return result
-end
+end)
 
-function M.softmax(a, opts)
-  if getmetatable(a) == core.types.GPUArray and not a.freed and a.size == 0 then
-    return empty_result("softmax", a, opts)
-  end
-  local p = shifted("softmax", a, opts)
+M.softmax = line_function("softmax", function(p)
   local exp = cumath.exp(p.centred, p.on_stream)
   local result = ga.truediv(exp, p.over_line(p.total), p.on_stream)
   core.free_after(exp, p.stream)
-  p.free()
   return result
-end
+end)
 
-function M.log_softmax(a, opts)
-  if getmetatable(a) == core.types.GPUArray and not a.freed and a.size == 0 then
-    return empty_result("log_softmax", a, opts)
-  end
-  local p = shifted("log_softmax", a, opts)
+M.log_softmax = line_function("log_softmax", function(p)
   local log_total = cumath.log(p.total, p.on_stream)
   local result = ga.sub(p.centred, p.over_line(log_total), p.on_stream)
   core.free_after(log_total, p.stream)
-  p.free()
   return result
-end
+end)
 
 function M.install(gpu)
   ga, cumath = gpu.gpuarray, gpu.cumath

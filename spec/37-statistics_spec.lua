@@ -676,18 +676,20 @@ describe("statistics", function()
     end
   end
 
+  -- got's elements against the list want, NaN matching NaN
+  local function check(what, want, got)
+    local h = R.get(got)
+    assert.are.equal(#want, h.size, what)
+    for k = 1, #want do
+      if not same(want[k], h[k]) then
+        error(("%s at %d: got %.17g, expected %.17g"):format(what, k, h[k], want[k]))
+      end
+    end
+  end
+
   helpers.gpu_it("quantile, percentile and median follow NumPy's linear interpolation", function()
     local rows, cols = 9, 40               -- odd lines down the columns, even ones along rows
     local s = gpu.Stream()
-    local function check(what, want, got)
-      local h = R.get(got)
-      assert.are.equal(#want, h.size, what)
-      for k = 1, #want do
-        if not same(want[k], h[k]) then
-          error(("%s at %d: got %.17g, expected %.17g"):format(what, k, h[k], want[k]))
-        end
-      end
-    end
     for _, dtype in ipairs{"float32", "float64", "float16", "int32"} do
       for _, with_nan in ipairs{false, true} do
         if not (with_nan and dtype == "int32") then
@@ -738,15 +740,6 @@ describe("statistics", function()
   -- sorting: odd and even lengths, NaN or none, views, lists of q past one selection's 8 places.
   helpers.gpu_it("quantile and median of whole arrays select their places", function()
     local s = gpu.Stream()
-    local function check(what, want, got)
-      local h = R.get(got)
-      assert.are.equal(#want, h.size, what)
-      for k = 1, #want do
-        if not same(want[k], h[k]) then
-          error(("%s at %d: got %.17g, expected %.17g"):format(what, k, h[k], want[k]))
-        end
-      end
-    end
     for _, dtype in ipairs{"float32", "float64", "float16", "int32", "int8", "uint64"} do
       local float = dtype:match("float") ~= nil
       for _, n in ipairs{5001, 6000} do
@@ -781,15 +774,6 @@ describe("statistics", function()
   helpers.gpu_it("nanquantile, nanpercentile and nanmedian skip NaNs, whole and along each axis", function()
     local rows, cols = 11, 30
     local s = gpu.Stream()
-    local function check(what, want, got)
-      local h = R.get(got)
-      assert.are.equal(#want, h.size, what)
-      for k = 1, #want do
-        if not same(want[k], h[k]) then
-          error(("%s at %d: got %.17g, expected %.17g"):format(what, k, h[k], want[k]))
-        end
-      end
-    end
     local function skipping(reference)
       return function(line)
         local kept = {}

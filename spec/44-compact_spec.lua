@@ -169,7 +169,7 @@ describe("compaction", function()
     assert.matches("44%-compact_spec%.lua:%d+: GPUArray mask index of shape", err)
   end)
 
-  helpers.gpu_it("unique gives the sorted distinct values and their counts, NaNs as one", function()
+  helpers.gpu_it("unique gives the sorted distinct values, first places, inverse and counts, NaNs as one", function()
     for _, dtype in ipairs{"int8", "uint64", "float32", "float64", "complex64", "bool"} do
       for _, n in ipairs{1, 2, 50, 5000} do
         local h = gpu.host.empty(n, dtype)
@@ -210,12 +210,42 @@ describe("compaction", function()
           assert.are.equal(counts[k.key], hc[j], what .. " count #" .. j)
         end
         assert.are.equal(#keys, gpu.gpuarray.unique(a).size)
+        -- return_index: each value's first place; return_inverse: values[inverse] is a
+        local all, index, inverse, counted = gpu.gpuarray.unique(a, {return_index = true, return_inverse = true,
+                                                                     return_counts = true})
+        assert.are.equal(#keys, all.size, what)
+        assert.are.same({n}, inverse.shape)
+        local hi, hinv, hcount = index:get(), inverse:get(), counted:get()
+        local first_place = {}
+        for i = 1, n do
+          local x = h[i]
+          local key = type(x) == "table" and ("%g,%g"):format(x.re, x.im) or x ~= x and "nan" or tostring(x)
+          first_place[key] = first_place[key] or i
+          local j = hinv[i]
+          assert(j >= 1 and j <= #keys and keys[j].key == key, ("%s inverse #%d: %s"):format(what, i, tostring(j)))
+        end
+        for j, k in ipairs(keys) do
+          assert.are.equal(first_place[k.key], hi[j], what .. " index #" .. j)
+          assert.are.equal(counts[k.key], hcount[j], what .. " count with the others #" .. j)
+        end
       end
     end
     local m = upload({3, 1, 3, 2, 1, 3}, "int16"):reshape(2, 3).T     -- a strided view
     assert.are.same({1, 2, 3}, gpu.gpuarray.unique(m):get():totable())
+    -- m is 3 x 2: {{3, 2}, {1, 1}, {3, 3}} in row-major order 3, 2, 1, 1, 3, 3
+    local values, index, inverse = gpu.gpuarray.unique(m, {return_index = true, return_inverse = true})
+    assert.are.same({1, 2, 3}, values:get():totable())
+    assert.are.same({3, 2, 1}, index:get():totable())
+    assert.are.same({3, 2}, inverse.shape)
+    assert.are.same({3, 2, 1, 1, 3, 3}, inverse:reshape(6):get():totable())
     assert.are.same({0}, gpu.gpuarray.unique(gpu.zeros({0})).shape)
+    local _, none_index, none_inverse = gpu.gpuarray.unique(gpu.zeros({2, 0}), {return_index = true, return_inverse = true})
+    assert.are.same({0}, none_index.shape)
+    assert.are.same({2, 0}, none_inverse.shape)
     helpers.assert_error("bad argument #2 to 'unique' (option 'return_counts' must be a boolean, got number)",
                          gpu.gpuarray.unique, m, {return_counts = 1})
+    helpers.assert_error("bad argument #2 to 'unique' (option 'return_inverse' must be a boolean, got string)",
+                         gpu.gpuarray.unique, m, {return_inverse = "yes"})
+    helpers.assert_error("bad argument #2 to 'unique' (unknown option 'axis')", gpu.gpuarray.unique, m, {axis = 1})
   end)
 end)

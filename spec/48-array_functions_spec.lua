@@ -1,6 +1,6 @@
 -- NumPy's array functions built from views and the elementwise operators: gpuarray.diff
 -- (also a:diff), outer, eye, diagonal, diag, trace, tril, triu, roll, broadcast_to, tile,
--- repeat_interleave and ptp,
+-- repeat_interleave, ptp and meshgrid,
 -- against references computed in Lua with each dtype's arithmetic (wrapping integers,
 -- float32 rounding, bool's not_equal and and).
 local helpers = require "helpers"
@@ -338,6 +338,41 @@ describe("array functions", function()
     s:synchronize()
     assert.are.equal(fh - fl, R.value(range))
     a:free()
+  end)
+
+  -- meshgrid: NumPy's coordinate arrays, "xy" (the first two axes swapped) and "ij"
+  helpers.gpu_it("meshgrid makes NumPy's coordinate arrays, xy and ij", function()
+    local x, xv = R.generate(3, "float32", function() return math.random(-100, 100) / 4 end)
+    local y, yv = R.generate(4, "int32", function() return math.random(-1000, 1000) end)
+    local z, zv = R.generate(2, "float64", function() return math.random() end)
+    local gx, gy = gpu.gpuarray.meshgrid(x, R.reshaped(y, {2, 2}):transpose())   -- y flattened in row-major order
+    local ty = {yv[1], yv[3], yv[2], yv[4]}                                       -- the transpose's order
+    assert.are.same({4, 3}, gx.shape)
+    assert.are.same({4, 3}, gy.shape)
+    assert.are.equal("int32", gy.dtype)
+    local want_x, want_y = {}, {}
+    for r = 1, 4 do for c = 1, 3 do want_x[#want_x + 1], want_y[#want_y + 1] = xv[c], ty[r] end end
+    assert_list(want_x, gx, "meshgrid xy, x")
+    assert_list(want_y, gy, "meshgrid xy, y")
+    local p, q, w = gpu.gpuarray.meshgrid(x, y, z, {indexing = "ij"})
+    assert.are.same({3, 4, 2}, p.shape)
+    local want_p, want_q, want_w = {}, {}, {}
+    for i = 1, 3 do
+      for j = 1, 4 do
+        for k = 1, 2 do
+          want_p[#want_p + 1], want_q[#want_q + 1], want_w[#want_w + 1] = xv[i], yv[j], zv[k]
+        end
+      end
+    end
+    assert_list(want_p, p, "meshgrid ij, x")
+    assert_list(want_q, q, "meshgrid ij, y")
+    assert_list(want_w, w, "meshgrid ij, z")
+    local only = gpu.gpuarray.meshgrid(y)
+    assert_list(yv, only, "meshgrid of one array")
+    helpers.assert_error("bad argument #2 to 'meshgrid' (GPUArray expected, got number)", gpu.gpuarray.meshgrid, x, 3)
+    helpers.assert_error("bad argument #3 to 'meshgrid' (option 'indexing' must be 'xy' or 'ij', got 'yx')",
+                         gpu.gpuarray.meshgrid, x, y, {indexing = "yx"})
+    helpers.assert_error("bad argument #2 to 'meshgrid' (unknown option 'sparse')", gpu.gpuarray.meshgrid, x, {sparse = true})
   end)
 
   helpers.gpu_it("the array functions refuse bad arguments with clear messages", function()

@@ -7,8 +7,11 @@
 --   gpuarray.nonzero(a) -> one int64 array per axis of a, the 1-based indices of a's nonzero
 --     elements (a NaN is nonzero) in row-major order
 --   gpuarray.count_nonzero(a) -> Lua integer
---   gpuarray.unique(a[, {return_counts = true}]) -> a's distinct values, sorted (NaNs count as
---     one, as with NumPy's equal_nan), and with return_counts how often each occurs (int64)
+--   gpuarray.unique(a[, {return_index =, return_inverse =, return_counts =}]) -> a's distinct
+--     values, sorted (NaNs count as one, as with NumPy's equal_nan), then as NumPy's, for each
+--     option set: where each value first occurs in a (1-based, row-major), each of a's
+--     elements' place among the values (1-based, a's shape: values[inverse] is a), how often
+--     each value occurs; all int64
 
 local core = require "gpu.core"
 local kernel_cache = require "gpu.kernel_cache"
@@ -124,24 +127,36 @@ function M.count_nonzero(a)
   return n
 end
 
-local UNIQUE_OPTIONS = {return_counts = true}
+local UNIQUE_OPTIONS = {return_index = true, return_inverse = true, return_counts = true}
 local starts_of     -- sorted x (all but the first), the one before each -> whether x starts a run
 
 function M.unique(a, opts)
   check_array(a, 1, "unique")
   opts = args.check_options(opts, 2, "unique", UNIQUE_OPTIONS)
-  if opts.return_counts ~= nil and type(opts.return_counts) ~= "boolean" then
-    argerror(2, "unique", "option 'return_counts' must be a boolean, got " .. args.typename(opts.return_counts))
+  for _, name in ipairs{"return_index", "return_inverse", "return_counts"} do
+    if opts[name] ~= nil and type(opts[name]) ~= "boolean" then
+      argerror(2, "unique", ("option '%s' must be a boolean, got %s"):format(name, args.typename(opts[name])))
+    end
   end
   local ga = require("gpu").gpuarray
   local n = a.size
+  local results = {}
   if n == 0 then
-    local values = core.array_empty({0}, a.dtype)
-    if opts.return_counts then return values, core.array_empty({0}, "int64") end
-    return values
+    results[1] = core.array_empty({0}, a.dtype)
+    if opts.return_index then results[#results + 1] = core.array_empty({0}, "int64") end
+    if opts.return_inverse then results[#results + 1] = core.array_empty(a.shape, "int64") end
+    if opts.return_counts then results[#results + 1] = core.array_empty({0}, "int64") end
+    return table.unpack(results)
   end
   local flat, copied = contiguous(a)
-  local sorted = ga.sort(flat:reshape(n))
+  local line = flat:reshape(n)
+  local order, sorted          -- with order (the stable argsort), each run's first is a first occurrence
+  if opts.return_index or opts.return_inverse then
+    order = ga.argsort(line)
+    sorted = ga.take(line, order, {mode = "clip"})              -- in range: no check, no sync
+  else
+    sorted = ga.sort(line)
+  end
   if copied then release(flat) end
   -- whether each element starts a run of equal ones (NaNs equal each other here)
   starts_of = starts_of or require("gpu.fuse").fuse(function(x, before)
@@ -155,19 +170,27 @@ function M.unique(a, opts)
     release(later, first)
   end
   local starts = true_indices(starts_mask)          -- 0-based
-  release(starts_mask)
   local one_based = starts + 1
-  local values = ga.take(sorted, one_based, {mode = "clip"})    -- in range: no check, no sync
-  release(sorted, one_based)
-  if not opts.return_counts then
-    release(starts)
-    return values
+  results[1] = ga.take(sorted, one_based, {mode = "clip"})
+  release(sorted)
+  if opts.return_index then results[#results + 1] = ga.take(order, one_based, {mode = "clip"}) end
+  release(one_based)
+  if opts.return_inverse then
+    local ids = ga.cumsum(starts_mask)             -- each sorted element's value, 1-based
+    local inverse = core.array_empty({n}, "int64")
+    ga.put(inverse, order, ids, {mode = "clip"})
+    release(ids)
+    results[#results + 1] = inverse:reshape(a.shape)
   end
-  local k = starts.size
-  local ends = k > 1 and ga.concatenate({starts:slice(2, k), ga.full({1}, n, "int64")}) or ga.full({1}, n, "int64")
-  local counts = ends - starts
-  release(ends, starts)
-  return values, counts
+  release(starts_mask, order)
+  if opts.return_counts then
+    local k = starts.size
+    local ends = k > 1 and ga.concatenate({starts:slice(2, k), ga.full({1}, n, "int64")}) or ga.full({1}, n, "int64")
+    results[#results + 1] = ends - starts
+    release(ends)
+  end
+  release(starts)
+  return table.unpack(results)
 end
 
 function M.install(gpu)

@@ -1309,6 +1309,42 @@ function M.broadcast_to(a, shape)
   return view_of(a, 0, shape, strides)
 end
 
+local MESHGRID_OPTIONS = {indexing = true}
+
+-- gpuarray.meshgrid(x1, x2, ...[, {indexing = "xy" | "ij"}]) -> one array for each xi:
+-- NumPy's coordinate arrays, each of every xi's size (flattened) along its own axis, copies
+-- (NumPy's copy=True).  "xy" (the default) swaps the first two axes, as NumPy's Cartesian
+-- indexing does; "ij" keeps them.  Each is one copy of a view that reads xi through zero
+-- strides along the other axes.
+function M.meshgrid(...)
+  local inputs = {...}
+  local opts
+  local last = inputs[#inputs]
+  if type(last) == "table" and getmetatable(last) == nil then opts = table.remove(inputs) end
+  opts = check_options(opts, #inputs + 1, "meshgrid", MESHGRID_OPTIONS)
+  local indexing = opts.indexing or "xy"
+  if indexing ~= "xy" and indexing ~= "ij" then
+    argerror(#inputs + 1, "meshgrid", ("option 'indexing' must be 'xy' or 'ij', got %s")
+                                      :format(type(indexing) == "string" and "'" .. indexing .. "'" or typename(indexing)))
+  end
+  local shape = {}
+  for i, x in ipairs(inputs) do
+    check_array(x, i, "meshgrid")
+    shape[i] = x.size
+  end
+  local swaps = indexing == "xy" and #inputs >= 2
+  if swaps then shape[1], shape[2] = shape[2], shape[1] end
+  local grids = {}
+  for i, x in ipairs(inputs) do
+    local flat = (x.is_contiguous and x or x:copy()):reshape(x.size)
+    local axis = (swaps and i <= 2) and 3 - i or i
+    local strides = {}
+    for d = 1, #shape do strides[d] = d == axis and flat.itemsize or 0 end
+    grids[i] = view_of(flat, 0, shape, strides):copy()
+  end
+  return table.unpack(grids)
+end
+
 local ROLL_OPTIONS = {axis = true, stream = true}
 
 -- gpuarray.roll(a, shift[, {axis =, stream =}]), a:roll(shift[, opts]): NumPy's, a copy with

@@ -8,7 +8,10 @@
 // ranks; gpu_select_digits then finds the byte of each rank's key from its group's counts,
 // subtracts the keys of smaller bytes from its rank, and regroups the ranks by their longer
 // prefixes.  After the last byte a rank's prefix is its key's bits, which gpu_select_digits
-// turns back into the key (a NaN as a NaN, -0.0 as 0.0).
+// turns back into the key (a NaN as a NaN, -0.0 as 0.0).  Keys of four bytes or more are
+// read whole in the first two passes only: the second also copies the keys under some
+// group's prefix into a spare array (a block's copies placed after one atomicAdd), and the
+// passes after it read those.
 
 typedef $KEY_T gpu_key_t;
 typedef $BITS_T gpu_bits_t;
@@ -36,6 +39,7 @@ struct gpu_select_state {
   unsigned long long rank[GPU_SELECT_RANKS];    // rank r's 0-based place among its group's keys
   int group_of[GPU_SELECT_RANKS];
   int ranks, groups;
+  unsigned long long copies;                    // keys the copying pass has copied
   unsigned long long counts[GPU_SELECT_RANKS][GPU_DIGITS];   // the pass's, zeroed after it
 };
 
@@ -51,6 +55,7 @@ extern "C" __global__ void gpu_select_init(gpu_select_state *state, int ranks, l
   if (threadIdx.x == 0) {
     state->ranks = ranks;
     state->groups = 1;
+    state->copies = 0;
     state->prefix[0] = 0;
     for (int r = 0; r < GPU_SELECT_RANKS; r++) {
       state->rank[r] = (unsigned long long)wanted[r];
@@ -59,14 +64,40 @@ extern "C" __global__ void gpu_select_init(gpu_select_state *state, int ranks, l
   }
 }
 
+// The exclusive running sum of value over the block's threads, and in *total the block's sum.
+__device__ __forceinline__ unsigned gpu_block_exclusive_sum(unsigned value, unsigned *total) {
+  __shared__ unsigned warp_sums[GPU_SELECT_THREADS / 32];
+  const unsigned lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  unsigned sum = value;
+  for (int d = 1; d < 32; d <<= 1) {
+    const unsigned other = __shfl_up_sync(0xffffffffu, sum, d);
+    if ((int)lane >= d) sum += other;
+  }
+  if (lane == 31) warp_sums[warp] = sum;
+  __syncthreads();
+  unsigned before = 0, all = 0;
+  for (unsigned w = 0; w < GPU_SELECT_THREADS / 32; w++) {
+    if (w < warp) before += warp_sums[w];
+    all += warp_sums[w];
+  }
+  __syncthreads();                               // before warp_sums is used again
+  *total = all;
+  return before + sum - value;
+}
+
 // Adds to state->counts each group's keys by their byte at shift: the keys whose bytes above
-// it are the group's prefix.  (Adding a warp's equal bytes once, after __match_any_sync, was
-// slower on the H200: 2^26 float32, a rank, 0.62 ms against 0.57.)
+// it are the group's prefix.  Given copy_to, those keys are also copied there (in no order);
+// with from_copies, keys are the copies, state->copies of them, and n is not read.  (Adding a
+// warp's equal bytes once, after __match_any_sync, was slower on the H200: 2^26 float32, a
+// rank, 0.62 ms against 0.57.)
 extern "C" __global__ void __launch_bounds__(GPU_SELECT_THREADS)
-gpu_select_histogram(const gpu_key_t *keys, long long n, gpu_select_state *state, int shift) {
+gpu_select_histogram(const gpu_key_t *keys, long long n, gpu_select_state *state, int shift,
+                     gpu_key_t *copy_to, int from_copies) {
   __shared__ unsigned counts[GPU_SELECT_RANKS][GPU_DIGITS];
   __shared__ gpu_bits_t prefix[GPU_SELECT_RANKS];
+  __shared__ unsigned long long copy_base;
   const int groups = state->groups;
+  if (from_copies) n = (long long)state->copies;
   for (int i = threadIdx.x; i < groups * GPU_DIGITS; i += GPU_SELECT_THREADS)
     counts[i / GPU_DIGITS][i % GPU_DIGITS] = 0;
   if (threadIdx.x < groups) prefix[threadIdx.x] = state->prefix[threadIdx.x];
@@ -81,6 +112,7 @@ gpu_select_histogram(const gpu_key_t *keys, long long n, gpu_select_state *state
       const long long i = first + r * GPU_SELECT_THREADS + threadIdx.x;
       if (i < n) key[r] = keys[i];
     }
+    unsigned wanted = 0;                           // bit r: key r is under a group's prefix
     for (int r = 0; r < GPU_SELECT_ITEMS; r++) {
       unsigned slot = 0xffffffffu;                 // no group's key
       if (first + r * GPU_SELECT_THREADS + threadIdx.x < n) {
@@ -89,7 +121,20 @@ gpu_select_histogram(const gpu_key_t *keys, long long n, gpu_select_state *state
           if (((bits ^ prefix[g]) & known) == 0) slot = g * GPU_DIGITS + (unsigned)(bits >> shift) % GPU_DIGITS;
         }
       }
-      if (slot != 0xffffffffu) atomicAdd(&counts[slot / GPU_DIGITS][slot % GPU_DIGITS], 1u);
+      if (slot != 0xffffffffu) {
+        atomicAdd(&counts[slot / GPU_DIGITS][slot % GPU_DIGITS], 1u);
+        wanted |= 1u << r;
+      }
+    }
+    if (copy_to != nullptr) {                      // the same for the whole block
+      unsigned total;
+      unsigned long long at = gpu_block_exclusive_sum(__popc(wanted), &total);
+      if (threadIdx.x == 0 && total != 0) copy_base = atomicAdd(&state->copies, (unsigned long long)total);
+      __syncthreads();
+      at += copy_base;
+      for (int r = 0; r < GPU_SELECT_ITEMS; r++)
+        if (wanted & (1u << r)) copy_to[at++] = key[r];
+      __syncthreads();                             // before copy_base is rewritten
     }
   }
   __syncthreads();

@@ -407,7 +407,7 @@ end
 -- Selection (kernels/select.cu) ------------------------------------------------------------
 
 M.SELECT_RANKS = 8                   -- select.cu's GPU_SELECT_RANKS: the ranks of one selection
-local SELECT_STATE_BYTES = 16640     -- at least select.cu's gpu_select_state (16552 for 8-byte keys)
+local SELECT_STATE_BYTES = 16640     -- at least select.cu's gpu_select_state (16560 for 8-byte keys)
 
 function M.select_source(dtype)
   local d = dtypes[dtype]
@@ -441,11 +441,18 @@ function M.select(a, ranks, stream)
   local digits = select_kernel(dtype, "gpu_select_digits")
   local tile = 256 * 8                                   -- select.cu's keys a block loads at once
   local launch = {block = 256, grid = math.min(reduction.max_grid(), (a.size + tile - 1) // tile), stream = stream}
-  for byte = dtypes[dtype].size - 1, 0, -1 do          -- the highest byte first
-    histogram(a, a.size, state, 8 * byte, launch)
+  local size = dtypes[dtype].size
+  -- keys of 4 bytes or more: the second pass copies the keys still wanted, the later ones read those
+  local copies = size >= 4 and core.array_empty({a.size}, dtype) or nil
+  for byte = size - 1, 0, -1 do                         -- the highest byte first
+    local pass = size - 1 - byte
+    if copies and pass == 1 then histogram(a, a.size, state, 8 * byte, copies, 0, launch)
+    elseif copies and pass > 1 then histogram(copies, 0, state, 8 * byte, nil, 1, launch)
+    else histogram(a, a.size, state, 8 * byte, nil, 0, launch) end
     digits(state, 8 * byte, byte == 0 and out or nil, one_block)
   end
   core.free_after(state, stream)
+  if copies then core.free_after(copies, stream) end
   return out
 end
 

@@ -1,6 +1,6 @@
 -- NumPy's array functions built from views and the elementwise operators: gpuarray.diff
 -- (also a:diff), outer, eye, diagonal, diag, trace, tril, triu, roll, broadcast_to, tile,
--- repeat_interleave, ptp and meshgrid,
+-- repeat_interleave, ptp, pad and meshgrid,
 -- against references computed in Lua with each dtype's arithmetic (wrapping integers,
 -- float32 rounding, bool's not_equal and and).
 local helpers = require "helpers"
@@ -338,6 +338,40 @@ describe("array functions", function()
     s:synchronize()
     assert.are.equal(fh - fl, R.value(range))
     a:free()
+  end)
+
+  -- pad: NumPy's constant mode, every form of pad_width, of a transposed view, of bools
+  helpers.gpu_it("pad surrounds an array with a constant, as NumPy's constant mode", function()
+    local a, values = R.generate(3 * 4, "int32", function() return math.random(-1000, 1000) end)
+    local m = R.reshaped(a, {3, 4})
+    local function padded(rows, cols, at, widths, fill)    -- the reference, row-major
+      local want = {}
+      for r = 1, rows + widths[1][1] + widths[1][2] do
+        for c = 1, cols + widths[2][1] + widths[2][2] do
+          local i, j = r - widths[1][1], c - widths[2][1]
+          want[#want + 1] = (i >= 1 and i <= rows and j >= 1 and j <= cols) and at(i, j) or fill
+        end
+      end
+      return want
+    end
+    local function at(i, j) return values[(i - 1) * 4 + j] end
+    for _, case in ipairs{{1, {{1, 1}, {1, 1}}}, {{2, 0}, {{2, 0}, {2, 0}}}, {{{0, 1}, {3, 2}}, {{0, 1}, {3, 2}}},
+                          {{{1, 2}}, {{1, 2}, {1, 2}}}, {0, {{0, 0}, {0, 0}}}} do
+      local got = gpu.gpuarray.pad(m, case[1], {constant_values = -7})
+      local w = case[2]
+      assert.are.same({3 + w[1][1] + w[1][2], 4 + w[2][1] + w[2][2]}, got.shape)
+      assert_list(padded(3, 4, at, w, -7), got, "pad " .. table.concat({w[1][1], w[1][2], w[2][1], w[2][2]}, ","))
+    end
+    local t = gpu.gpuarray.pad(m:transpose(), {{1, 0}, {0, 2}})       -- 4 x 3 read through strides
+    assert_list(padded(4, 3, function(i, j) return at(j, i) end, {{1, 0}, {0, 2}}, 0), t, "pad of a transposed view")
+    local b = gpu.gpuarray.pad(gpu.gpuarray.zeros({2}, "bool"), 1, {constant_values = true})
+    assert_list({true, false, false, true}, b, "pad of bools")
+    helpers.assert_error("bad argument #2 to 'pad' (pad_width must be a whole number, a pair {before, after} or one pair an axis)",
+                         gpu.gpuarray.pad, m, {{1, 2}, {3}})
+    helpers.assert_error("bad argument #3 to 'pad' (option 'mode' must be 'constant' (the only mode so far), got 'edge')",
+                         gpu.gpuarray.pad, m, 1, {mode = "edge"})
+    a:free()
+    helpers.assert_error("bad argument #1 to 'pad' (array has been freed)", gpu.gpuarray.pad, a, 1)
   end)
 
   -- meshgrid: NumPy's coordinate arrays, "xy" (the first two axes swapped) and "ij"

@@ -1309,6 +1309,55 @@ function M.broadcast_to(a, shape)
   return view_of(a, 0, shape, strides)
 end
 
+local PAD_OPTIONS = {mode = true, constant_values = true}
+
+-- pad's widths: {before, after} for each of ndim axes, from a whole number (every side), a
+-- pair (every axis) or a pair an axis (or one pair in a list, for every axis), as NumPy's.
+local function pad_widths(pad_width, ndim)
+  local function whole(v) return math.type(v) == "integer" and v >= 0 end
+  local function pair(v)
+    return type(v) == "table" and getmetatable(v) == nil and #v == 2 and whole(v[1]) and whole(v[2])
+  end
+  local each
+  if whole(pad_width) then each = {pad_width, pad_width}
+  elseif pair(pad_width) then each = pad_width
+  elseif type(pad_width) == "table" and getmetatable(pad_width) == nil and #pad_width == 1
+         and pair(pad_width[1]) then each = pad_width[1]
+  elseif type(pad_width) == "table" and getmetatable(pad_width) == nil and #pad_width == ndim then
+    for d = 1, ndim do if not pair(pad_width[d]) then return nil end end
+    return pad_width
+  else return nil end
+  local widths = {}
+  for d = 1, ndim do widths[d] = each end
+  return widths
+end
+
+-- gpuarray.pad(a, pad_width[, {mode = "constant", constant_values = 0}]): NumPy's pad in its
+-- constant mode (the only one here), a new array with pad_width[d] = {before, after} elements
+-- of constant_values around a along each axis d.  A fill, then a copy of a into the middle.
+function M.pad(a, pad_width, opts)
+  check_array(a, 1, "pad")
+  opts = check_options(opts, 3, "pad", PAD_OPTIONS)
+  if opts.mode ~= nil and opts.mode ~= "constant" then
+    argerror(3, "pad", ("option 'mode' must be 'constant' (the only mode so far), got %s")
+                       :format(type(opts.mode) == "string" and "'" .. opts.mode .. "'" or typename(opts.mode)))
+  end
+  local widths = pad_widths(pad_width, a.ndim)
+  if widths == nil then
+    argerror(2, "pad", "pad_width must be a whole number, a pair {before, after} or one pair an axis")
+  end
+  local shape = a.shape
+  for d = 1, a.ndim do shape[d] = shape[d] + widths[d][1] + widths[d][2] end
+  local value = checked_store_value(opts.constant_values or 0, a.dtype, 3, "pad")
+  local out = core.array_empty(shape, a.dtype):fill(value)
+  local out_strides, offset = out.strides, 0          -- the middle starts past the befores
+  for d = 1, a.ndim do offset = offset + widths[d][1] * out_strides[d] end
+  if a.size > 0 then
+    apply("astype", "pad", {a}, {out = view_of(out, offset, a.shape, out_strides)}, a.dtype)
+  end
+  return out
+end
+
 local MESHGRID_OPTIONS = {indexing = true}
 
 -- gpuarray.meshgrid(x1, x2, ...[, {indexing = "xy" | "ij"}]) -> one array for each xi:

@@ -1,6 +1,6 @@
 -- NumPy's array functions built from views and the elementwise operators: gpuarray.diff
 -- (also a:diff), outer, eye, diagonal, diag, trace, tril, triu, roll, broadcast_to, tile,
--- repeat_interleave, ptp, pad and meshgrid,
+-- repeat_interleave, ptp, pad, meshgrid and interp,
 -- against references computed in Lua with each dtype's arithmetic (wrapping integers,
 -- float32 rounding, bool's not_equal and and).
 local helpers = require "helpers"
@@ -372,6 +372,60 @@ describe("array functions", function()
                          gpu.gpuarray.pad, m, 1, {mode = "edge"})
     a:free()
     helpers.assert_error("bad argument #1 to 'pad' (array has been freed)", gpu.gpuarray.pad, a, 1)
+  end)
+
+  -- interp against NumPy's algorithm (compiled_base.c's arr_interp) done in Lua: points with a
+  -- repeated x, x below, on and between the points, past the last, NaN
+  helpers.gpu_it("interp interpolates as NumPy's, its special cases included", function()
+    local NAN = 0 / 0
+    local function reference(x, xp, fp, left, right)
+      local n = #xp
+      if x ~= x then return x end
+      if x > xp[n] then return right or fp[n] end
+      if x < xp[1] then return left or fp[1] end
+      if x == xp[n] then return fp[n] end
+      local j = 1                               -- the last point at or below x
+      while xp[j + 1] <= x do j = j + 1 end
+      if x == xp[j] then return fp[j] end
+      local slope = (fp[j + 1] - fp[j]) / (xp[j + 1] - xp[j])
+      local y = slope * (x - xp[j]) + fp[j]
+      if y ~= y then
+        y = slope * (x - xp[j + 1]) + fp[j + 1]
+        if y ~= y and fp[j] == fp[j + 1] then y = fp[j] end
+      end
+      return y
+    end
+    local xp_values = {-3, -1, 0, 0, 2.5, 4, 7}
+    local xp = R.to_gpu(xp_values, "float64")
+    local fp, fv = R.generate(#xp_values, "float32", function() return math.random(-100, 100) / 8 end)
+    local x, xv = R.generate(200, "float64", function(i)
+      if i % 17 == 0 then return NAN end
+      if i % 5 == 0 then return xp_values[math.random(#xp_values)] end
+      return math.random() * 14 - 5
+    end)
+    for _, opts in ipairs{{}, {left = -50, right = 99.5}} do
+      local got = R.get(gpu.gpuarray.interp(x, xp, fp, opts))
+      for i = 1, #xv do
+        local want = reference(xv[i], xp_values, fv, opts.left, opts.right)
+        if not (want == got[i] or (want ~= want and got[i] ~= got[i])) then
+          error(("interp at x = %.17g: got %.17g, expected %.17g"):format(xv[i], got[i], want))
+        end
+      end
+    end
+    -- x of another shape and dtype, on a stream: the result has x's shape, float64
+    local s = gpu.Stream()
+    local m = R.reshaped(R.to_gpu({-4, 0, 1, 8, 3, 2}, "int32"), {2, 3}):transpose()
+    local r = gpu.gpuarray.interp(m, xp, fp, {stream = s})
+    s:synchronize()
+    assert.are.same({3, 2}, r.shape)
+    assert.are.equal("float64", r.dtype)
+    local want = {}
+    for _, v in ipairs{-4, 8, 0, 3, 1, 2} do want[#want + 1] = reference(v, xp_values, fv) end
+    assert_list(want, r, "interp of a transposed int32 x")
+    helpers.assert_error("bad argument #3 to 'interp' (xp and fp must be 1-d arrays of one length, not empty; got shapes (7,) and (2,))",
+                         gpu.gpuarray.interp, x, xp, R.to_gpu({1, 2}, "float64"))
+    helpers.assert_error("bad argument #4 to 'interp' (option 'left' must be a number, got string)",
+                         gpu.gpuarray.interp, x, xp, fp, {left = "low"})
   end)
 
   -- meshgrid: NumPy's coordinate arrays, "xy" (the first two axes swapped) and "ij"

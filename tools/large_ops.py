@@ -25,6 +25,8 @@ mask = a > 0
 target = cp.zeros(n, dtype=cp.float32)
 small = (b * 1000).astype(cp.int32)
 sorted_b = cp.sort(b)
+xp_points = cp.linspace(-1, 1, 1000)
+fp_points = cp.random.rand(1000)
 
 cases = [  # (name, nominal bytes an element, call)
     ("copy", 8, lambda: a.copy()),
@@ -68,6 +70,9 @@ cases = [  # (name, nominal bytes an element, call)
     ("quantile 0.9", 4, lambda: cp.quantile(a, 0.9)),
     ("diff", 8, lambda: cp.diff(a)),
     ("tril", 8, lambda: cp.tril(m)),
+    ("pad", 8, lambda: cp.pad(m, 4)),
+    ("interp", 12, lambda: cp.interp(a, xp_points, fp_points)),
+    ("unique inverse", 4, lambda: cp.unique(small, return_index=True, return_inverse=True)[2]),
     ("sum f64", 8, lambda: d.sum()),
     ("sum axis 1", 4, lambda: m.sum(axis=1)),
     ("sum axis 0", 4, lambda: m.sum(axis=0)),

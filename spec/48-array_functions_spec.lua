@@ -370,6 +370,8 @@ describe("array functions", function()
                          gpu.gpuarray.pad, m, {{1, 2}, {3}})
     helpers.assert_error("bad argument #3 to 'pad' (option 'mode' must be 'constant' (the only mode so far), got 'edge')",
                          gpu.gpuarray.pad, m, 1, {mode = "edge"})
+    helpers.assert_error("bad argument #3 to 'pad' (option 'constant_values' must be a number, a boolean or a complex value, got string)",
+                         gpu.gpuarray.pad, m, 1, {constant_values = "x"})
     a:free()
     helpers.assert_error("bad argument #1 to 'pad' (array has been freed)", gpu.gpuarray.pad, a, 1)
   end)

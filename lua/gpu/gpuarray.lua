@@ -1348,7 +1348,13 @@ function M.pad(a, pad_width, opts)
   end
   local shape = a.shape
   for d = 1, a.ndim do shape[d] = shape[d] + widths[d][1] + widths[d][2] end
-  local value = checked_store_value(opts.constant_values or 0, a.dtype, 3, "pad")
+  local fill_value = opts.constant_values or 0
+  if type(fill_value) ~= "number" and type(fill_value) ~= "boolean" and not is_complex(fill_value)
+     and not is_scalar(fill_value) then
+    argerror(3, "pad", "option 'constant_values' must be a number, a boolean or a complex value, got "
+                       .. typename(fill_value))
+  end
+  local value = checked_store_value(fill_value, a.dtype, 3, "pad")
   local out = core.array_empty(shape, a.dtype):fill(value)
   local out_strides, offset = out.strides, 0          -- the middle starts past the befores
   for d = 1, a.ndim do offset = offset + widths[d][1] * out_strides[d] end

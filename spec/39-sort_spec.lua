@@ -483,8 +483,10 @@ describe("sort", function()
   end)
 
   -- sort.select (the quantiles' selection of places in the sorted order) against the places
-  -- of Lua's sort: clustered values (NaNs, infinities, -0.0, many repeats) and values spread
-  -- over every byte, lengths under, at and past a block's tile of keys and past many blocks.
+  -- of Lua's sort: clustered values (NaNs, infinities, -0.0, many repeats), values spread
+  -- over every byte (the second pass copies the keys under the top bytes found) and values
+  -- sharing their top bytes (no copies); lengths under, at and past a block's tile of keys
+  -- and past many blocks.
   helpers.gpu_it("select finds the elements at given places of the sorted order", function()
     local function spread(dtype, n)
       local h = gpu.host.empty(n, dtype)
@@ -499,13 +501,23 @@ describe("sort", function()
       end
       return gpu.to_gpu(h), values
     end
+    local function narrow(dtype, n)                -- keys sharing their top bytes: none copied
+      local h = gpu.host.empty(n, dtype)
+      local values = {}
+      for i = 1, n do
+        h[i] = 1 + math.random()
+        values[i] = h[i]
+      end
+      return gpu.to_gpu(h), values
+    end
     local s = gpu.Stream()
     for _, dtype in ipairs(REAL) do
       local cases = {{random_values, 1}, {random_values, 7}, {random_values, 1024}, {random_values, 4099}}
       if dtype == "float32" or dtype == "uint64" then cases[#cases + 1] = {random_values, 100003} end
-      if dtype == "int32" or dtype == "uint64" or dtype == "int64" or dtype == "float64" then
+      if dtype == "int32" or dtype == "uint64" or dtype == "int64" or dtype == "float32" or dtype == "float64" then
         cases[#cases + 1] = {spread, 30011}
       end
+      if dtype == "float32" or dtype == "float64" then cases[#cases + 1] = {narrow, 30011} end
       for _, case in ipairs(cases) do
         local make, n = case[1], case[2]
         local a, values = make(dtype, n)
@@ -518,7 +530,8 @@ describe("sort", function()
         for k, rank in ipairs(ranks) do
           local want = values[order[rank]]
           if not same(dtype, want, got[k]) then
-            error(("%s[%d] (%s) rank %d: got %s, expected %s"):format(dtype, n, make == spread and "spread" or "clustered",
+            local kind = make == spread and "spread" or make == narrow and "narrow" or "clustered"
+            error(("%s[%d] (%s) rank %d: got %s, expected %s"):format(dtype, n, kind,
                   rank, tostring(got[k]), tostring(want)))
           end
         end

@@ -407,7 +407,8 @@ end
 -- Selection (kernels/select.cu) ------------------------------------------------------------
 
 M.SELECT_RANKS = 8                   -- select.cu's GPU_SELECT_RANKS: the ranks of one selection
-local SELECT_STATE_BYTES = 16640     -- at least select.cu's gpu_select_state (16560 for 8-byte keys)
+local SELECT_STATE_BYTES = 16640     -- at least select.cu's gpu_select_state (16568 for 8-byte keys)
+local SELECT_READ, SELECT_COPY, SELECT_FROM_COPIES = 0, 1, 2   -- gpu_select_histogram's modes
 
 function M.select_source(dtype)
   local d = dtypes[dtype]
@@ -442,17 +443,21 @@ function M.select(a, ranks, stream)
   local tile = 256 * 8                                   -- select.cu's keys a block loads at once
   local launch = {block = 256, grid = math.min(reduction.max_grid(), (a.size + tile - 1) // tile), stream = stream}
   local size = dtypes[dtype].size
-  -- keys of 4 bytes or more: the second pass copies the keys still wanted, the later ones read those
-  local copies = size >= 4 and core.array_empty({a.size}, dtype) or nil
+  -- keys of 4 bytes or more: the second pass may copy the keys still wanted (the first pass's
+  -- digits decide), the later ones then read those; without room for a spare array, none
+  local spare
+  if size >= 4 then
+    local ok, array = pcall(core.array_empty, {a.size}, dtype)
+    spare = ok and array or nil
+  end
   for byte = size - 1, 0, -1 do                         -- the highest byte first
-    local pass = size - 1 - byte
-    if copies and pass == 1 then histogram(a, a.size, state, 8 * byte, copies, 0, launch)
-    elseif copies and pass > 1 then histogram(copies, 0, state, 8 * byte, nil, 1, launch)
-    else histogram(a, a.size, state, 8 * byte, nil, 0, launch) end
+    local pass, mode = size - 1 - byte, SELECT_READ
+    if spare and pass >= 1 then mode = pass == 1 and SELECT_COPY or SELECT_FROM_COPIES end
+    histogram(a, a.size, state, 8 * byte, spare, mode, launch)
     digits(state, 8 * byte, byte == 0 and out or nil, one_block)
   end
   core.free_after(state, stream)
-  if copies then core.free_after(copies, stream) end
+  if spare then core.free_after(spare, stream) end
   return out
 end
 

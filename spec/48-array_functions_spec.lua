@@ -405,12 +405,26 @@ describe("array functions", function()
       if i % 5 == 0 then return xp_values[math.random(#xp_values)] end
       return math.random() * 14 - 5
     end)
-    for _, opts in ipairs{{}, {left = -50, right = 99.5}} do
-      local got = R.get(gpu.gpuarray.interp(x, xp, fp, opts))
-      for i = 1, #xv do
-        local want = reference(xv[i], xp_values, fv, opts.left, opts.right)
+    -- a float32 x of many blocks' elements, read as it is; 1000 points, a deeper search
+    local x32, xv32 = R.generate(20011, "float32", function(i)
+      if i % 17 == 0 then return NAN end
+      return math.random() * 14 - 5
+    end)
+    local many_xv = {}
+    for i = 1, 1000 do many_xv[i] = math.random() * 1000 end
+    table.sort(many_xv)
+    local many_xp = R.to_gpu(many_xv, "float64")
+    local many_fp, many_fv = R.generate(1000, "float64", function() return math.random() * 2 - 1 end)
+    local wide_x, wide_xv = R.generate(3001, "float64", function() return math.random() * 1100 - 50 end)
+    for _, case in ipairs{{x, xv, xp, xp_values, fp, fv, {}}, {x, xv, xp, xp_values, fp, fv, {left = -50, right = 99.5}},
+                          {x32, xv32, xp, xp_values, fp, fv, {}},
+                          {wide_x, wide_xv, many_xp, many_xv, many_fp, many_fv, {}}} do
+      local at, at_values, points, point_values, values, value_values, opts = table.unpack(case)
+      local got = R.get(gpu.gpuarray.interp(at, points, values, opts))
+      for i = 1, #at_values do
+        local want = reference(at_values[i], point_values, value_values, opts.left, opts.right)
         if not (want == got[i] or (want ~= want and got[i] ~= got[i])) then
-          error(("interp at x = %.17g: got %.17g, expected %.17g"):format(xv[i], got[i], want))
+          error(("interp at x = %.17g: got %.17g, expected %.17g"):format(at_values[i], got[i], want))
         end
       end
     end

@@ -2,9 +2,9 @@
 --   gpuarray.interp(x, xp, fp[, {left =, right =, stream =}]) -> float64 array of x's shape
 -- xp (increasing, as NumPy assumes and does not check) and fp are 1-d arrays of one length;
 -- left and right are the values below xp's first and above its last point (fp's first and
--- last unless given).  Each x finds its interval with searchsorted, the two points come
--- with take, and one elementwise kernel does NumPy's arithmetic, its special cases included
--- (x on a point, a NaN slope tried from the other end), each operation rounded on its own.
+-- last unless given).  One kernel: each x finds its interval by a binary search of xp (as
+-- searchsorted's right side) and does NumPy's arithmetic, its special cases included (x on
+-- a point, a NaN slope tried from the other end), each operation rounded on its own.
 
 local core = require "gpu.core"
 local args = require "gpu.args"
@@ -19,15 +19,21 @@ local OPTIONS = {left = true, right = true, stream = true}
 
 local ga   -- gpu.gpuarray, set by install
 
--- NumPy's compiled_base.c arr_interp for one x, given the points around it (xl <= x < xu),
--- the ends and the values outside them.
+-- NumPy's compiled_base.c arr_interp for one x over the n points (xp, fp), with the values
+-- below and above them.
 local PREAMBLE = [[
-__device__ double lg_interp(double x, double xl, double xu, double fl, double fu, double first,
-                            double last, double last_f, double left, double right) {
+__device__ double lg_interp(double x, const double *xp, const double *fp, long long n,
+                            double left, double right) {
   if (x != x) return x;
-  if (x > last) return right;
-  if (x < first) return left;
-  if (x == last) return last_f;
+  if (x > xp[n - 1]) return right;
+  if (x < xp[0]) return left;
+  if (x == xp[n - 1]) return fp[n - 1];
+  long long low = 0, high = n - 1;               // the last point at or below x: in [low, high)
+  while (high - low > 1) {
+    const long long middle = low + (high - low) / 2;
+    if (xp[middle] <= x) low = middle; else high = middle;
+  }
+  const double xl = xp[low], xu = xp[low + 1], fl = fp[low], fu = fp[low + 1];
   if (x == xl) return fl;
   const double slope = __ddiv_rn(__dsub_rn(fu, fl), __dsub_rn(xu, xl));
   double y = __dadd_rn(__dmul_rn(slope, __dsub_rn(x, xl)), fl);
@@ -38,18 +44,22 @@ __device__ double lg_interp(double x, double xl, double xu, double fl, double fu
   return y;
 }]]
 
-local program
-local function interp_program()
-  program = program or ew.program{
-    expr = "lg_interp(x, xl, xu, fl, fu, first, last, last_f, left, right)", out = "float64",
-    name = "interp", preamble = PREAMBLE,
-    operands = {{name = "x", dtype = "float64"}, {name = "xl", dtype = "float64"},
-                {name = "xu", dtype = "float64"}, {name = "fl", dtype = "float64"},
-                {name = "fu", dtype = "float64"}, {name = "first", dtype = "float64"},
-                {name = "last", dtype = "float64"}, {name = "last_f", dtype = "float64"},
-                {name = "left", dtype = "float64"}, {name = "right", dtype = "float64"}},
-  }
-  return program
+-- x's C types that the kernel reads as they are; other dtypes go in as float64 copies
+local DIRECT = {bool = true, int8 = true, uint8 = true, int16 = true, uint16 = true, int32 = true,
+                uint32 = true, int64 = true, uint64 = true, float32 = true, float64 = true}
+
+local kernels = {}   -- x's dtype -> ElementwiseKernel
+local function interp_kernel(dtype)
+  local k = kernels[dtype]
+  if k == nil then
+    k = ew.ElementwiseKernel(
+      ("const %s *x, double *y, const double *xp, const double *fp, long long n, int has_left, "
+       .. "double left, int has_right, double right"):format(core.dtype(dtype).ctype),
+      "y[i] = lg_interp((double)x[i], xp, fp, n, has_left ? left : fp[0], has_right ? right : fp[n - 1])",
+      "interp", {preamble = PREAMBLE})
+    kernels[dtype] = k
+  end
+  return k
 end
 
 -- option `name` of interp: nil, or a real number
@@ -79,41 +89,19 @@ function M.interp(x, xp, fp, opts)
   local left, right = bound(opts, "left"), bound(opts, "right")
   local stream = opts.stream
   local on_stream = stream and {stream = stream}
-  local n = xp.size
   local temporaries = {}
-  local function as_float64(a, contiguous)   -- a new array (astype's) unless a will do
-    if a.dtype == "float64" and (a.is_contiguous or not contiguous) then return a end
+  local function as_float64(a)   -- a contiguous float64 array: a, or a new one (astype's)
+    if a.dtype == "float64" and a.is_contiguous then return a end
     local wide = a:astype("float64", on_stream)
     temporaries[#temporaries + 1] = wide
     return wide
   end
-  -- the points contiguous, so that their ends are views at known offsets
-  local xs, points, values = as_float64(x, false), as_float64(xp, true), as_float64(fp, true)
-  -- the ends, as 0-d views that every x reads (no read back to the host); left and right as
-  -- 0-d arrays when given
-  local function element(a, place) return core.array_view(a, 8 * (place - 1), "float64", {}) end
-  local function given(v)
-    local filled = ga.full({}, v, "float64")
-    temporaries[#temporaries + 1] = filled
-    return filled
-  end
-  local first, last, first_f, last_f = element(points, 1), element(points, n), element(values, 1),
-                                       element(values, n)
-  -- each x's upper point (1-based; n + 1 past the last): searchsorted's right side
-  local upper = ga.searchsorted(points, xs, {side = "right", stream = stream})
-  local lower = ga.sub(upper, 1, on_stream)
-  local function at(a, places)
-    local got = ga.take(a, places, {mode = "clip", stream = stream})   -- clipped into 1..n
-    temporaries[#temporaries + 1] = got
-    return got
-  end
-  local result = ew.launch(interp_program(), nil, stream, "interp", xs, at(points, lower), at(points, upper),
-                           at(values, lower), at(values, upper), first, last, last_f,
-                           left and given(left) or first_f, right and given(right) or last_f)
+  local xs = DIRECT[x.dtype] and x or as_float64(x)
+  local y = ga.empty(x.shape, "float64")
+  interp_kernel(xs.dtype)(xs, y, as_float64(xp), as_float64(fp), xp.size, left and 1 or 0, left or 0,
+                          right and 1 or 0, right or 0, {stream = stream})
   for _, t in ipairs(temporaries) do core.free_after(t, stream) end
-  core.free_after(upper, stream)
-  core.free_after(lower, stream)
-  return result
+  return y
 end
 
 function M.install(gpu)

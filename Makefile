@@ -124,12 +124,15 @@ bench: bench-build
 #   make fakecuda bench-build && GPU_CUDA_LIBRARY=$PWD/build/libfakecuda.so \
 #     lua5.4 tools/small_add_parts.lua
 .PHONY: fakecuda
-fakecuda: build/libfakecuda.so build/libfakecublas.so
+fakecuda: build/libfakecuda.so build/libfakecublas.so build/libfakecufft.so
 build/libfakecuda.so: tools/fakecuda.c | build
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -shared -o $@ $<
 # and a stand-in libcublas on it, which spec/38 checks matmul's cuBLAS layouts against
 build/libfakecublas.so: tools/fakecublas.c | build
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -shared -o $@ $<
+# and a stand-in libcufft, which spec/53 checks the transforms' plans against
+build/libfakecufft.so: tools/fakecufft.c | build
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -shared -o $@ $< -lm
 
 # ---------------------------------------------------------------- embedding (docs/embedding.md)
 #   make static         build/liblua-gpu.a: the module (C core and Lua layer) for C hosts

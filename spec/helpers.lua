@@ -113,9 +113,11 @@ function helpers.run_lua(code, env)
   return out, ok
 end
 
--- run_lua on the stand-ins for the driver and cuBLAS (tools/fakecuda.c: host memory for
--- device memory, launches that run nothing; tools/fakecublas.c), built by make test.
-local fakes = {GPU_CUDA_LIBRARY = "build/libfakecuda.so", GPU_CUBLAS_LIBRARY = "build/libfakecublas.so"}
+-- run_lua on the stand-ins for the driver, cuBLAS and cuFFT (tools/fakecuda.c: host memory
+-- for device memory, launches that run nothing; tools/fakecublas.c, tools/fakecufft.c), built
+-- by make test.
+local fakes = {GPU_CUDA_LIBRARY = "build/libfakecuda.so", GPU_CUBLAS_LIBRARY = "build/libfakecublas.so",
+               GPU_CUFFT_LIBRARY = "build/libfakecufft.so"}
 function helpers.run_with_fakes(code, extra)
   local env = {}
   for k, path in pairs(fakes) do

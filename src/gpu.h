@@ -2,9 +2,10 @@
 ** gpu.h: what the C core's subsystems share.
 **
 ** The core is split by subsystem (driver.c, error.c, device.c, memory.c, host.c, nvrtc.c,
-** blas.c, module.c, launch.c, stream.c); each exports gpu_<area>_open(L), called by core.c,
+** blas.c, fft.c, module.c, launch.c, stream.c); each exports gpu_<area>_open(L), called by core.c,
 ** which holds the one exported symbol, luaopen_gpu_core.  Nothing here links against libcuda,
-** NVRTC or cuBLAS: their entry points are resolved at run time (driver.c, nvrtc.c, blas.c).
+** NVRTC, cuBLAS or cuFFT: their entry points are resolved at run time (driver.c, nvrtc.c,
+** blas.c, fft.c).
 */
 #ifndef GPU_H
 #define GPU_H
@@ -522,6 +523,11 @@ GPU_INTERNAL void gpu_function_new(lua_State *L, int module_idx, CUfunction fn,
 GPU_INTERNAL void gpu_blas_open(lua_State *L);
 /* Destroys c's cuBLAS handle, if any, with c current (device.c's context_release). */
 GPU_INTERNAL void gpu_blas_release(gpu_Context *c);
+
+/* ---------------------------------------------------------------- fft.c */
+
+/* Fourier transforms through cuFFT, when it can be loaded (core.fft_plan, gpu.FFTPlan). */
+GPU_INTERNAL void gpu_fft_open(lua_State *L);
 
 /* ---------------------------------------------------------------- embed.c, dlpack.c */
 

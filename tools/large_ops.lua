@@ -1,4 +1,4 @@
--- tools/large_ops.lua: device time of 55 common operations on 2^26 float32 (and the dtypes
+-- tools/large_ops.lua: device time of 58 common operations on 2^26 float32 (and the dtypes
 -- and shapes named), against a copy's bandwidth, beside CuPy's (tools/large_ops.py): a survey
 -- for finding the operations that fall short of the memory's speed (bench/NOTES.md quotes one).
 --
@@ -31,6 +31,7 @@ local small = (b * 1000):astype("int32")         -- bincount's values, in [0, 10
 local sorted_b = ga.sort(b)                       -- searchsorted's keys
 local xp_points = ga.linspace(-1, 1, 1000)        -- interp's points
 local fp_points = gpu.random.rand(1000, "float64")
+local cm = m:astype("complex64")                 -- the transforms' complex input
 -- device_time frees what a call returns: a call that gives a Lua number gets an array to free
 local function keep(x)
   if type(x) == "number" or x == nil then return gpu.zeros(1, "float32") end
@@ -81,6 +82,9 @@ local cases = {   -- {name, nominal bytes an element, call}
   {"pad", 8, function() return ga.pad(m, 4) end},
   {"interp", 12, function() return ga.interp(a, xp_points, fp_points) end},
   {"unique inverse", 4, function() return (select(3, ga.unique(small, {return_index = true, return_inverse = true}))) end},
+  {"rfft", 12, function() return gpu.fft.rfft(a) end},
+  {"fft rows c64", 16, function() return gpu.fft.fft(cm) end},
+  {"fft2 c64", 16, function() return gpu.fft.fft2(cm) end},
   {"sum f64", 8, function() return ga.sum(d) end},
   {"sum axis 1", 4, function() return ga.sum(m, {axis = 2}) end},
   {"sum axis 0", 4, function() return ga.sum(m, {axis = 1}) end},

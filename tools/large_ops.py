@@ -27,6 +27,7 @@ small = (b * 1000).astype(cp.int32)
 sorted_b = cp.sort(b)
 xp_points = cp.linspace(-1, 1, 1000)
 fp_points = cp.random.rand(1000)
+cm = m.astype(cp.complex64)  # the transforms' complex input
 
 cases = [  # (name, nominal bytes an element, call)
     ("copy", 8, lambda: a.copy()),
@@ -73,6 +74,9 @@ cases = [  # (name, nominal bytes an element, call)
     ("pad", 8, lambda: cp.pad(m, 4)),
     ("interp", 12, lambda: cp.interp(a, xp_points, fp_points)),
     ("unique inverse", 4, lambda: cp.unique(small, return_index=True, return_inverse=True)[2]),
+    ("rfft", 12, lambda: cp.fft.rfft(a)),
+    ("fft rows c64", 16, lambda: cp.fft.fft(cm)),
+    ("fft2 c64", 16, lambda: cp.fft.fft2(cm)),
     ("sum f64", 8, lambda: d.sum()),
     ("sum axis 1", 4, lambda: m.sum(axis=1)),
     ("sum axis 0", 4, lambda: m.sum(axis=0)),

@@ -368,6 +368,23 @@ describe("gpu.fft", function()
     helpers.assert_error("calling 'work_size' on bad self (plan has been freed)", function() plan:work_size() end)
     do local closing <close> = core.fft_plan("R2C", {4, 4}, 1) end
   end)
+
+  helpers.gpu_it("a graph replays a captured transform, and refuses once its plan is freed", function()
+    local plan = core.fft_plan("Z2Z", {64}, 3)
+    local x, values = random_array({3, 64}, "complex128")
+    local y = gpu.zeros({3, 64}, "complex128")
+    local work = plan:work_size() > 0 and gpu.mem_alloc(plan:work_size()) or nil
+    local s <close> = gpu.Stream()
+    s:begin_capture()
+    plan:execute(x, y, false, work, s)
+    local graph <close> = s:end_capture()
+    graph:launch(s)
+    s:synchronize()
+    local want, shape = dft_axis(values, {3, 64}, 2, 64, -1)
+    assert_close(y, want, shape, "complex128", bound_of(values, 64), "the replayed transform")
+    plan:free()
+    helpers.assert_error("graph uses an FFT plan that has been freed", graph.launch, graph, s)
+  end)
 end)
 
 describe("gpu.fft without a GPU", function()

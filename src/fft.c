@@ -255,6 +255,11 @@ static int plan_execute (lua_State *L) {
     stream = s->stream;
   }
   gpu_context_enter(L, p->ctx);
+  /* a graph captured here replays the plan on these arrays: it pins and checks them all */
+  gpu_capture_note(L, 6, 1);
+  gpu_capture_note(L, 6, 2);
+  gpu_capture_note(L, 6, 3);
+  gpu_capture_note(L, 6, 5);
   check_result(L, fft.cufftSetStream(p->handle, (cudaStream_t)stream), "cufftSetStream");
   check_result(L, fft.cufftSetWorkArea(p->handle, work), "cufftSetWorkArea");
   switch (p->type) {
@@ -280,6 +285,11 @@ static int plan_execute (lua_State *L) {
   }
   check_result(L, r, plan_types[t].exec);
   return 0;
+}
+
+int gpu_fftplan_state (lua_State *L, int idx) {
+  gpu_FFTPlan *p = (gpu_FFTPlan *)luaL_testudata(L, idx, GPU_FFTPLAN);
+  return p == NULL ? -1 : p->live;
 }
 
 /* plan:work_size() -> bytes of the work area execute needs */

@@ -453,8 +453,9 @@ GPU_INTERNAL void gpu_synchronize_checked(lua_State *L, const gpu_Driver *d);
 GPU_INTERNAL CUstream gpu_optstream(lua_State *L, int arg);
 GPU_INTERNAL gpu_Stream *gpu_teststream(lua_State *L, int idx);
 /*
-** While the stream at stream_idx captures a graph, remembers the Buffer or GPUArray at
-** obj_idx (if it is one): the graph pins what it uses and checks it is alive at each launch.
+** While the stream at stream_idx captures a graph, remembers the Buffer, GPUArray, HostArray
+** or FFTPlan at obj_idx (if it is one): the graph pins what it uses and checks it is alive at
+** each launch.
 */
 GPU_INTERNAL void gpu_capture_note(lua_State *L, int stream_idx, int obj_idx);
 GPU_INTERNAL void gpu_stream_open(lua_State *L);
@@ -528,6 +529,8 @@ GPU_INTERNAL void gpu_blas_release(gpu_Context *c);
 
 /* Fourier transforms through cuFFT, when it can be loaded (core.fft_plan, gpu.FFTPlan). */
 GPU_INTERNAL void gpu_fft_open(lua_State *L);
+/* Whether the value at idx is a gpu.FFTPlan: -1 not one, 0 freed, 1 alive (for graphs). */
+GPU_INTERNAL int gpu_fftplan_state(lua_State *L, int idx);
 
 /* ---------------------------------------------------------------- embed.c, dlpack.c */
 

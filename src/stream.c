@@ -120,7 +120,7 @@ void gpu_capture_note (lua_State *L, int stream_idx, int obj_idx) {
   if (s == NULL || !s->capturing) return;
   /* host arrays too: a replayed copy reads or writes their page-locked memory */
   if (!gpu_testbuffer(L, obj_idx) && !gpu_testarray(L, obj_idx) &&
-      luaL_testudata(L, obj_idx, GPU_HOSTARRAY) == NULL)
+      luaL_testudata(L, obj_idx, GPU_HOSTARRAY) == NULL && gpu_fftplan_state(L, obj_idx) < 0)
     return;
   obj_idx = lua_absindex(L, obj_idx);
   lua_getiuservalue(L, stream_idx, 2);       /* the set of objects used so far */
@@ -212,8 +212,9 @@ static int graph_launch (lua_State *L) {
     if (((b = gpu_testbuffer(L, -1)) != NULL && (b->ptr == 0 || b->root == NULL || b->root->ptr == 0)) ||
         ((a = gpu_testarray(L, -1)) != NULL && !gpu_array_alive(a)))
       return luaL_error(L, "graph uses a %s that has been freed", b ? "buffer" : "GPU array");
-    if (b == NULL && a == NULL && gpu_testhostarray(L, -1) == NULL)   /* a host array, freed */
-      return luaL_error(L, "graph uses a host array that has been freed");
+    if (gpu_fftplan_state(L, -1) == 0) return luaL_error(L, "graph uses an FFT plan that has been freed");
+    if (b == NULL && a == NULL && gpu_fftplan_state(L, -1) < 0 && gpu_testhostarray(L, -1) == NULL)
+      return luaL_error(L, "graph uses a host array that has been freed");   /* freed: not found */
     lua_pop(L, 1);
   }
   gpu_context_enter(L, g->ctx);

@@ -46,9 +46,8 @@ local function plan_for(type_name, sizes, batch)
   if plan == nil then
     kept.order = kept.order or {}
     if #kept.order >= PLANS_KEPT then
-      local oldest = table.remove(kept.order, 1)
-      kept[oldest]:free()
-      kept[oldest] = nil
+      -- let go, not freed: a graph that captured a transform holds on to its plan
+      kept[table.remove(kept.order, 1)] = nil
     end
     plan = core.fft_plan(type_name, sizes, batch)
     kept[key] = plan

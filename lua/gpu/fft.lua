@@ -373,8 +373,9 @@ M.ifftshift = shift("ifftshift", -1)
 
 function M.install(gpu)
   ga = gpu.gpuarray
-  gpu.fft = M
-  ga.fft = M
+  local public = {}   -- the functions, without install
+  for name, f in pairs(M) do if name ~= "install" then public[name] = f end end
+  gpu.fft, ga.fft = public, public
 end
 
 return M

@@ -750,7 +750,8 @@ function methods.squeeze(a, opts)
   return core.array_view(a, 0, a.dtype, new_shape, new_strides)
 end
 
--- a:transpose([axes]): axes is a permutation of 1..ndim (default: reversed).
+-- a:transpose([axes]): axes is a permutation of 1..ndim (default: reversed), an axis's
+-- negative number counting from the end as everywhere.  (The C path takes 1..ndim.)
 function methods.transpose(a, axes)
   check_array(a, 0, "transpose")
   local nd, shape, strides = a.ndim, a.shape, a.strides
@@ -764,6 +765,7 @@ function methods.transpose(a, axes)
   local seen, new_shape, new_strides = {}, {}, {}
   for i, ax in ipairs(axes) do
     ax = math.tointeger(ax)
+    if ax and ax < 0 then ax = nd + 1 + ax end
     if ax == nil or ax < 1 or ax > nd or seen[ax] then
       argerror(1, "transpose", ("axes must be a permutation of 1..%d"):format(nd))
     end
@@ -781,6 +783,7 @@ local function view_of(a, offset, shape, strides)
   end
   return core.array_view(a, offset, a.dtype, shape, strides)
 end
+M._check_array, M._view_of = check_array, view_of      -- for gpu.shape's views
 
 -- a:slice(first, last[, step][, {axis = k}]): elements first..last (1-based, inclusive;
 -- negatives count from the end) of axis k (the first by default), every step-th; a view.
@@ -1203,25 +1206,20 @@ local function copy_into(out, offset, shape, strides, a, stream, fname)
   apply("astype", fname, {a}, {out = view, stream = stream}, out.dtype)
 end
 
--- gpuarray.concatenate(arrays[, {axis = 1, stream = s}]): NumPy's and PyCUDA's, joining
--- along an existing axis (1-based; negatives count from the end).
-function M.concatenate(arrays, opts)
-  local dtype = join_list(arrays, "concatenate")
-  opts = check_options(opts, 2, "concatenate", JOIN_OPTIONS)
-  local first = arrays[1]
-  if first.ndim == 0 then argerror(1, "concatenate", "0-d arrays cannot be concatenated") end
-  local axis = check_axis(opts.axis or 1, first.ndim, 2, "concatenate")
-  local shape = first.shape
+-- Joins arrays (join_list's, whose join is of dtype) along axis into a new array, on stream;
+-- errors name fname.
+local function join_along(arrays, dtype, axis, stream, fname)
+  local shape = arrays[1].shape
   shape[axis] = 0
   for k = 1, #arrays do
     local s = arrays[k].shape
     if #s ~= #shape then
-      argerror(1, "concatenate", ("array #%d is %d-d, array #1 %d-d"):format(k, #s, #shape))
+      argerror(1, fname, ("array #%d is %d-d, array #1 %d-d"):format(k, #s, #shape), 2)
     end
     for d = 1, #shape do
       if d ~= axis and s[d] ~= shape[d] then
-        argerror(1, "concatenate", ("array #%d has shape %s, which differs from array #1's off axis %d")
-                                   :format(k, promote.shape_text(s), axis))
+        argerror(1, fname, ("array #%d has shape %s, which differs from array #1's off axis %d")
+                           :format(k, promote.shape_text(s), axis), 2)
       end
     end
     shape[axis] = shape[axis] + s[axis]
@@ -1231,10 +1229,22 @@ function M.concatenate(arrays, opts)
   for k = 1, #arrays do
     local a = arrays[k]
     local s = a.shape
-    copy_into(out, offset, s, strides, a, opts.stream, "concatenate")
+    copy_into(out, offset, s, strides, a, stream, fname)
     offset = offset + s[axis] * strides[axis]
   end
   return out
+end
+M._join_list, M._join_along = join_list, join_along      -- for gpu.shape's hstack and the like
+
+-- gpuarray.concatenate(arrays[, {axis = 1, stream = s}]): NumPy's and PyCUDA's, joining
+-- along an existing axis (1-based; negatives count from the end).
+function M.concatenate(arrays, opts)
+  local dtype = join_list(arrays, "concatenate")
+  opts = check_options(opts, 2, "concatenate", JOIN_OPTIONS)
+  local first = arrays[1]
+  if first.ndim == 0 then argerror(1, "concatenate", "0-d arrays cannot be concatenated") end
+  local axis = check_axis(opts.axis or 1, first.ndim, 2, "concatenate")
+  return join_along(arrays, dtype, axis, opts.stream, "concatenate")
 end
 
 -- gpuarray.stack(arrays[, {axis = 1, stream = s}]): NumPy's and PyCUDA's, joining arrays of

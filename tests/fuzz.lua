@@ -128,7 +128,7 @@ local dtypes = {"float32", "float64", "int8", "int16", "int32", "int64", "uint8"
 local option_keys = {"block", "grid", "shared", "stream", "non_blocking", "timing", "blocking",
                      "target", "arch", "options", "include_dirs", "no_extern_c", "name",
                      "headers", "cache", "out", "range", "seed", "axis", "preamble", "dtype",
-                     "order", "keepdims", "async"}
+                     "order", "keepdims", "async", "axes", "k"}
 
 local function misspell(s)
   local n = #s

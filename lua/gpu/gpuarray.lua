@@ -731,24 +731,7 @@ function methods.view(a, dtype)
   return core.array_view(a, 0, dtype, shape, a.strides)
 end
 
--- a:squeeze([{axis = k}]): a view without the axes of length 1 (PyCUDA's and NumPy's), or
--- without axis k alone, which must have length 1.
 local AXIS = {axis = true}
-function methods.squeeze(a, opts)
-  check_array(a, 0, "squeeze")
-  opts = check_options(opts, 1, "squeeze", AXIS)
-  local shape, strides, new_shape, new_strides = a.shape, a.strides, {}, {}
-  local only = opts.axis ~= nil and check_axis(opts.axis, a.ndim, 1, "squeeze")
-  if only and shape[only] ~= 1 then
-    argerror(1, "squeeze", ("axis %d has length %d, not 1"):format(opts.axis, shape[only]))
-  end
-  for i = 1, #shape do
-    if shape[i] ~= 1 or (only and i ~= only) then
-      new_shape[#new_shape + 1], new_strides[#new_strides + 1] = shape[i], strides[i]
-    end
-  end
-  return core.array_view(a, 0, a.dtype, new_shape, new_strides)
-end
 
 -- a:transpose([axes]): axes is a permutation of 1..ndim (default: reversed), an axis's
 -- negative number counting from the end as everywhere.  (The C path takes 1..ndim.)
@@ -874,35 +857,6 @@ function methods.narrow(a, axis, first, length)
   local shape, strides = a.shape, a.strides
   shape[axis] = count
   return view_of(a, (first - 1) * strides[axis], shape, strides)
-end
-
--- a:flip([{axis = k}]): NumPy's flip: the view with axis k (every axis by default) reversed.
-function methods.flip(a, opts)
-  check_array(a, 0, "flip")
-  opts = check_options(opts, 1, "flip", AXIS)
-  local only = opts.axis ~= nil and check_axis(opts.axis, a.ndim, 1, "flip")
-  local shape, strides, offset = a.shape, a.strides, 0
-  for d = 1, a.ndim do
-    if not only or d == only then
-      offset = offset + (shape[d] - 1) * strides[d]
-      strides[d] = -strides[d]
-    end
-  end
-  return view_of(a, offset, shape, strides)
-end
-
--- a:expand_dims(axis): NumPy's: the view with a new axis of length 1 at position axis
--- (1 to ndim + 1, negatives from the end).
-function methods.expand_dims(a, axis)
-  check_array(a, 0, "expand_dims")
-  axis = axis_argument(axis, a.ndim + 1, 1, "expand_dims")
-  local shape, strides = a.shape, a.strides
-  local itemsize = a.itemsize
-  -- the new axis's stride is never used to step (its length is 1): that of the axis it
-  -- precedes keeps contiguous arrays contiguous
-  table.insert(shape, axis, 1)
-  table.insert(strides, axis, strides[axis] and strides[axis] * (shape[axis + 1] or 1) or itemsize)
-  return core.array_view(a, 0, a.dtype, shape, strides)
 end
 
 -- The common calls of these take C paths (src/array.c's view methods and copy), which hand

@@ -43,7 +43,11 @@ describe("API.md", function()
   it("names gpu.gpuarray's functions and gpu.cumath's and gpu.random's", function()
     for _, name in ipairs{"to_gpu", "empty", "zeros", "ones", "full", "arange", "empty_like",
                           "zeros_like", "where", "maximum", "minimum", "abs", "add", "sub",
-                          "mul", "div", "sum", "prod", "min", "max", "mean", "dot"} do
+                          "mul", "div", "sum", "prod", "min", "max", "mean", "dot", "flip",
+                          "fliplr", "flipud", "rot90", "swapaxes", "moveaxis", "transpose",
+                          "squeeze", "expand_dims", "ravel", "atleast_1d", "atleast_2d",
+                          "atleast_3d", "split", "array_split", "hsplit", "vsplit", "dsplit",
+                          "hstack", "vstack", "dstack", "column_stack"} do
       assert.are.equal("function", type(gpu.gpuarray[name]), "gpuarray." .. name)
     end
     for _, name in ipairs{"fabs", "ceil", "floor", "exp", "log", "log10", "sqrt", "sin", "cos",
@@ -73,7 +77,7 @@ describe("API.md", function()
       GPUArray = {"get", "set", "get_async", "set_async", "copy", "fill", "astype", "reshape",
                   "ravel", "view", "transpose", "slice", "eq", "ne", "lt", "le", "gt", "ge",
                   "any", "all", "sum", "prod", "min", "max", "mean", "iadd", "imul", "add",
-                  "free", "to_dlpack"},
+                  "free", "to_dlpack", "flip", "squeeze", "expand_dims", "swapaxes", "moveaxis"},
       HostArray = {"totable", "bytes", "fill", "reshape", "is_pagelocked", "free"},
       Buffer = {"ptr", "offset", "free"},
       Module = {"get_function", "get_global", "free"},

@@ -89,6 +89,31 @@ function M.check_stream(stream, n, fname, level)
   end
 end
 
+-- check_shape(shape, n, fname[, level]) -> argument n as a new table of whole lengths: a
+-- number or a table of them, none negative, and no more elements than the C core allows
+-- (gpu_checkshape's cap: 2^58, the lengths beside a 0 counted too).  level as for check_options.
+function M.check_shape(shape, n, fname, level)
+  level = (level or 1) + 1
+  local t = type(shape) == "number" and {shape} or shape
+  if type(t) ~= "table" then
+    M.argerror(n, fname, "shape must be a number or a table of whole numbers, got " .. type(shape), level)
+  end
+  local out, elements = {}, 1
+  for i, d in ipairs(t) do
+    local v = math.tointeger(d)
+    if v == nil then
+      M.argerror(n, fname, "shape must be a number or a table of whole numbers, got " .. tostring(d), level)
+    end
+    if v < 0 then M.argerror(n, fname, ("negative dimension %d in shape"):format(v), level) end
+    if v > 0 then
+      if elements > (1 << 58) // v then M.argerror(n, fname, "shape is too large", level) end
+      elements = elements * v
+    end
+    out[i] = v
+  end
+  return out
+end
+
 -- check_axis(axis, ndim, n, fname[, level]) -> the 1-based axis of an ndim-d array that the
 -- option value axis names (negatives count from the end); level as for check_options.
 function M.check_axis(axis, ndim, n, fname, level)

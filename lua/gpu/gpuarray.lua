@@ -49,29 +49,7 @@ local function check_dtype(dtype, n, fname)
   return dtype
 end
 
-local function check_shape(shape, n, fname)
-  local t = type(shape) == "number" and {shape} or shape
-  if type(t) ~= "table" then
-    argerror(n, fname, "shape must be a number or a table of whole numbers, got " .. type(shape), 2)
-  end
-  local out, elements = {}, 1
-  for i, d in ipairs(t) do
-    local v = math.tointeger(d)
-    if v == nil then
-      argerror(n, fname, "shape must be a number or a table of whole numbers, got " ..
-                         tostring(d), 2)
-    end
-    if v < 0 then argerror(n, fname, ("negative dimension %d in shape"):format(v), 2) end
-    -- the C core's cap (gpu_checkshape): 2^58 elements, the lengths beside a 0 counted too
-    if v > 0 then
-      if elements > (1 << 58) // v then argerror(n, fname, "shape is too large", 2) end
-      elements = elements * v
-    end
-    out[i] = v
-  end
-  return out
-end
-
+local check_shape = require("gpu.args").check_shape
 local check_options = require("gpu.args").check_options
 local check_axis = require("gpu.args").check_axis
 

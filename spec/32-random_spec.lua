@@ -1,10 +1,40 @@
--- gpu.random: Philox4x32-10 uniform and normal numbers.
+-- gpu.random: Philox4x32-10 uniform, normal and integer numbers, value for value against the CPU twin (random.reference*) where it gives them, else by
+-- their properties.
 local helpers = require "helpers"
 local R = require "reduction_helpers"
 local gpu = helpers.gpu
 local random = require "gpu.random"
 
+local MASK = 0xffffffff
+
 local function hex(words) return ("%08x %08x %08x %08x"):format(table.unpack(words)) end
+
+-- The words of counter block j under seed, as random.cu draws them.
+local function block(seed, j, attempt)
+  return random.philox({j & MASK, j >> 32, attempt or 0, 0}, {seed & MASK, (seed >> 32) & MASK})
+end
+
+-- Asserts that array a holds the list want, element by element (integers exactly).
+local function assert_values(want, a, what)
+  local h = R.get(a)
+  assert.are.equal(#want, h.size, what .. ": size")
+  for i = 1, #want do
+    if h[i] ~= want[i] then
+      error(("%s at %d: got %s, expected %s"):format(what, i, tostring(h[i]), tostring(want[i])))
+    end
+  end
+end
+
+-- The row-major elements of a device array as a Lua list (complex values as "re,im").
+local function elements(a)
+  local h = R.get(a)
+  local t = {}
+  for i = 1, h.size do
+    local v = h[i]
+    t[i] = type(v) == "table" and ("%s,%s"):format(v.re, v.im) or v
+  end
+  return t
+end
 
 describe("random numbers", function()
   it("use Philox4x32-10 as published (Random123's known answers)", function()
@@ -26,6 +56,71 @@ describe("random numbers", function()
     for _, v in ipairs(d) do assert.is_true(v >= 0 and v < 1) end
   end)
 
+  it("have CPU references for randint, made of the Philox words by Lemire's method", function()
+    local seed = math.random(0, 1 << 50)
+    local n = 403
+    -- ranges of 2^k take the top k bits of the words, rejecting none
+    local bytes = random.reference_randint(n, 0, 256, "uint8", seed)
+    local words32 = random.reference_randint(n, 0, 1 << 32, "uint32", seed)
+    local raw = random.reference_randint(n, 0, 2.0 ^ 64, "uint64", seed)
+    local halves = random.reference_randint(n, 0, 2.0 ^ 63, "int64", seed)
+    local wide = random.reference_randint(n, -5, 2.0 ^ 40 - 5, "int64", seed)
+    for i = 1, n do
+      local r = block(seed, (i - 1) // 4)
+      local w = r[(i - 1) % 4 + 1]
+      assert.are.equal(w, words32[i])
+      assert.are.equal(w >> 24, bytes[i])
+      local r2 = block(seed, (i - 1) // 2)
+      local q = (i - 1) % 2 * 2 + 1
+      assert.are.equal((r2[q] << 32) | r2[q + 1], raw[i])
+      assert.are.equal(raw[i] >> 1, halves[i])
+      assert.are.equal(-5 + (raw[i] >> 24), wide[i])
+    end
+    -- a range of 2^31 + 1 rejects the words whose product's low half is below 2^31 - 1 (about
+    -- half of them) and takes the same word of the block's next attempt instead
+    local range, threshold = (1 << 31) + 1, (1 << 31) - 1
+    local odd = random.reference_randint(4000, 7, 7 + range, "int64", seed)
+    local rejected = 0
+    for i = 1, 4000 do
+      local j, q = (i - 1) // 4, (i - 1) % 4 + 1
+      local attempt, m = 0, block(seed, j)[q] * range
+      while m & MASK < threshold do
+        attempt = attempt + 1
+        m = block(seed, j, attempt)[q] * range
+      end
+      if attempt > 0 then rejected = rejected + 1 end
+      assert.are.equal(7 + (m >> 32), odd[i])
+      assert.is_true(odd[i] >= 7 and odd[i] < 7 + range)
+    end
+    assert(rejected > 1800 and rejected < 2200, "rejected " .. rejected)
+    -- small ranges reach both ends and nothing outside
+    local seen = {}
+    for _, v in ipairs(random.reference_randint(2000, -3, 4, "int8", seed)) do
+      assert.is_true(v >= -3 and v <= 3)
+      seen[v] = true
+    end
+    for v = -3, 3 do assert.is_true(seen[v], "value " .. v) end
+    assert.are.same(random.reference_randint(50, 0, 10, "int16", seed, 7),
+                    {table.unpack(random.reference_randint(78, 0, 10, "int16", seed), 29, 78)})
+  end)
+
+  it("have CPU references for uniform and normal: shift + scale * v, rounded once to dtype", function()
+    local seed = math.random(0, 1 << 50)
+    for _, dtype in ipairs{"float32", "float64"} do
+      local u = random.reference(301, dtype, false, seed)
+      local z = random.reference(301, dtype, true, seed, 5)
+      local uniform = random.reference_uniform(301, -2, 3.5, dtype, seed)
+      local normal = random.reference_normal(301, 10, 0.25, dtype, seed, 5)
+      for i = 1, 301 do
+        local want_u, want_z = -2 + 5.5 * u[i], 10 + 0.25 * z[i]
+        if dtype == "float32" then want_u, want_z = helpers.f32(want_u), helpers.f32(want_z) end
+        assert.are.equal(want_u, uniform[i])
+        assert.are.equal(want_z, normal[i])
+        assert.is_true(uniform[i] >= -2 and uniform[i] <= 3.5)
+      end
+    end
+  end)
+
   it("compile their kernels", function()
     assert.is_true(#gpu.compile(gpu.kernel_sources["random.cu"], {arch = "sm_90", no_extern_c = true}) > 0)
   end)
@@ -45,6 +140,56 @@ describe("random numbers", function()
                          random.philox, {0, 0, 0}, {0, 0})
     helpers.assert_error("bad argument #2 to 'philox' (table of 2 integers in [0, 2^32) expected)",
                          random.philox, {0, 0, 0, 0}, {0, 1 << 32})
+    helpers.assert_error("bad argument #2 to 'rand' (option 'seed' must be an integer, got float)",
+                         random.rand, 10, {seed = 1.5})
+    helpers.assert_error("bad argument #1 to 'rand' (shape must be a number or a table of whole numbers, got string)",
+                         random.rand, "x")
+  end)
+
+  it("check the arguments of uniform, normal and randint", function()
+    helpers.assert_error("bad argument #1 to 'uniform' (low must be a number, got string)", random.uniform, "a", 1, 3)
+    helpers.assert_error("bad argument #3 to 'uniform' (shape expected, got no value)", random.uniform, 0, 1)
+    helpers.assert_error("bad argument #4 to 'uniform' (dtype must be float32 or float64, got 'int32')",
+                         random.uniform, 0, 1, 3, "int32")
+    helpers.assert_error("bad argument #2 to 'uniform' (high - low must be finite, got inf)",
+                         random.uniform, -math.huge, 0, 3)
+    helpers.assert_error("bad argument #4 to 'uniform' (unknown option 'sead')", random.uniform, 0, 1, 3, {sead = 1})
+    helpers.assert_error("bad argument #2 to 'normal' (std must be non-negative, got -1)", random.normal, 0, -1, 3)
+    helpers.assert_error("bad argument #2 to 'normal' (std must be a number, got nil)", random.normal, 0)
+    helpers.assert_error("bad argument #5 to 'normal' (unknown option 'sead')", random.normal, 0, 1, 3, "float64",
+                         {sead = 1})
+    helpers.assert_error("bad argument #3 to 'randint' (shape expected, got no value)", random.randint, 0, 10)
+    helpers.assert_error("bad argument #3 to 'randint' (negative dimension -2 in shape)", random.randint, 0, 10, {-2})
+    helpers.assert_error("bad argument #4 to 'randint' (dtype must be int8, uint8, int16, uint16, int32, uint32, "
+                         .. "int64 or uint64, got 'float32')", random.randint, 0, 10, 5, "float32")
+    helpers.assert_error("bad argument #4 to 'randint' (unknown option 'sead')", random.randint, 0, 10, 5, {sead = 1})
+    helpers.assert_error("bad argument #5 to 'randint' (option 'seed' must be an integer, got string)",
+                         random.randint, 0, 10, 5, "int8", {seed = "1"})
+    helpers.assert_error("bad argument #2 to 'randint' (high must be a whole number, got 1.5)", random.randint, 0, 1.5, 5)
+    helpers.assert_error("bad argument #1 to 'randint' (low must be a whole number, got nil)", random.randint, nil, 1, 5)
+    helpers.assert_error("bad argument #2 to 'randint' (high must be greater than low, got low 5 and high 5)",
+                         random.randint, 5, 5, 3)
+    helpers.assert_error("bad argument #2 to 'randint' (high must be greater than low, got low 5 and high -1)",
+                         random.randint, 5, -1, 3)
+    helpers.assert_error("bad argument #1 to 'randint' (low -129 is out of bounds for int8: at least -128)",
+                         random.randint, -129, 0, 3, "int8")
+    helpers.assert_error("bad argument #2 to 'randint' (high 129 is out of bounds for int8: at most 128, as high "
+                         .. "is excluded)", random.randint, 0, 129, 3, "int8")
+    helpers.assert_error("bad argument #1 to 'randint' (low -1 is out of bounds for uint64: at least 0)",
+                         random.randint, -1, 5, 3, "uint64")
+    helpers.assert_error("bad argument #2 to 'randint' (high 18446744073709551616 is out of bounds for int64: at "
+                         .. "most 9223372036854775808, as high is excluded)", random.randint, 0, 2.0 ^ 64, 3)
+    helpers.assert_error("bad argument #2 to 'randint' (high 18446744073709555712 is out of bounds for uint64: at "
+                         .. "most 18446744073709551616, as high is excluded)", random.randint, 0, 2.0 ^ 64 + 4096,
+                         3, "uint64")
+    helpers.assert_error("bad argument #4 to 'reference_randint' (int8, uint8, int16, uint16, int32, uint32, int64 "
+                         .. "or uint64 expected, got float32)", random.reference_randint, 5, 0, 10, "float32", 1)
+    helpers.assert_error("bad argument #3 to 'reference_randint' (high must be greater than low, got low 3 and high 3)",
+                         random.reference_randint, 5, 3, 3, "int8", 1)
+    helpers.assert_error("bad argument #5 to 'reference_uniform' (integer seed expected, got nil)",
+                         random.reference_uniform, 5, 0, 1, "float32")
+    helpers.assert_error("bad argument #4 to 'reference_normal' ('float32' or 'float64' expected, got int8)",
+                         random.reference_normal, 5, 0, 1, "int8", 1)
   end)
 
   helpers.gpu_it("equal the CPU reference, element by element", function()
@@ -101,5 +246,162 @@ describe("random numbers", function()
     random.seed(99)
     assert.are.same(first, R.get(random.rand(10)):totable())
     assert.are.same(first, R.get(random.rand(10, "float32", {seed = 99})):totable())
+  end)
+
+  helpers.gpu_it("uniform and normal equal the CPU reference", function()
+    local s = gpu.Stream()
+    for _, dtype in ipairs{"float32", "float64"} do
+      local seed = math.random(0, 1 << 50)
+      local n = 1027
+      local low, high = -2.5 + math.random(), 3 + 10 * math.random()
+      local u = random.uniform(low, high, n, dtype, {seed = seed})
+      assert.are.equal(dtype, u.dtype)
+      local h, want = R.get(u), random.reference_uniform(n, low, high, dtype, seed)
+      local least, greatest = low, high                  -- as rounded to dtype
+      if dtype == "float32" then least, greatest = helpers.f32(low), helpers.f32(high) end
+      for i = 1, n do
+        assert.are.equal(want[i], h[i], ("%s uniform %d"):format(dtype, i))
+        assert.is_true(h[i] >= least and h[i] <= greatest)
+      end
+      local mean, std = 4 * math.random() - 2, 0.5 + math.random()
+      local z = random.normal(mean, std, {n}, dtype, {seed = seed, stream = s})
+      s:synchronize()
+      local hz, want_z = R.get(z), random.reference_normal(n, mean, std, dtype, seed)
+      local standard = random.reference(n, dtype, true, seed)
+      -- the standard normal differs from Lua's by what the first test allows (4e-6 and 1e-13
+      -- relative), scaled by std, and the result's own rounding
+      local tol = dtype == "float32" and 5e-6 or 2e-13
+      for i = 1, n do
+        assert(math.abs(hz[i] - want_z[i]) <= tol * (math.abs(mean) + std * (1 + math.abs(standard[i]))),
+               ("%s normal %d: %.17g vs %.17g"):format(dtype, i, hz[i], want_z[i]))
+      end
+      assert.are.same(R.get(random.rand(n, dtype, {seed = seed})):totable(),
+                      R.get(random.uniform(0, 1, n, dtype, {seed = seed})):totable())
+      local one = random.uniform(1, 2, {}, dtype, {seed = seed})
+      assert.are.equal(0, one.ndim)
+      assert.are.equal(random.reference_uniform(1, 1, 2, dtype, seed)[1], R.get(one)[1])
+      assert.are.same({3, 0}, random.normal(0, 1, {3, 0}, dtype).shape)
+    end
+  end)
+
+  helpers.gpu_it("randint equals the CPU reference for every integer dtype and range", function()
+    local cases = {
+      {"int8", -128, 128}, {"int8", -5, 7}, {"uint8", 0, 256}, {"uint8", 3, 4},
+      {"int16", -32768, 32768}, {"int16", -1000, 999}, {"uint16", 0, 65536}, {"uint16", 100, 40000},
+      {"int32", -(1 << 31), 1 << 31}, {"int32", -7, 1 << 30}, {"uint32", 0, 1 << 32},
+      {"uint32", 0, (1 << 31) + 1},                                     -- rejects about half the words
+      {"int64", -5, (1 << 31) - 4}, {"int64", 10, 10 + (1 << 32)}, {"int64", 0, (1 << 32) + 1},
+      {"int64", -(1 << 40), 3 * (1 << 40) + 12345}, {"int64", 0, 3 * (1 << 61) + 7},   -- 64-bit words
+      {"int64", math.mininteger, 2.0 ^ 63}, {"int64", math.mininteger, math.maxinteger},
+      {"uint64", 0, 2.0 ^ 64}, {"uint64", 2.0 ^ 63, 2.0 ^ 64}, {"uint64", 2.0 ^ 64 - 4096, 2.0 ^ 64},
+      {"uint64", 12, 2.0 ^ 63 + 2.0 ^ 62},
+    }
+    for _, case in ipairs(cases) do
+      local dtype, low, high = table.unpack(case)
+      local seed = math.random(0, 1 << 50)
+      local a = random.randint(low, high, 1027, dtype, {seed = seed})
+      assert.are.equal(dtype, a.dtype)
+      assert_values(random.reference_randint(1027, low, high, dtype, seed), a,
+                    ("randint(%s, %s) %s"):format(low, high, dtype))
+    end
+    local seed = math.random(0, 1 << 50)
+    local m = random.randint(-3, 100, {3, 7}, {seed = seed})
+    assert.are.equal("int64", m.dtype)
+    assert.are.same({3, 7}, m.shape)
+    assert_values(random.reference_randint(21, -3, 100, "int64", seed), m, "randint of a matrix")
+    assert.are.same({0, 4}, random.randint(0, 5, {0, 4}, "int8").shape)
+  end)
+
+  helpers.gpu_it("advance the default generator's counter by the blocks each call draws", function()
+    local seed = math.random(0, 1 << 40)
+    random.seed(seed)
+    local a = random.rand(5)                             -- blocks 0 and 1, four values each
+    local b = random.randint(0, 10, 9, "int16")          -- 2 to 4, four integers each
+    local c = random.randint(0, 2.0 ^ 50, 3)             -- 5 and 6, two 64-bit words each
+    local d = random.uniform(1, 2, 3, "float64")         -- 7 and 8
+    local e = random.normal(0, 2, 6)                     -- 9 and 10
+    random.randint(0, 10, 4, "int8", {seed = 1})         -- its own counter: the default's stays
+    local k = random.randint(0, 1000, 4, "int32")        -- 11
+    assert_values(random.reference(5, "float32", false, seed), a, "rand")
+    assert_values(random.reference_randint(9, 0, 10, "int16", seed, 2), b, "randint")
+    assert_values(random.reference_randint(3, 0, 2.0 ^ 50, "int64", seed, 5), c, "wide randint")
+    assert_values(random.reference_uniform(3, 1, 2, "float64", seed, 7), d, "uniform")
+    local he, want_e = R.get(e), random.reference_normal(6, 0, 2, "float32", seed, 9)
+    for i = 1, 6 do assert(math.abs(he[i] - want_e[i]) <= 1e-5 * (1 + math.abs(want_e[i])), "normal " .. i) end
+    assert_values(random.reference_randint(4, 0, 1000, "int32", seed, 11), k, "randint after a seeded call")
+  end)
+
+  helpers.gpu_it("randint reaches both ends of [low, high) and stays inside, for int8 to uint64", function()
+    local function bits(v)
+      if math.type(v) == "integer" then return v end
+      return math.tointeger(v >= 2.0 ^ 63 and v - 2.0 ^ 64 or v)
+    end
+    -- {low, high, high - low}: the least and the greatest values of each dtype
+    local ends = {
+      int8 = {{-128, -125, 3}, {125, 128, 3}}, uint8 = {{0, 3, 3}, {253, 256, 3}},
+      int16 = {{-32768, -32765, 3}, {32765, 32768, 3}}, uint16 = {{0, 3, 3}, {65533, 65536, 3}},
+      int32 = {{-(1 << 31), 3 - (1 << 31), 3}, {(1 << 31) - 3, 1 << 31, 3}},
+      uint32 = {{0, 3, 3}, {(1 << 32) - 3, 1 << 32, 3}},
+      int64 = {{math.mininteger, math.mininteger + 3, 3}, {math.maxinteger - 2, 2.0 ^ 63, 3}},
+      uint64 = {{0, 3, 3}, {2.0 ^ 64 - 4096, 2.0 ^ 64, 4096}},
+    }
+    for dtype, ranges in pairs(ends) do
+      for _, range in ipairs(ranges) do
+        local low, high, count = table.unpack(range)
+        local n = count == 3 and 3000 or 200000
+        local h = R.get(random.randint(low, high, n, dtype))
+        local seen, distinct = {}, 0
+        for i = 1, n do
+          local offset = h[i] - bits(low)        -- wraps where low is a uint64's top half
+          assert(offset >= 0 and offset < count, ("%s: %s outside [%s, %s)"):format(dtype, h[i], low, high))
+          if not seen[offset] then seen[offset], distinct = true, distinct + 1 end
+        end
+        assert(seen[0] and seen[count - 1], ("%s [%s, %s): an end never drawn"):format(dtype, low, high))
+        assert.are.equal(count, distinct)
+      end
+    end
+    -- wider than 2^32: inside, near both ends, the mean in the middle (5 sigma)
+    local n = 100000
+    local low, high = -(1 << 40), (1 << 40) + 5
+    local h = R.get(random.randint(low, high, n))
+    local least, greatest, sum = math.maxinteger, math.mininteger, 0
+    for i = 1, n do
+      local v = h[i]
+      assert(v >= low and v < high, "outside: " .. v)
+      least, greatest, sum = math.min(least, v), math.max(greatest, v), sum + v
+    end
+    local width = high - low
+    assert(least < low + width / 1000 and greatest > high - width / 1000, "not spread")
+    assert(math.abs(sum / n - (low + high - 1) / 2) <= 5 * width / math.sqrt(12 * n), "mean " .. sum / n)
+    -- all of uint64 and of int64: the top bit set in half of them
+    for _, case in ipairs{{"uint64", 0, 2.0 ^ 64}, {"int64", math.mininteger, 2.0 ^ 63}} do
+      local hh = R.get(random.randint(case[2], case[3], n, case[1]))
+      local top = 0
+      for i = 1, n do if hh[i] < 0 then top = top + 1 end end
+      assert(math.abs(top - n / 2) <= 5 * math.sqrt(n / 4), case[1] .. ": top bit " .. top)
+    end
+  end)
+
+  helpers.gpu_it("repeat per seed, on streams too, and move on without one", function()
+    local makers = {
+      function(o) return random.randint(-50, 50, 300, "int8", o) end,
+      function(o) return random.randint(0, 2.0 ^ 64, 300, "uint64", o) end,
+      function(o) return random.uniform(-1, 1, 300, "float64", o) end,
+      function(o) return random.normal(3, 2, 300, "float32", o) end,
+    }
+    local s = gpu.Stream()
+    for k, make in ipairs(makers) do
+      local seed = math.random(0, 1 << 40)
+      local first = elements(make({seed = seed}))
+      assert.are.same(first, elements(make({seed = seed})), "maker " .. k)
+      assert.are_not.same(first, elements(make({seed = seed + 1})), "maker " .. k)
+      local on_stream = make({seed = seed, stream = s})
+      s:synchronize()
+      assert.are.same(first, elements(on_stream), "maker " .. k)
+      random.seed(seed)
+      local x = elements(make())
+      assert.are.same(first, x, "maker " .. k)               -- the default generator starts at 0
+      assert.are_not.same(x, elements(make()), "maker " .. k)   -- and moves on
+    end
   end)
 end)

@@ -1,21 +1,27 @@
--- gpu.random: uniform and normal random arrays from Philox4x32-10 (kernels/random.cu).
+-- gpu.random: random arrays from Philox4x32-10 (kernels/random.cu), with NumPy's names.
 --
---   gpu.random.rand(shape[, dtype[, {seed = n, stream = s}]])   uniform in [0, 1)
---   gpu.random.randn(shape[, dtype[, {seed = n, stream = s}]])  standard normal
---   gpu.random.seed(n)                                          reseeds the default generator
+--   gpu.random.rand(shape[, dtype][, {seed = n, stream = s}])   uniform in [0, 1)
+--   gpu.random.randn(shape[, dtype][, opts])                   standard normal
+--   gpu.random.uniform(low, high, shape[, dtype][, opts])      uniform in [low, high)
+--   gpu.random.normal(mean, std, shape[, dtype][, opts])       normal
+--   gpu.random.randint(low, high, shape[, dtype][, opts])      integers in [low, high), int64
+--   gpu.random.seed(n)                                         reseeds the default generator
 --
+-- Float dtypes are float32 (the default) and float64; randint takes every integer dtype.
 -- Counter-based: the numbers are a pure function of (seed, counter).  With {seed = n} a call
 -- starts at counter 0, so the same seed gives the same numbers; without it the default
 -- generator's seed is used and its counter advances, so successive calls differ.
--- M.philox and M.reference_* are the CPU twin of the kernels, for specs and users.
+-- M.philox and M.reference* are the CPU twin of the kernels, for specs and users.
 
 local core = require "gpu.core"
+local args = require "gpu.args"
 local kernel_cache = require "gpu.kernel_cache"
 local reduction = require "gpu.reduction"
 
 local M = {}
 
 local argerror, check_options = reduction.argerror, reduction.check_options
+local typename = args.typename
 
 -- Philox4x32-10 on the CPU: counter {c0, c1, c2, c3} and key {k0, k1} of 32-bit words.
 local M0, M1, W0, W1 = 0xD2511F53, 0xCD9E8D57, 0x9E3779B9, 0xBB67AE85
@@ -47,32 +53,123 @@ function M.philox(c, k)
   return {c0, c1, c2, c3}
 end
 
-local function words(seed, counter)
-  return M.philox({counter & MASK, (counter >> 32) & MASK, 0, 0}, {seed & MASK, (seed >> 32) & MASK})
+-- The four words of counter block `counter`, attempt `attempt` (random.cu's gpu_block_bits).
+local function words(seed, counter, attempt)
+  return M.philox({counter & MASK, (counter >> 32) & MASK, attempt or 0, 0},
+                  {seed & MASK, (seed >> 32) & MASK})
 end
 
 local function u01f(x) return (x >> 8) * 2.0^-24 end
 local function u01d(a, b) return (((a << 32) | b) >> 11) * 2.0^-53 end
 local function f32(x) return (string.unpack("f", string.pack("f", x))) end
 
+-- Integer ranges ---------------------------------------------------------------------------
+
+-- Each integer dtype's least value and its greatest plus one (randint's largest high).
+local INTEGER_BOUNDS = {
+  int8 = {-128, 128}, uint8 = {0, 256}, int16 = {-32768, 32768}, uint16 = {0, 65536},
+  int32 = {-(1 << 31), 1 << 31}, uint32 = {0, 1 << 32},
+  int64 = {math.mininteger, 2.0 ^ 63}, uint64 = {0, 2.0 ^ 64},
+}
+local INTEGER_DTYPES = "int8, uint8, int16, uint16, int32, uint32, int64 or uint64"
+
+local function number_text(v)
+  if math.type(v) == "float" and v == math.floor(v) and math.abs(v) < math.huge then
+    return ("%.0f"):format(v)
+  end
+  return tostring(v)
+end
+
+-- The 64 bits of a whole number from -2^63 to 2^64 (those from 2^63 on are floats, whose
+-- bits read as negative integers, as a uint64 element's do).
+local function integer_bits(v)
+  if math.type(v) == "integer" then return v end
+  if v >= 2.0 ^ 63 then return math.tointeger(v - 2.0 ^ 64) end
+  return math.tointeger(v)
+end
+
+-- a mod b of 64-bit unsigned bit patterns (b not 0).
+local function unsigned_mod(a, b)
+  if b < 0 then return math.ult(a, b) and a or a - b end     -- b >= 2^63: a < 2b
+  if a >= 0 then return a % b end
+  local r = (((a >> 1) % b) << 1) | (a & 1)                   -- < 2b
+  return math.ult(r, b) and r or r - b
+end
+
+-- The high 64 bits of the 128-bit product of two 64-bit unsigned bit patterns.
+local function multiply_high(a, b)
+  local a0, a1, b0, b1 = a & MASK, a >> 32, b & MASK, b >> 32
+  local p00, p01, p10 = a0 * b0, a0 * b1, a1 * b0
+  local middle = (p00 >> 32) + (p01 & MASK) + (p10 & MASK)
+  return a1 * b1 + (p01 >> 32) + (p10 >> 32) + (middle >> 32)
+end
+
+-- randint's bounds (arguments n and n + 1 of fname, n 1 by default) for dtype, checked: the
+-- bits of low, of the range high - low (0 for all of 2^64) and of the threshold below which
+-- Lemire's method rejects a word (2^w mod range), and whether the words are 64-bit (ranges
+-- beyond 2^32).
+local function integer_range(low, high, dtype, fname, n)
+  n = n or 1
+  for k = 1, 2 do
+    local v = select(k, low, high)
+    if type(v) ~= "number" or v ~= math.floor(v) or math.abs(v) == math.huge then
+      argerror(n + k - 1, fname, ("%s must be a whole number, got %s")
+                                 :format(k == 1 and "low" or "high",
+                                         type(v) == "number" and number_text(v) or typename(v)), 2)
+    end
+  end
+  local bounds = INTEGER_BOUNDS[dtype]
+  if low < bounds[1] then
+    argerror(n, fname, ("low %s is out of bounds for %s: at least %s")
+                       :format(number_text(low), dtype, number_text(bounds[1])), 2)
+  end
+  if high > bounds[2] then
+    argerror(n + 1, fname, ("high %s is out of bounds for %s: at most %s, as high is excluded")
+                       :format(number_text(high), dtype, number_text(bounds[2])), 2)
+  end
+  if low >= high then
+    argerror(n + 1, fname, ("high must be greater than low, got low %s and high %s")
+                       :format(number_text(low), number_text(high)), 2)
+  end
+  local low_bits = integer_bits(low)
+  local range = integer_bits(high) - low_bits          -- high - low, modulo 2^64
+  if range > 0 and range <= 1 << 32 then
+    return low_bits, range, (1 << 32) % range, false
+  end
+  return low_bits, range, range == 0 and 0 or unsigned_mod(-range, range), true
+end
+
+-- CPU references -----------------------------------------------------------------------------
+
+-- The checks of the references' count (argument 1), float dtype, seed and first counter.
+local function check_count(fname, count)
+  if math.type(count) ~= "integer" or count < 0 or count > 1 << 24 then
+    argerror(1, fname, ("count must be a whole number in [0, 2^24], got %s"):format(tostring(count)))
+  end
+end
+
+local function check_float_dtype(fname, dtype, n)
+  if dtype ~= "float32" and dtype ~= "float64" then
+    argerror(n, fname, ("'float32' or 'float64' expected, got %s"):format(tostring(dtype)))
+  end
+end
+
+local function check_seed(fname, seed, base, n)
+  if math.type(seed) ~= "integer" then
+    argerror(n, fname, ("integer seed expected, got %s"):format(type(seed)))
+  end
+  if base ~= nil and math.type(base) ~= "integer" then
+    argerror(n + 1, fname, ("integer counter expected, got %s"):format(type(base)))
+  end
+  return base or 0
+end
+
 -- The first count values the kernels give for (seed, dtype, normal), as Lua numbers.
 function M.reference(count, dtype, normal, seed, base)
   -- a CPU reference for the specs: small counts only
-  if math.type(count) ~= "integer" or count < 0 or count > 1 << 24 then
-    error(("bad argument #1 to 'reference' (count must be a whole number in [0, 2^24], got %s)")
-          :format(tostring(count)), 2)
-  end
-  if dtype ~= "float32" and dtype ~= "float64" then
-    error(("bad argument #2 to 'reference' ('float32' or 'float64' expected, got %s)")
-          :format(tostring(dtype)), 2)
-  end
-  if math.type(seed) ~= "integer" then
-    error(("bad argument #4 to 'reference' (integer seed expected, got %s)"):format(type(seed)), 2)
-  end
-  base = base or 0
-  if math.type(base) ~= "integer" then
-    error(("bad argument #5 to 'reference' (integer counter expected, got %s)"):format(type(base)), 2)
-  end
+  check_count("reference", count)
+  check_float_dtype("reference", dtype, 2)
+  base = check_seed("reference", seed, base, 4)
   local out = {}
   local j = 0
   while #out < count do
@@ -105,7 +202,80 @@ function M.reference(count, dtype, normal, seed, base)
   return out
 end
 
--- The default generator.
+-- reference's values as uniform and normal make them: shift + scale * v, in float64 each
+-- operation rounded, then rounded to dtype.
+local function affine_reference(fname, normal, count, shift, scale, dtype, seed, base)
+  check_count(fname, count)
+  check_float_dtype(fname, dtype, 4)
+  base = check_seed(fname, seed, base, 5)
+  local out = M.reference(count, dtype, normal, seed, base)
+  for i, v in ipairs(out) do
+    v = shift + scale * v
+    out[i] = dtype == "float32" and f32(v) or v
+  end
+  return out
+end
+
+local function check_number(v, n, fname, what)
+  if type(v) ~= "number" then
+    argerror(n, fname, ("%s must be a number, got %s"):format(what, typename(v)), 2)
+  end
+  return v
+end
+
+function M.reference_uniform(count, low, high, dtype, seed, base)
+  check_number(low, 2, "reference_uniform", "low")
+  check_number(high, 3, "reference_uniform", "high")
+  return affine_reference("reference_uniform", false, count, low, high - low, dtype, seed, base)
+end
+
+function M.reference_normal(count, mean, std, dtype, seed, base)
+  check_number(mean, 2, "reference_normal", "mean")
+  check_number(std, 3, "reference_normal", "std")
+  return affine_reference("reference_normal", true, count, mean, std, dtype, seed, base)
+end
+
+-- The first count integers randint(low, high, count, dtype, {seed = seed}) gives (from
+-- counter block base), as Lua integers (a uint64's bits, as its elements read).
+function M.reference_randint(count, low, high, dtype, seed, base)
+  check_count("reference_randint", count)
+  if INTEGER_BOUNDS[dtype] == nil then
+    argerror(4, "reference_randint", ("%s expected, got %s"):format(INTEGER_DTYPES, tostring(dtype)))
+  end
+  base = check_seed("reference_randint", seed, base, 5)
+  local low_bits, range, threshold, wide = integer_range(low, high, dtype, "reference_randint", 2)
+  local out = {}
+  for j = 0, (count - 1) // (wide and 2 or 4) do
+    local r = words(seed, base + j)
+    if not wide then
+      for q = 1, 4 do
+        local m, attempt = r[q] * range, 1
+        while m & MASK < threshold do
+          m, attempt = words(seed, base + j, attempt)[q] * range, attempt + 1
+        end
+        out[#out + 1] = low_bits + (m >> 32)
+      end
+    else
+      for q = 1, 3, 2 do
+        local x = (r[q] << 32) | r[q + 1]
+        if range ~= 0 then
+          local attempt = 1
+          while math.ult(x * range, threshold) do
+            local again = words(seed, base + j, attempt)
+            x, attempt = (again[q] << 32) | again[q + 1], attempt + 1
+          end
+          x = multiply_high(x, range)
+        end
+        out[#out + 1] = low_bits + x
+      end
+    end
+  end
+  for i = count + 1, #out do out[i] = nil end
+  return out
+end
+
+-- The default generator ----------------------------------------------------------------------
+
 local default = {seed = 0, counter = 0}
 
 function M.seed(n)
@@ -118,23 +288,37 @@ end
 M.seed(math.floor(os.time() * 1000003 + os.clock() * 1e6) ~ tonumber(tostring({}):match("0x(%x+)") or "0", 16))
 
 local BLOCK = 256
-local options = {seed = true, stream = true}
-local per_block = {float32 = 4, float64 = 2}
+local OPTIONS = {seed = true, stream = true}
+local FLOAT_KERNELS = {float32 = {per = 4, suffix = "f32"}, float64 = {per = 2, suffix = "f64"}}
 
-local function generate(fname, normal, shape, dtype, opts)
-  if shape == nil then argerror(1, fname, "shape expected, got no value") end
-  dtype = dtype or "float32"
-  if per_block[dtype] == nil then
-    argerror(2, fname, ("dtype must be float32 or float64, got %s"):format(
-      type(dtype) == "string" and "'" .. dtype .. "'" or type(dtype)))
-  end
-  opts = check_options(opts, 3, fname, options)
+-- The options of fname, argument n, whose seed option must be an integer.
+local function random_options(opts, n, fname, known)
+  opts = check_options(opts, n, fname, known or OPTIONS)
   if opts.seed ~= nil and math.type(opts.seed) ~= "integer" then
-    argerror(3, fname, "option 'seed' must be an integer, got " .. (math.type(opts.seed) or type(opts.seed)))
+    argerror(n, fname, "option 'seed' must be an integer, got " ..
+                       (math.type(opts.seed) or typename(opts.seed)), 2)
   end
-  local out = core.array_empty(shape, dtype)
+  return opts
+end
+
+-- dtype (argument n) and the options after it; a table in dtype's place is the options.
+-- Returns dtype (default_dtype when nil), the options and the options' argument number.
+local function dtype_and_options(dtype, opts, n, fname, default_dtype)
+  if type(dtype) == "table" and opts == nil then dtype, opts, n = nil, dtype, n - 1 end
+  return dtype or default_dtype, random_options(opts, n + 1, fname), n + 1
+end
+
+local function dtype_text(dtype)
+  return type(dtype) == "string" and "'" .. dtype .. "'" or typename(dtype)
+end
+
+-- Fills out (contiguous) with kernel `name` of random.cu, which makes `per` elements a
+-- counter block, passing the extra arguments after the counter's.  The counter blocks are
+-- {seed = n}'s from 0, else the default generator's next ones, which it moves past (even
+-- for an empty array: nothing is launched then).
+local function draw(name, per, out, opts, ...)
   local n = out.size
-  local blocks = (n + per_block[dtype] - 1) // per_block[dtype]
+  local blocks = (n + per - 1) // per
   local seed, base
   if opts.seed ~= nil then
     seed, base = opts.seed, 0
@@ -143,22 +327,97 @@ local function generate(fname, normal, shape, dtype, opts)
     default.counter = default.counter + blocks
   end
   if n == 0 then return out end
-  local name = ("gpu_rand_%s_%s"):format(normal and "normal" or "uniform", dtype == "float32" and "f32" or "f64")
   local f = kernel_cache.get("random|" .. name, function()
     return core.kernel_sources["random.cu"], name, nil, {no_extern_c = true, name = "random.cu"}
   end)
-  local grid = reduction.grid_stride_blocks(blocks, BLOCK)
-  f(out, n, seed & MASK, (seed >> 32) & MASK, base, {block = BLOCK, grid = grid, stream = opts.stream})
+  local arguments = {out, n, seed & MASK, (seed >> 32) & MASK, base, ...}
+  arguments[#arguments + 1] = {block = BLOCK, grid = reduction.grid_stride_blocks(blocks, BLOCK),
+                               stream = opts.stream}
+  f(table.unpack(arguments))
   return out
 end
 
-function M.rand(shape, dtype, opts) return generate("rand", false, shape, dtype, opts) end
-function M.randn(shape, dtype, opts) return generate("randn", true, shape, dtype, opts) end
+-- An array of shape and float dtype of shift + scale * (uniform or normal) numbers.
+local function draw_floats(normal, shape, dtype, opts, shift, scale)
+  local kernel = FLOAT_KERNELS[dtype]
+  local name = ("gpu_rand_%s_%s"):format(normal and "normal" or "uniform", kernel.suffix)
+  return draw(name, kernel.per, core.array_empty(shape, dtype), opts, shift, scale)
+end
+
+-- The checks that the float functions share: the shape (argument n), dtype and options.
+local function float_arguments(fname, shape, dtype, opts, n)
+  if shape == nil then argerror(n, fname, "shape expected, got no value", 2) end
+  shape = args.check_shape(shape, n, fname, 2)
+  local dtype_at = n + 1
+  dtype, opts = dtype_and_options(dtype, opts, dtype_at, fname, "float32")
+  if FLOAT_KERNELS[dtype] == nil then
+    argerror(dtype_at, fname, "dtype must be float32 or float64, got " .. dtype_text(dtype), 2)
+  end
+  return shape, dtype, opts
+end
+
+function M.rand(shape, dtype, opts)
+  shape, dtype, opts = float_arguments("rand", shape, dtype, opts, 1)
+  return draw_floats(false, shape, dtype, opts, 0, 1)
+end
+
+function M.randn(shape, dtype, opts)
+  shape, dtype, opts = float_arguments("randn", shape, dtype, opts, 1)
+  return draw_floats(true, shape, dtype, opts, 0, 1)
+end
+
+-- uniform(low, high, shape[, dtype][, opts]): NumPy's, low + (high - low) * rand's number,
+-- in float64 (each operation rounded) and then rounded to dtype, in one pass.  As NumPy
+-- warns, rounding can give high itself.  high < low is allowed (NumPy's), high - low must be
+-- finite (as NumPy's Generator requires).
+function M.uniform(low, high, shape, dtype, opts)
+  check_number(low, 1, "uniform", "low")
+  check_number(high, 2, "uniform", "high")
+  local scale = high - low
+  if scale ~= scale or math.abs(scale) == math.huge then
+    argerror(2, "uniform", "high - low must be finite, got " .. tostring(scale))
+  end
+  shape, dtype, opts = float_arguments("uniform", shape, dtype, opts, 3)
+  return draw_floats(false, shape, dtype, opts, low, scale)
+end
+
+-- normal(mean, std, shape[, dtype][, opts]): mean + std * randn's number, in float64 and
+-- then rounded to dtype, in one pass.  std must not be negative (NumPy's scale).
+function M.normal(mean, std, shape, dtype, opts)
+  check_number(mean, 1, "normal", "mean")
+  check_number(std, 2, "normal", "std")
+  if not (std >= 0) then argerror(2, "normal", "std must be non-negative, got " .. tostring(std)) end
+  shape, dtype, opts = float_arguments("normal", shape, dtype, opts, 3)
+  return draw_floats(true, shape, dtype, opts, mean, std)
+end
+
+-- Fills out (an integer array, contiguous) with randint's integers for low_bits, range,
+-- threshold and wide as integer_range gives them.
+local function draw_integers(out, opts, low_bits, range, threshold, wide)
+  if wide then return draw("gpu_randint_wide", 2, out, opts, low_bits, range, threshold) end
+  return draw("gpu_randint_" .. out.itemsize, 4, out, opts, low_bits, range, threshold)
+end
+
+-- randint(low, high, shape[, dtype][, opts]): NumPy's, integers uniform in [low, high)
+-- (high excluded), int64 unless dtype says otherwise; low and high are whole numbers within
+-- dtype's values (a uint64's from 2^63 up as floats).  Exactly uniform: see random.cu.
+function M.randint(low, high, shape, dtype, opts)
+  if shape == nil then argerror(3, "randint", "shape expected, got no value") end
+  shape = args.check_shape(shape, 3, "randint")
+  dtype, opts = dtype_and_options(dtype, opts, 4, "randint", "int64")
+  if INTEGER_BOUNDS[dtype] == nil then
+    argerror(4, "randint", ("dtype must be %s, got %s"):format(INTEGER_DTYPES, dtype_text(dtype)))
+  end
+  local low_bits, range, threshold, wide = integer_range(low, high, dtype, "randint")
+  return draw_integers(core.array_empty(shape, dtype), opts, low_bits, range, threshold, wide)
+end
 
 -- gpu.random holds the public functions only (not install).
 function M.install(gpu)
-  gpu.random = {rand = M.rand, randn = M.randn, seed = M.seed, philox = M.philox,
-                reference = M.reference}
+  gpu.random = {rand = M.rand, randn = M.randn, uniform = M.uniform, normal = M.normal,
+                randint = M.randint, seed = M.seed, philox = M.philox, reference = M.reference,
+                reference_uniform = M.reference_uniform, reference_normal = M.reference_normal,
+                reference_randint = M.reference_randint}
 end
 
 return M

@@ -54,7 +54,7 @@ describe("API.md", function()
                           "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "fmod"} do
       assert.are.equal("function", type(gpu.cumath[name]), "cumath." .. name)
     end
-    for _, name in ipairs{"rand", "randn", "uniform", "normal", "randint"} do
+    for _, name in ipairs{"rand", "randn", "uniform", "normal", "randint", "permutation", "shuffle", "choice"} do
       assert.are.equal("function", type(gpu.random[name]), "random." .. name)
     end
   end)
@@ -67,8 +67,9 @@ describe("API.md", function()
     local names = {}
     for name in pairs(gpu.random) do names[#names + 1] = name end
     table.sort(names)
-    assert.are.same({"normal", "philox", "rand", "randint", "randn", "reference", "reference_normal",
-                     "reference_randint", "reference_uniform", "seed", "uniform"}, names)
+    assert.are.same({"choice", "normal", "permutation", "philox", "rand", "randint", "randn", "reference",
+                     "reference_normal", "reference_randint", "reference_uniform", "seed", "shuffle",
+                     "uniform"}, names)
     -- gpu.gpuarray is the module itself, installer included: that checks its argument
     helpers.assert_error("bad argument #1 to 'install' (table expected, got number)", gpu.gpuarray.install, 1)
   end)

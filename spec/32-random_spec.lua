@@ -1,4 +1,5 @@
--- gpu.random: Philox4x32-10 uniform, normal and integer numbers, value for value against the CPU twin (random.reference*) where it gives them, else by
+-- gpu.random: Philox4x32-10 uniform, normal and integer numbers, permutations and choices,
+-- value for value against the CPU twin (random.reference*) where it gives them, else by
 -- their properties.
 local helpers = require "helpers"
 local R = require "reduction_helpers"
@@ -12,6 +13,19 @@ local function hex(words) return ("%08x %08x %08x %08x"):format(table.unpack(wor
 -- The words of counter block j under seed, as random.cu draws them.
 local function block(seed, j, attempt)
   return random.philox({j & MASK, j >> 32, attempt or 0, 0}, {seed & MASK, (seed >> 32) & MASK})
+end
+
+-- 1..n in the order permutation(n, {seed = seed}) gives: the places that sort the 64-bit keys
+-- (unsigned) stably.
+local function expected_permutation(n, seed, base)
+  local keys = random.reference_randint(n, 0, 2.0 ^ 64, "uint64", seed, base)
+  local order = {}
+  for i = 1, n do order[i] = i end
+  table.sort(order, function(x, y)
+    if keys[x] ~= keys[y] then return math.ult(keys[x], keys[y]) end
+    return x < y
+  end)
+  return order
 end
 
 -- Asserts that array a holds the list want, element by element (integers exactly).
@@ -34,6 +48,15 @@ local function elements(a)
     t[i] = type(v) == "table" and ("%s,%s"):format(v.re, v.im) or v
   end
   return t
+end
+
+-- The rows of the row-major list values (rows of `width` elements) at places.
+local function rows_at(values, width, places)
+  local out = {}
+  for _, p in ipairs(places) do
+    for j = 1, width do out[#out + 1] = values[(p - 1) * width + j] end
+  end
+  return out
 end
 
 describe("random numbers", function()
@@ -123,6 +146,12 @@ describe("random numbers", function()
 
   it("compile their kernels", function()
     assert.is_true(#gpu.compile(gpu.kernel_sources["random.cu"], {arch = "sm_90", no_extern_c = true}) > 0)
+    -- the elementwise kernels: rows gathered a unit of each element size, choice's pick and keys
+    local kernels = {random.pick_kernel(), random.key_kernel()}
+    for _, unit in ipairs{"uint8", "uint16", "uint32", "uint64"} do kernels[#kernels + 1] = random.gather_kernel(unit) end
+    for _, k in ipairs(kernels) do
+      assert.is_true(#gpu.compile(k.source, {arch = "sm_90", no_extern_c = true}) > 0, k.name)
+    end
   end)
 
   it("check arguments before touching a device", function()
@@ -190,6 +219,50 @@ describe("random numbers", function()
                          random.reference_uniform, 5, 0, 1, "float32")
     helpers.assert_error("bad argument #4 to 'reference_normal' ('float32' or 'float64' expected, got int8)",
                          random.reference_normal, 5, 0, 1, "int8", 1)
+  end)
+
+  it("check the arguments of permutation, shuffle and choice", function()
+    helpers.assert_error("bad argument #1 to 'permutation' (a whole number or a GPUArray expected, got string)",
+                         random.permutation, "x")
+    helpers.assert_error("bad argument #1 to 'permutation' (a whole number or a GPUArray expected, got 2.5)",
+                         random.permutation, 2.5)
+    helpers.assert_error("bad argument #1 to 'permutation' (a must not be negative, got -1)", random.permutation, -1)
+    helpers.assert_error("bad argument #2 to 'permutation' (unknown option 'axis')", random.permutation, 5, {axis = 1})
+    helpers.assert_error("bad argument #1 to 'shuffle' (GPUArray expected, got number)", random.shuffle, 5)
+    helpers.assert_error("bad argument #1 to 'choice' (a whole number or a GPUArray expected, got table)",
+                         random.choice, {1, 2}, 1)
+    helpers.assert_error("bad argument #1 to 'choice' (a must not be negative, got -1)", random.choice, -1, 1)
+    helpers.assert_error("bad argument #1 to 'choice' (cannot choose from an empty population)", random.choice, 0, 1)
+    helpers.assert_error("bad argument #2 to 'choice' (size expected, got no value)", random.choice, 5)
+    helpers.assert_error("bad argument #2 to 'choice' (shape must be a number or a table of whole numbers, got 1.5)",
+                         random.choice, 5, 1.5)
+    helpers.assert_error("bad argument #3 to 'choice' (unknown option 'weights')", random.choice, 5, 3, {weights = {}})
+    helpers.assert_error("bad argument #3 to 'choice' (option 'replace' must be a boolean, got number)",
+                         random.choice, 5, 3, {replace = 1})
+    helpers.assert_error("bad argument #2 to 'choice' (cannot take a sample of 6 from 5 without replacement)",
+                         random.choice, 5, 6, {replace = false})
+    helpers.assert_error("bad argument #2 to 'choice' (cannot take a sample of 6 from 5 without replacement)",
+                         random.choice, 5, {2, 3}, {replace = false, p = {0.2, 0.2, 0.2, 0.2, 0.2}})
+    helpers.assert_error("bad argument #3 to 'choice' (option 'p' must be 1-d of length 3, got shape (2,))",
+                         random.choice, 3, 2, {p = {0.5, 0.5}})
+    helpers.assert_error("bad argument #3 to 'choice' (option 'p' must be 1-d of length 2, got shape (1,2))",
+                         random.choice, 2, 2, {p = {{0.5, 0.5}}})
+    helpers.assert_error("bad argument #3 to 'choice' (option 'p' must be a GPUArray or a table of numbers)",
+                         random.choice, 2, 2, {p = {"a", "b"}})
+    helpers.assert_error("bad argument #3 to 'choice' (option 'p' must be a GPUArray or a table of numbers, got number)",
+                         random.choice, 2, 2, {p = 0.5})
+    helpers.assert_error("bad argument #3 to 'choice' (option 'p' has a negative probability, -0.25)",
+                         random.choice, 3, 2, {p = {0.5, 0.75, -0.25}})
+    helpers.assert_error("bad argument #3 to 'choice' (option 'p' contains NaN)",
+                         random.choice, 3, 2, {p = {0.5, 0 / 0, 0.5}})
+    helpers.assert_error("bad argument #3 to 'choice' (probabilities in option 'p' sum to 0.875, not 1)",
+                         random.choice, 3, 2, {p = {0.5, 0.25, 0.125}})
+    -- NumPy's tolerance for float64: sqrt(2^-52), about 1.5e-8
+    local off = 0.5 + (0.5 + 1e-7)
+    helpers.assert_error(("bad argument #3 to 'choice' (probabilities in option 'p' sum to %.17g, not 1)"):format(off),
+                         random.choice, 2, 2, {p = {0.5, 0.5 + 1e-7}})
+    helpers.assert_error("bad argument #3 to 'choice' (a sample of 3 without replacement needs as many nonzero "
+                         .. "probabilities, got 2)", random.choice, 4, 3, {replace = false, p = {0.5, 0, 0.5, 0}})
   end)
 
   helpers.gpu_it("equal the CPU reference, element by element", function()
@@ -320,15 +393,19 @@ describe("random numbers", function()
     local c = random.randint(0, 2.0 ^ 50, 3)             -- 5 and 6, two 64-bit words each
     local d = random.uniform(1, 2, 3, "float64")         -- 7 and 8
     local e = random.normal(0, 2, 6)                     -- 9 and 10
+    local f = random.permutation(5)                      -- 11 to 13: five 64-bit keys
+    local g = random.choice(7, 4)                        -- 14
     random.randint(0, 10, 4, "int8", {seed = 1})         -- its own counter: the default's stays
-    local k = random.randint(0, 1000, 4, "int32")        -- 11
+    local k = random.randint(0, 1000, 4, "int32")        -- 15
     assert_values(random.reference(5, "float32", false, seed), a, "rand")
     assert_values(random.reference_randint(9, 0, 10, "int16", seed, 2), b, "randint")
     assert_values(random.reference_randint(3, 0, 2.0 ^ 50, "int64", seed, 5), c, "wide randint")
     assert_values(random.reference_uniform(3, 1, 2, "float64", seed, 7), d, "uniform")
     local he, want_e = R.get(e), random.reference_normal(6, 0, 2, "float32", seed, 9)
     for i = 1, 6 do assert(math.abs(he[i] - want_e[i]) <= 1e-5 * (1 + math.abs(want_e[i])), "normal " .. i) end
-    assert_values(random.reference_randint(4, 0, 1000, "int32", seed, 11), k, "randint after a seeded call")
+    assert_values(expected_permutation(5, seed, 11), f, "permutation")
+    assert_values(random.reference_randint(4, 1, 8, "int64", seed, 14), g, "choice")
+    assert_values(random.reference_randint(4, 0, 1000, "int32", seed, 15), k, "randint after a seeded call")
   end)
 
   helpers.gpu_it("randint reaches both ends of [low, high) and stays inside, for int8 to uint64", function()
@@ -388,6 +465,18 @@ describe("random numbers", function()
       function(o) return random.randint(0, 2.0 ^ 64, 300, "uint64", o) end,
       function(o) return random.uniform(-1, 1, 300, "float64", o) end,
       function(o) return random.normal(3, 2, 300, "float32", o) end,
+      function(o) return random.permutation(300, o) end,
+      function(o) return random.choice(1000, 300, o) end,
+      function(o)
+        o = o or {}
+        o.replace = false
+        return random.choice(1000, 300, o)
+      end,
+      function(o)
+        o = o or {}
+        o.p = {0.25, 0.5, 0, 0.25}
+        return random.choice(4, 300, o)
+      end,
     }
     local s = gpu.Stream()
     for k, make in ipairs(makers) do
@@ -403,5 +492,212 @@ describe("random numbers", function()
       assert.are.same(first, x, "maker " .. k)               -- the default generator starts at 0
       assert.are_not.same(x, elements(make()), "maker " .. k)   -- and moves on
     end
+  end)
+
+  helpers.gpu_it("permutation gives the places that sort its 64-bit keys: exact, and a bijection", function()
+    for _, n in ipairs{0, 1, 2, 100, 257, 5000} do
+      local seed = math.random(0, 1 << 50)
+      local p = random.permutation(n, {seed = seed})
+      assert.are.equal("int64", p.dtype)
+      assert.are.same({n}, p.shape)
+      assert_values(expected_permutation(n, seed), p, "permutation of " .. n)
+    end
+    local n = 300007
+    local h = R.get(random.permutation(n))
+    local seen = {}
+    for i = 1, n do
+      local v = h[i]
+      assert(v >= 1 and v <= n and not seen[v], "not a bijection at " .. i)
+      seen[v] = true
+    end
+  end)
+
+  helpers.gpu_it("permutation and shuffle move whole rows, of every element size and of views", function()
+    local function values_of(dtype, count)
+      local t = {}
+      for i = 1, count do
+        if dtype:match("^complex") then t[i] = gpu.complex(i, -i)
+        elseif dtype == "bool" then t[i] = math.random() < 0.5
+        elseif dtype == "int8" then t[i] = i % 256 - 128
+        else t[i] = i end
+      end
+      return t
+    end
+    local function on_gpu(dtype, shape)
+      local count = 1
+      for _, d in ipairs(shape) do count = count * d end
+      return gpu.to_gpu(gpu.host.from_table(values_of(dtype, count), dtype)):reshape(shape), count
+    end
+    for _, dtype in ipairs{"bool", "int8", "int16", "float32", "float64", "complex64", "complex128"} do
+      for _, shape in ipairs{{700}, {700, 3}, {40, 2, 3}} do
+        local a, count = on_gpu(dtype, shape)
+        local seed = math.random(0, 1 << 50)
+        local p = random.permutation(a, {seed = seed})
+        assert.are.same(shape, p.shape)
+        assert.are.equal(dtype, p.dtype)
+        local want = rows_at(elements(a), count // shape[1], expected_permutation(shape[1], seed))
+        assert.are.same(want, elements(p), dtype)
+        random.shuffle(a, {seed = seed})
+        assert.are.same(want, elements(a), dtype)
+      end
+    end
+    local s = gpu.Stream()
+    local seed = math.random(0, 1 << 50)
+    -- a transposed view (gathered from a copy, shuffled back through the view)
+    local base = on_gpu("float32", {3, 500})
+    local view = base:transpose()
+    local want = rows_at(elements(view:copy()), 3, expected_permutation(500, seed))
+    assert.are.same(want, elements(random.permutation(view, {seed = seed})))
+    random.shuffle(view, {seed = seed})
+    assert.are.same(want, elements(view:copy()))
+    -- rows 2 to 600 of a matrix: contiguous at an offset, read in place
+    local matrix = on_gpu("float64", {600, 2})
+    local rows = matrix:narrow(1, 2, 599)
+    assert.is_true(rows.is_contiguous)
+    want = rows_at(elements(rows:copy()), 2, expected_permutation(599, seed))
+    assert.are.same(want, elements(random.permutation(rows, {seed = seed, stream = s})))
+    random.shuffle(rows, {seed = seed, stream = s})
+    s:synchronize()
+    assert.are.same(want, elements(rows:copy()))
+    local first_row = R.get(matrix)
+    assert.are.same({1, 2}, {first_row[1], first_row[2]})
+    -- no rows, and no axis
+    local empty = gpu.gpuarray.zeros({0, 3}, "float32")
+    assert.are.same({0, 3}, random.permutation(empty).shape)
+    random.shuffle(empty)
+    local scalar = gpu.gpuarray.zeros({}, "float32")
+    helpers.assert_error("bad argument #1 to 'permutation' (a 0-d array has no axis 1 to take rows along)",
+                         random.permutation, scalar)
+    helpers.assert_error("bad argument #1 to 'shuffle' (a 0-d array has no axis 1 to shuffle along)",
+                         random.shuffle, scalar)
+    helpers.assert_error("bad argument #1 to 'choice' (a 0-d array has no axis 1 to take rows along)",
+                         random.choice, scalar, 1)
+  end)
+
+  helpers.gpu_it("choice takes randint's places, a permutation's first ones, or the rows at them", function()
+    local seed = math.random(0, 1 << 50)
+    local c = random.choice(10, {3, 4}, {seed = seed})
+    assert.are.same({3, 4}, c.shape)
+    assert.are.equal("int64", c.dtype)
+    assert_values(random.reference_randint(12, 1, 11, "int64", seed), c, "choice with replacement")
+    local values = {}
+    for i = 1, 10 do values[i] = i / 4 end
+    local a = gpu.to_gpu(gpu.host.from_table(values, "float64")):reshape({5, 2})
+    local rows = random.choice(a, 7, {seed = seed})
+    assert.are.same({7, 2}, rows.shape)
+    assert.are.same(rows_at(values, 2, random.reference_randint(7, 1, 6, "int64", seed)), elements(rows))
+    local d = random.choice(50, 20, {replace = false, seed = seed})
+    assert_values({table.unpack(expected_permutation(50, seed), 1, 20)}, d, "choice without replacement")
+    assert.are.same(rows_at(values, 2, expected_permutation(5, seed)),
+                    elements(random.choice(a, 5, {replace = false, seed = seed})))
+    local h = R.get(random.choice(3000, {10, 30}, {replace = false}))
+    local seen = {}
+    for i = 1, 300 do
+      assert(h[i] >= 1 and h[i] <= 3000 and not seen[h[i]], "repeated or outside: " .. h[i])
+      seen[h[i]] = true
+    end
+    assert.are.same({0}, random.choice(5, 0).shape)
+    assert.are.same({0}, random.choice(0, 0).shape)
+    assert.are.same({0}, random.choice(5, 0, {replace = false}).shape)
+    assert.are.same({0, 2}, random.choice(a, {0}).shape)
+  end)
+
+  helpers.gpu_it("choice by p searches the running total: exact where it has no rounding", function()
+    local weights = {8, 0, 16, 4, 0, 20, 16, 0}          -- sixty-fourths: every running total exact
+    local p, cdf, total = {}, {}, 0
+    for i, w in ipairs(weights) do
+      p[i] = w / 64
+      total = total + p[i]
+      cdf[i] = total
+    end
+    local spread = {}                                     -- p at the even places of 16
+    for i = 1, 8 do spread[2 * i - 1], spread[2 * i] = 5, p[i] end
+    local forms = {p, gpu.to_gpu(gpu.host.from_table(p, "float32")),
+                   R.every(gpu.to_gpu(gpu.host.from_table(spread, "float64")):narrow(1, 2, 15), 2)}
+    assert.is_false(forms[3].is_contiguous)
+    local count = 2001
+    for k, given in ipairs(forms) do
+      local seed = math.random(0, 1 << 50)
+      local c = random.choice(8, count, {p = given, seed = seed})
+      local u = random.reference(count, "float64", false, seed)
+      local want = {}
+      for i = 1, count do
+        local j = 1
+        while cdf[j] <= u[i] do j = j + 1 end
+        want[i] = j
+      end
+      assert_values(want, c, "choice by p, form " .. k)
+    end
+  end)
+
+  helpers.gpu_it("choice by p draws each place as often as p says, never one of p 0", function()
+    local p = {0.1, 0, 0.2, 0.3, 0.4, 0}
+    local n = 1000000
+    local s = gpu.Stream()
+    local c = random.choice(6, n, {p = p, stream = s})
+    s:synchronize()
+    local h = R.get(c)
+    local counts = {0, 0, 0, 0, 0, 0}
+    for i = 1, n do
+      local v = h[i]
+      assert(v >= 1 and v <= 6, "outside: " .. v)
+      counts[v] = counts[v] + 1
+    end
+    for k = 1, 6 do
+      local sigma = math.sqrt(n * p[k] * (1 - p[k]))
+      assert(math.abs(counts[k] - n * p[k]) <= 5 * sigma, ("place %d: %d of %d"):format(k, counts[k], n))
+    end
+    assert.are.equal(0, counts[2])
+    assert.are.equal(0, counts[6])
+    -- without replacement: the places of nonzero p, each once; ordered pairs as often as drawing
+    -- one place at a time (NumPy's) gives them
+    local q = {0.5, 0, 0.25, 0.25, 0}
+    local all = R.get(random.choice(5, 3, {p = q, replace = false}))
+    local drawn = {all[1], all[2], all[3]}
+    table.sort(drawn)
+    assert.are.same({1, 3, 4}, drawn)
+    local chance = {["1,3"] = 1 / 4, ["1,4"] = 1 / 4, ["3,1"] = 1 / 6, ["3,4"] = 1 / 12, ["4,1"] = 1 / 6,
+                    ["4,3"] = 1 / 12}
+    local trials, pairs_drawn = 3000, {}
+    local weights = gpu.to_gpu(gpu.host.from_table(q, "float64"))
+    for t = 1, trials do
+      local two = R.get(random.choice(5, 2, {p = t % 2 == 0 and q or weights, replace = false}))
+      local key = two[1] .. "," .. two[2]
+      assert(chance[key], "drew " .. key)
+      pairs_drawn[key] = (pairs_drawn[key] or 0) + 1
+    end
+    for key, prob in pairs(chance) do
+      local sigma = math.sqrt(trials * prob * (1 - prob))
+      assert(math.abs((pairs_drawn[key] or 0) - trials * prob) <= 5 * sigma,
+             ("pair %s: %d of %d"):format(key, pairs_drawn[key] or 0, trials))
+    end
+  end)
+
+  helpers.gpu_it("choice checks a GPUArray p as a table, and refuses freed arrays", function()
+    local function on_gpu(t, dtype) return gpu.to_gpu(gpu.host.from_table(t, dtype or "float64")) end
+    helpers.assert_error("bad argument #3 to 'choice' (option 'p' has a negative probability, -0.25)",
+                         random.choice, 3, 2, {p = on_gpu({0.5, 0.75, -0.25})})
+    helpers.assert_error("bad argument #3 to 'choice' (option 'p' contains NaN)",
+                         random.choice, 3, 2, {p = on_gpu({0.5, 0 / 0, 0.5})})
+    helpers.assert_error("bad argument #3 to 'choice' (probabilities in option 'p' sum to 0.875, not 1)",
+                         random.choice, 3, 2, {p = on_gpu({0.5, 0.25, 0.125})})
+    helpers.assert_error("bad argument #3 to 'choice' (option 'p' must be 1-d of length 3, got shape (4,))",
+                         random.choice, 3, 2, {p = on_gpu({0.25, 0.25, 0.25, 0.25})})
+    helpers.assert_error("bad argument #3 to 'choice' (option 'p' must be real, got complex64)",
+                         random.choice, 2, 1, {p = on_gpu({gpu.complex(0.5, 0), gpu.complex(0.5, 0)}, "complex64")})
+    helpers.assert_error("bad argument #3 to 'choice' (a sample of 2 without replacement needs as many nonzero "
+                         .. "probabilities, got 1)", random.choice, 3, 2, {replace = false, p = on_gpu({0, 1, 0})})
+    -- float32's tolerance is sqrt(2^-23), about 3.5e-4: float32 p off by 1e-4 passes, a table does not
+    local near = {0.5, 0.5 + 1e-4}
+    assert.are.same({3}, random.choice(2, 3, {p = on_gpu(near, "float32")}).shape)
+    helpers.assert_error(("bad argument #3 to 'choice' (probabilities in option 'p' sum to %.17g, not 1)")
+                         :format(0.5 + (0.5 + 1e-4)), random.choice, 2, 3, {p = near})
+    local a, p = on_gpu({1, 2, 3}), on_gpu({0.5, 0.5, 0})
+    p:free()
+    helpers.assert_error("bad argument #3 to 'choice' (array has been freed)", random.choice, 3, 2, {p = p})
+    a:free()
+    helpers.assert_error("bad argument #1 to 'permutation' (array has been freed)", random.permutation, a)
+    helpers.assert_error("bad argument #1 to 'shuffle' (array has been freed)", random.shuffle, a)
+    helpers.assert_error("bad argument #1 to 'choice' (array has been freed)", random.choice, a, 1)
   end)
 end)

@@ -5,23 +5,32 @@
 --   gpu.random.uniform(low, high, shape[, dtype][, opts])      uniform in [low, high)
 --   gpu.random.normal(mean, std, shape[, dtype][, opts])       normal
 --   gpu.random.randint(low, high, shape[, dtype][, opts])      integers in [low, high), int64
+--   gpu.random.permutation(n or a[, opts])                     1..n shuffled, or a's rows
+--   gpu.random.shuffle(a[, opts])                              a's rows shuffled in place
+--   gpu.random.choice(n or a, size[, {replace =, p =, seed =, stream =}])
 --   gpu.random.seed(n)                                         reseeds the default generator
 --
 -- Float dtypes are float32 (the default) and float64; randint takes every integer dtype.
 -- Counter-based: the numbers are a pure function of (seed, counter).  With {seed = n} a call
 -- starts at counter 0, so the same seed gives the same numbers; without it the default
--- generator's seed is used and its counter advances, so successive calls differ.
+-- generator's seed is used and its counter advances, so successive calls differ.  Places
+-- (permutation's, choice's) are 1-based, as argsort's; "rows" are the slices along axis 1.
 -- M.philox and M.reference* are the CPU twin of the kernels, for specs and users.
 
 local core = require "gpu.core"
 local args = require "gpu.args"
+local ew = require "gpu.elementwise"
 local kernel_cache = require "gpu.kernel_cache"
 local reduction = require "gpu.reduction"
+local promote = require "gpu.promote"
 
 local M = {}
 
 local argerror, check_options = reduction.argerror, reduction.check_options
-local typename = args.typename
+local check_array, typename = reduction.check_array, args.typename
+local GPUArray = core.types.GPUArray
+
+local ga   -- gpu.gpuarray, set by install
 
 -- Philox4x32-10 on the CPU: counter {c0, c1, c2, c3} and key {k0, k1} of 32-bit words.
 local M0, M1, W0, W1 = 0xD2511F53, 0xCD9E8D57, 0x9E3779B9, 0xBB67AE85
@@ -412,10 +421,277 @@ function M.randint(low, high, shape, dtype, opts)
   return draw_integers(core.array_empty(shape, dtype), opts, low_bits, range, threshold, wide)
 end
 
+-- Permutations and choices ---------------------------------------------------------------------
+
+-- 1..n in random order (an int64 array): the places that sort n random 64-bit keys, by the
+-- project's stable sort, so a bijection whatever the keys.  Every order is equally likely
+-- but where two keys tie (probability below n^2 / 2^65), which keeps those two in place order.
+local function shuffled_places(n, opts)
+  local keys = draw_integers(core.array_empty({n}, "uint64"), opts, 0, 0, 0, true)
+  local places = require("gpu.sort").argsort(keys, {stream = opts.stream})
+  core.free_after(keys, opts.stream)
+  return places
+end
+
+-- Row gathers by element size, in units of unsigned integers of up to 8 bytes.
+local UNITS = {[1] = "uint8", [2] = "uint16", [4] = "uint32", [8] = "uint64"}
+local gathers = {}
+function M.gather_kernel(unit_dtype)
+  local k = gathers[unit_dtype]
+  if k == nil then
+    local ctype = core.dtype(unit_dtype).ctype
+    k = ew.ElementwiseKernel(
+      ("%s *out, const %s *source, const long long *places, long long row_units"):format(ctype, ctype),
+      "out[i] = source[(places[i / row_units] - 1) * row_units + i % row_units]", "random_rows")
+    gathers[unit_dtype] = k
+  end
+  return k
+end
+
+-- A new array of a's rows at places (an int64 array of 1-based places along a's axis 1, all
+-- in range): of places' shape followed by a's other axes.  One kernel, over a's bytes.
+local function rows_of(a, places, stream)
+  local shape, a_shape = places.shape, a.shape
+  for d = 2, a.ndim do shape[#shape + 1] = a_shape[d] end
+  local out = core.array_empty(shape, a.dtype)
+  if out.size == 0 then return out end
+  local unit = math.min(a.itemsize, 8)             -- a complex128 is two 8-byte units
+  local source = a
+  if not a.is_contiguous or a.offset % unit ~= 0 then
+    source = a:copy(stream and {stream = stream})
+  end
+  local unit_dtype = UNITS[unit]
+  local row_units = a.size // a_shape[1] * a.itemsize // unit
+  M.gather_kernel(unit_dtype)(core.array_view(out, 0, unit_dtype, {out.nbytes // unit}),
+                              core.array_view(source, 0, unit_dtype, {source.nbytes // unit}),
+                              places, row_units, {stream = stream})
+  if source ~= a then core.free_after(source, stream) end
+  return out
+end
+
+-- Argument 1 of fname: a GPUArray of 1 or more axes, or a whole number n >= 0.  Returns
+-- the population's size and the array (nil for a number).
+local function population(x, fname)
+  if getmetatable(x) == GPUArray then
+    check_array(x, 1, fname)
+    if x.ndim == 0 then argerror(1, fname, "a 0-d array has no axis 1 to take rows along", 2) end
+    return x.shape[1], x
+  end
+  local n = math.type(x) and math.tointeger(x)
+  if n == nil then
+    argerror(1, fname, "a whole number or a GPUArray expected, got " ..
+                       (type(x) == "number" and tostring(x) or typename(x)), 2)
+  end
+  if n < 0 then argerror(1, fname, ("a must not be negative, got %d"):format(n), 2) end
+  return n, nil
+end
+
+-- permutation(n or a[, opts]): NumPy's, 1..n in random order (int64), or a copy of a with
+-- its rows in random order.
+function M.permutation(x, opts)
+  local n, a = population(x, "permutation")
+  opts = random_options(opts, 2, "permutation")
+  local places = shuffled_places(n, opts)
+  if a == nil then return places end
+  local result = rows_of(a, places, opts.stream)
+  core.free_after(places, opts.stream)
+  return result
+end
+
+-- shuffle(a[, opts]): NumPy's, a's rows in random order, in place; returns nothing.
+function M.shuffle(a, opts)
+  check_array(a, 1, "shuffle")
+  if a.ndim == 0 then argerror(1, "shuffle", "a 0-d array has no axis 1 to shuffle along") end
+  opts = random_options(opts, 2, "shuffle")
+  local stream = opts.stream
+  local places = shuffled_places(a.shape[1], opts)
+  local shuffled = rows_of(a, places, stream)
+  core.free_after(places, stream)
+  if shuffled.size > 0 then ew.launch(ew.copy_program(a.dtype), a, stream, "shuffle", shuffled) end
+  core.free_after(shuffled, stream)
+end
+
+local CHOICE_OPTIONS = {replace = true, p = true, seed = true, stream = true}
+-- Machine epsilons: p must sum to 1 within the square root of float64's, or of p's own
+-- dtype's where that is coarser (NumPy's tolerance).
+local EPSILON = {float16 = 2.0 ^ -10, bfloat16 = 2.0 ^ -7, float32 = 2.0 ^ -23, float64 = 2.0 ^ -52}
+
+-- choice's option p (argument 3) for a population of n: a contiguous float64 array of the
+-- probabilities, checked as NumPy checks them (none NaN nor negative, summing to 1), and
+-- whether that array is choice's to free.  `needed` of them must be positive (a sample
+-- without replacement).  A table is checked on the host; an array's least value and sum
+-- (and count of nonzero values, where needed) are read back.
+local function probabilities(p, n, needed, a, stream)
+  local fname = "choice"
+  local host
+  if type(p) == "table" and getmetatable(p) == nil then
+    local ok, h = pcall(core.host.from_table, p, "float64")
+    if not ok then argerror(3, fname, "option 'p' must be a GPUArray or a table of numbers", 2) end
+    host = h
+  elseif getmetatable(p) == GPUArray then
+    check_array(p, 3, fname)
+  else
+    argerror(3, fname, "option 'p' must be a GPUArray or a table of numbers, got " .. typename(p), 2)
+  end
+  local given = host or p
+  if given.ndim ~= 1 or given.size ~= n then
+    argerror(3, fname, ("option 'p' must be 1-d of length %d, got shape %s")
+                       :format(n, promote.shape_text(given.shape)), 2)
+  end
+  local pd, made, least, sum, positive
+  if host then
+    least, sum, positive = math.huge, 0, 0
+    for i = 1, n do
+      local v = host[i]
+      if v ~= v or v < least then least = v end       -- a NaN stays
+      sum = sum + v
+      if v > 0 then positive = positive + 1 end
+    end
+  else
+    if core.dtype(p.dtype).kind == "c" then
+      argerror(3, fname, "option 'p' must be real, got " .. p.dtype, 2)
+    end
+    if a ~= nil and p.device ~= a.device then
+      argerror(3, fname, ("option 'p' is on device %d, a on device %d"):format(p.device, a.device), 2)
+    end
+    pd, made = p, false
+    if p.dtype ~= "float64" then pd, made = p:astype("float64", {stream = stream}), true
+    elseif not p.is_contiguous then pd, made = p:copy({stream = stream}), true end
+    least, sum = math.huge, 0
+    if n > 0 then
+      local lowest, total = ga.min(pd, {stream = stream}), ga.sum(pd, {stream = stream})
+      if stream then stream:synchronize() end
+      least, sum = lowest[1], total[1]
+      lowest:free()
+      total:free()
+    end
+  end
+  local function fail(msg)
+    if made then pd:free() end
+    argerror(3, fname, msg, 3)
+  end
+  if least ~= least then fail("option 'p' contains NaN") end
+  if least < 0 then fail("option 'p' has a negative probability, " .. tostring(least)) end
+  local tolerance = math.sqrt(math.max(EPSILON.float64, EPSILON[given.dtype] or 0))
+  if not (math.abs(sum - 1) <= tolerance) then
+    fail(("probabilities in option 'p' sum to %.17g, not 1"):format(sum))
+  end
+  if needed > 0 then
+    positive = positive or ga.count_nonzero(pd)
+    if positive < needed then
+      fail(("a sample of %d without replacement needs as many nonzero probabilities, got %d")
+           :format(needed, positive))
+    end
+  end
+  if host then pd, made = ga.to_gpu(host), true end
+  return pd, made
+end
+
+-- place[i]: the first place (1-based) whose running total of p exceeds u[i] * p's total
+-- (NumPy's cdf search), then the nearest place of a positive p, later ones first: the scan's
+-- rounding may leave a zero-probability place a hair above the one before it.
+local PICK_PREAMBLE = [[
+__device__ long long lg_pick(double u, const double *p, const double *cdf, long long n) {
+  const double target = u * cdf[n - 1];
+  long long low = 0, high = n - 1;          // the first place with cdf > target: in [low, high]
+  while (low < high) {
+    const long long middle = low + (high - low) / 2;
+    if (cdf[middle] > target) high = middle; else low = middle + 1;
+  }
+  long long place = low;
+  while (place < n && p[place] == 0) place++;
+  if (place == n) {                         // none later: some p before low is positive
+    place = low;
+    while (p[place] == 0) place--;
+  }
+  return place + 1;
+}]]
+
+local pick_kernel, key_kernel
+function M.pick_kernel()
+  pick_kernel = pick_kernel or ew.ElementwiseKernel(
+    "long long *place, const double *u, const double *p, const double *cdf, long long n",
+    "place[i] = lg_pick(u[i], p, cdf, n)", "random_pick", {preamble = PICK_PREAMBLE})
+  return pick_kernel
+end
+
+-- Keys whose ascending order is a weighted sample without replacement (Efraimidis and
+-- Spirakis, 2006): an exponential number over p, whose order is that of drawing one place
+-- at a time with probability p among those left; a zero p sorts last (NaN).
+function M.key_kernel()
+  key_kernel = key_kernel or ew.ElementwiseKernel("double *key, const double *p",
+    "key[i] = p[i] > 0 ? -log1p(-key[i]) / p[i] : __longlong_as_double(0x7ff8000000000000ll)",
+    "random_keys")
+  return key_kernel
+end
+
+-- The first count of an int64 array of places (a copy of them, in shape), which is freed.
+local function first_places(places, count, shape, stream)
+  local kept = places:narrow(1, 1, count):copy(stream and {stream = stream})
+  core.free_after(places, stream)
+  return kept:reshape(shape)
+end
+
+-- choice(n or a, size[, {replace = true, p =, seed =, stream =}]): NumPy's, a sample of
+-- size (a shape) places of 1..n (int64), or of a's rows (the result of shape size followed
+-- by a's other axes).  With replacement, uniform (randint's), or by the probabilities p
+-- (a GPUArray or a table) through their running total (in float64: a place's chance is its
+-- p to within that total's rounding and the 2^-53 steps of the uniform number); without, the
+-- first of a permutation, or by p the first of keys that order the places as drawing them
+-- one at a time does.
+function M.choice(x, size, opts)
+  local fname = "choice"
+  local n, a = population(x, fname)
+  if size == nil then argerror(2, fname, "size expected, got no value") end
+  local shape = args.check_shape(size, 2, fname)
+  opts = random_options(opts, 3, fname, CHOICE_OPTIONS)
+  local replace, stream = opts.replace, opts.stream
+  if replace == nil then replace = true end
+  if type(replace) ~= "boolean" then
+    argerror(3, fname, "option 'replace' must be a boolean, got " .. typename(replace))
+  end
+  local count = 1
+  for _, d in ipairs(shape) do count = count * d end
+  if n == 0 and count > 0 then argerror(1, fname, "cannot choose from an empty population") end
+  if not replace and count > n then
+    argerror(2, fname, ("cannot take a sample of %d from %d without replacement"):format(count, n))
+  end
+  local places
+  if opts.p ~= nil then
+    local pd, made = probabilities(opts.p, n, replace and 0 or count, a, stream)
+    if replace then
+      local cdf = ga.cumsum(pd, {stream = stream})
+      local u = draw_floats(false, shape, "float64", opts, 0, 1)
+      places = core.array_empty(shape, "int64")
+      if count > 0 then M.pick_kernel()(places, u, pd, cdf, n, {stream = stream}) end
+      core.free_after(u, stream)
+      core.free_after(cdf, stream)
+    else
+      local keys = draw_floats(false, {n}, "float64", opts, 0, 1)
+      if n > 0 then M.key_kernel()(keys, pd, {stream = stream}) end
+      local order = require("gpu.sort").argsort(keys, {stream = stream})
+      core.free_after(keys, stream)
+      places = first_places(order, count, shape, stream)
+    end
+    if made then core.free_after(pd, stream) end
+  elseif replace then
+    places = core.array_empty(shape, "int64")
+    if n > 0 then draw_integers(places, opts, integer_range(1, n + 1, "int64", fname)) end
+  else
+    places = first_places(shuffled_places(n, opts), count, shape, stream)
+  end
+  if a == nil then return places end
+  local result = rows_of(a, places, stream)
+  core.free_after(places, stream)
+  return result
+end
+
 -- gpu.random holds the public functions only (not install).
 function M.install(gpu)
+  ga = gpu.gpuarray
   gpu.random = {rand = M.rand, randn = M.randn, uniform = M.uniform, normal = M.normal,
-                randint = M.randint, seed = M.seed, philox = M.philox, reference = M.reference,
+                randint = M.randint, permutation = M.permutation, shuffle = M.shuffle,
+                choice = M.choice, seed = M.seed, philox = M.philox, reference = M.reference,
                 reference_uniform = M.reference_uniform, reference_normal = M.reference_normal,
                 reference_randint = M.reference_randint}
 end

@@ -311,10 +311,10 @@ local function random_options(opts, n, fname, known)
 end
 
 -- dtype (argument n) and the options after it; a table in dtype's place is the options.
--- Returns dtype (default_dtype when nil), the options and the options' argument number.
+-- Returns dtype (default_dtype when nil) and the checked options.
 local function dtype_and_options(dtype, opts, n, fname, default_dtype)
   if type(dtype) == "table" and opts == nil then dtype, opts, n = nil, dtype, n - 1 end
-  return dtype or default_dtype, random_options(opts, n + 1, fname), n + 1
+  return dtype or default_dtype, random_options(opts, n + 1, fname)
 end
 
 local function dtype_text(dtype)

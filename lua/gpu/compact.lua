@@ -94,7 +94,24 @@ function M.extract(condition, a)
   return out
 end
 
-local unravel        -- flat index, row-major stride, axis length -> 1-based index along the axis
+-- compact.flat_indices(a) -> int64 array of the 0-based flat (row-major) indices of the
+-- nonzero elements of a (not empty): nonzero's, argwhere's and flatnonzero's first step.
+function M.flat_indices(a)
+  local mask, new_mask = truth(a)
+  local flat = true_indices(mask)
+  if new_mask then release(mask) end
+  return flat
+end
+
+-- compact.unravel(flat, stride, length[, {out =}]) -> the 1-based indices along an axis of
+-- length elements, stride elements apart in row-major order, of the 0-based flat indices.
+local unravel
+function M.unravel(...)
+  unravel = unravel or require("gpu.fuse").fuse(function(f, stride, length)
+    return f // stride % length + 1
+  end, "nonzero_unravel")
+  return unravel(...)
+end
 
 function M.nonzero(a)
   check_array(a, 1, "nonzero")
@@ -104,15 +121,10 @@ function M.nonzero(a)
     for d = 1, a.ndim do results[d] = core.array_empty({0}, "int64") end
     return table.unpack(results, 1, a.ndim)
   end
-  local mask, new_mask = truth(a)
-  local flat = true_indices(mask)
-  if new_mask then release(mask) end
-  unravel = unravel or require("gpu.fuse").fuse(function(f, stride, length)
-    return f // stride % length + 1
-  end, "nonzero_unravel")
+  local flat = M.flat_indices(a)
   local shape, stride = a.shape, 1
   for d = a.ndim, 1, -1 do
-    results[d] = flat.size > 0 and unravel(flat, stride, shape[d]) or core.array_empty({0}, "int64")
+    results[d] = flat.size > 0 and M.unravel(flat, stride, shape[d]) or core.array_empty({0}, "int64")
     stride = stride * shape[d]
   end
   release(flat)

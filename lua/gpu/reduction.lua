@@ -373,6 +373,50 @@ function ops.var_deviation(dtype, work)
           finish = function(a) return store(out, a) end}
 end
 
+-- linalg.norm's reductions, each one pass: of the magnitudes |x| (a complex value's hypot of
+-- its parts), norm2 the square root of the sum of their squares (the sum alone:
+-- sum_squares), norm1 their sum, norm_max and norm_min their greatest and least (a NaN
+-- wins), norm0 the count of nonzero elements.  The result is a norm's float dtype
+-- (M.var_dtype: integers and bools give float64, as NumPy converts them first), summed in
+-- sum's accumulator for it.
+local NORM_PARTS = [[
+__device__ __forceinline__ float lg_norm_abs(float v) { return fabsf(v); }
+__device__ __forceinline__ double lg_norm_abs(double v) { return fabs(v); }
+__device__ __forceinline__ float lg_norm_abs(lg_complex64 z) { return lg_abs(z); }
+__device__ __forceinline__ double lg_norm_abs(lg_complex128 z) { return lg_abs(z); }
+__device__ __forceinline__ float lg_norm_square(float v) { return v * v; }
+__device__ __forceinline__ double lg_norm_square(double v) { return v * v; }
+__device__ __forceinline__ float lg_norm_square(lg_complex64 z) { return z.re * z.re + z.im * z.im; }
+__device__ __forceinline__ double lg_norm_square(lg_complex128 z) { return z.re * z.re + z.im * z.im; }
+__device__ __forceinline__ float lg_norm_nonzero(float v) { return v != 0.0f ? 1.0f : 0.0f; }
+__device__ __forceinline__ double lg_norm_nonzero(double v) { return v != 0.0 ? 1.0 : 0.0; }
+__device__ __forceinline__ float lg_norm_nonzero(lg_complex64 z) { return lg_nonzero(z) ? 1.0f : 0.0f; }
+__device__ __forceinline__ double lg_norm_nonzero(lg_complex128 z) { return lg_nonzero(z) ? 1.0 : 0.0; }]]
+
+local function norm_op(dtype, part, reduce, neutral, root)
+  local out = M.var_dtype(dtype)
+  local acc = sum_acc(out)
+  local complex = dtypes[dtype].kind == "c"
+  return {out = out, acc = acc, reduce = reduce, neutral = neutral, preamble = NORM_PARTS,
+          map = function(x)
+            return ("lg_norm_%s(%s)"):format(part, complex and x or convert(dtype, x, acc))
+          end,
+          finish = function(a)
+            return store(out, root and ("%s(%s)"):format(acc == "double" and "sqrt" or "sqrtf", a) or a)
+          end}
+end
+
+function ops.norm2(dtype) return norm_op(dtype, "square", "a + b", "0", true) end
+function ops.sum_squares(dtype) return norm_op(dtype, "square", "a + b", "0", false) end
+function ops.norm1(dtype) return norm_op(dtype, "abs", "a + b", "0", false) end
+function ops.norm0(dtype) return norm_op(dtype, "nonzero", "a + b", "0", false) end
+function ops.norm_max(dtype) return norm_op(dtype, "abs", "(a != a || a > b) ? a : b", "0", false) end
+function ops.norm_min(dtype)
+  local spec = norm_op(dtype, "abs", "(a != a || a < b) ? a : b", "0", false)
+  spec.neutral = infinity(spec.acc, false)
+  return spec
+end
+
 M.ops = ops
 
 -- Sources ----------------------------------------------------------------------------------
@@ -544,7 +588,9 @@ end
 local ORDER_FREE = {sum = true, prod = true, min = true, max = true, mean = true, any = true,
                     all = true, var_mean = true, var_deviation = true, nansum = true,
                     nanprod = true, nanmin = true, nanmax = true, nanmean = true,
-                    nanvar_mean = true, count_not_nan = true}
+                    nanvar_mean = true, count_not_nan = true, norm2 = true,
+                    sum_squares = true, norm1 = true, norm0 = true, norm_max = true,
+                    norm_min = true}
 
 -- A contiguous 1-d view of a's elements when a is a dense view in another order (a
 -- transposed or reversed array: its elements fill one block of memory); else nil.

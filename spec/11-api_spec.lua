@@ -47,9 +47,13 @@ describe("API.md", function()
                           "fliplr", "flipud", "rot90", "swapaxes", "moveaxis", "transpose",
                           "squeeze", "expand_dims", "ravel", "atleast_1d", "atleast_2d",
                           "atleast_3d", "split", "array_split", "hsplit", "vsplit", "dsplit",
-                          "hstack", "vstack", "dstack", "column_stack"} do
+                          "hstack", "vstack", "dstack", "column_stack", "around", "round",
+                          "nan_to_num", "isin", "digitize", "average", "cov", "corrcoef",
+                          "cross", "kron", "convolve", "correlate", "argwhere", "flatnonzero",
+                          "trapezoid", "trapz"} do
       assert.are.equal("function", type(gpu.gpuarray[name]), "gpuarray." .. name)
     end
+    assert.are.equal("function", type(gpu.gpuarray.linalg.norm), "gpuarray.linalg.norm")
     for _, name in ipairs{"fabs", "ceil", "floor", "exp", "log", "log10", "sqrt", "sin", "cos",
                           "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "fmod"} do
       assert.are.equal("function", type(gpu.cumath[name]), "cumath." .. name)

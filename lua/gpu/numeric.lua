@@ -459,10 +459,11 @@ local function weighted_average(a, w, axis, dtype, stream)
     total = ga.sum(terms, {axis = axis, stream = stream})
     release(stream, terms)
   end
-  local zero = ga.any(ga.eq(scale, 0, on_stream), on_stream)
+  local zeros = ga.eq(scale, 0, on_stream)          -- NumPy's test, read back: one sync
+  local zero = ga.any(zeros, on_stream)
   if stream then stream:synchronize() end
   local any_zero = zero[1]
-  release(stream, zero)
+  release(stream, zeros, zero)
   if any_zero then
     release(stream, total, scale)
     argerror(2, "average", "weights sum to zero, can't be normalized", 3)
@@ -496,9 +497,9 @@ function M.average(a, opts)
         argerror(2, "average", "axis must be specified when shapes of a and weights differ")
       end
       if w.ndim ~= 1 or w.size ~= a.shape[axis] then
-        argerror(2, "average", ("shape of weights %s must be a's %s or (%d,), a's along axis %d")
+        argerror(2, "average", ("weights of shape %s fit neither a's shape %s nor its axis %d of length %d")
                                :format(promote.shape_text(w.shape), promote.shape_text(a.shape),
-                                       a.shape[axis], opts.axis))
+                                       opts.axis, a.shape[axis]))
       end
     end
     local dtype = promote.promote_types(a.dtype, w.dtype)
@@ -859,7 +860,8 @@ function M.trapezoid(y, opts)
     local x_later, x_earlier
     if x.ndim == 1 then                       -- along the axis, read by the other axes too
       if x.size ~= n then
-        argerror(2, "trapezoid", ("option 'x' has %d points, y %d along axis %d"):format(x.size, n, axis_option))
+        argerror(2, "trapezoid", ("option 'x' has %d points, y %d along axis %d")
+                                 :format(x.size, n, axis_option))
       end
       local shape, strides = {}, {}
       for d = 1, y.ndim do shape[d], strides[d] = 1, 0 end

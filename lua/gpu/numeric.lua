@@ -2,7 +2,7 @@
 -- with NumPy's names, defaults and result dtypes (1-based axes and places, as everywhere here):
 --   gpuarray.around(a[, decimals[, {out =, stream =}]]) (also round): rounded half to even at
 --     decimals places (negative: tens, hundreds, ...), NumPy's scaled rint; integers come back
---     as copies for decimals >= 0, bools as float16 (NumPy's and CuPy's)
+--     as copies for decimals >= 0, bools as float16 (CuPy's; NumPy's for 0 places only)
 --   gpuarray.nan_to_num(a[, {nan =, posinf =, neginf =, stream =}]): NaN and infinities
 --     replaced (by 0 and the dtype's largest and least finite values unless given), complex
 --     values part by part; integers and bools copied
@@ -93,7 +93,8 @@ local function view(a, offset, shape, strides)
   return core.array_view(a, offset, a.dtype, shape, strides)
 end
 
--- The program named name of `expr` over x (of dtype) and scalar operands, made once per key.
+-- ew.program(spec), made once a key: ew.program finds a made one by its content, but
+-- building that costs more than a launch.
 local programs = {}
 local function program(key, spec)
   local p = programs[key]

@@ -124,7 +124,7 @@ bench: bench-build
 #   make fakecuda bench-build && GPU_CUDA_LIBRARY=$PWD/build/libfakecuda.so \
 #     lua5.4 tools/small_add_parts.lua
 .PHONY: fakecuda
-fakecuda: build/libfakecuda.so build/libfakecublas.so build/libfakecufft.so
+fakecuda: build/libfakecuda.so build/libfakecublas.so build/libfakecufft.so build/libfakecusolver.so
 build/libfakecuda.so: tools/fakecuda.c | build
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -shared -o $@ $<
 # and a stand-in libcublas on it, which spec/38 checks matmul's cuBLAS layouts against
@@ -132,6 +132,9 @@ build/libfakecublas.so: tools/fakecublas.c | build
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -shared -o $@ $<
 # and a stand-in libcufft, which spec/53 checks the transforms' plans against
 build/libfakecufft.so: tools/fakecufft.c | build
+	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -shared -o $@ $< -lm
+# and a stand-in libcusolver, which spec/54 checks gpu.linalg's calls against
+build/libfakecusolver.so: tools/fakecusolver.c | build
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -shared -o $@ $< -lm
 
 # ---------------------------------------------------------------- embedding (docs/embedding.md)

@@ -113,11 +113,11 @@ function helpers.run_lua(code, env)
   return out, ok
 end
 
--- run_lua on the stand-ins for the driver, cuBLAS and cuFFT (tools/fakecuda.c: host memory
--- for device memory, launches that run nothing; tools/fakecublas.c, tools/fakecufft.c), built
--- by make test.
+-- run_lua on the stand-ins for the driver, cuBLAS, cuFFT and cuSOLVER (tools/fakecuda.c: host
+-- memory for device memory, launches that run nothing; tools/fakecublas.c, tools/fakecufft.c,
+-- tools/fakecusolver.c), built by make test.
 local fakes = {GPU_CUDA_LIBRARY = "build/libfakecuda.so", GPU_CUBLAS_LIBRARY = "build/libfakecublas.so",
-               GPU_CUFFT_LIBRARY = "build/libfakecufft.so"}
+               GPU_CUFFT_LIBRARY = "build/libfakecufft.so", GPU_CUSOLVER_LIBRARY = "build/libfakecusolver.so"}
 function helpers.run_with_fakes(code, extra)
   local env = {}
   for k, path in pairs(fakes) do

@@ -67,6 +67,7 @@ static void context_release (gpu_Context *c) {
   const gpu_Driver *d = gpu_driver_load(NULL, NULL);
   CUcontext prev;           /* not restored: the state is closing, and prev may be released here */
   gpu_blas_release(c);      /* its workspace, while the context lives */
+  gpu_solver_release(c);
   /* a pool with allocations still pending is released by the driver once they are freed */
   if (c->pool != NULL && d != NULL && gpu_context_try_enter(c, &prev)) d->cuMemPoolDestroy(c->pool);
   c->pool = NULL;

@@ -2,10 +2,10 @@
 ** gpu.h: what the C core's subsystems share.
 **
 ** The core is split by subsystem (driver.c, error.c, device.c, memory.c, host.c, nvrtc.c,
-** blas.c, fft.c, module.c, launch.c, stream.c); each exports gpu_<area>_open(L), called by core.c,
-** which holds the one exported symbol, luaopen_gpu_core.  Nothing here links against libcuda,
-** NVRTC, cuBLAS or cuFFT: their entry points are resolved at run time (driver.c, nvrtc.c,
-** blas.c, fft.c).
+** blas.c, fft.c, solver.c, module.c, launch.c, stream.c); each exports gpu_<area>_open(L),
+** called by core.c, which holds the one exported symbol, luaopen_gpu_core.  Nothing here links
+** against libcuda, NVRTC, cuBLAS, cuFFT or cuSOLVER: their entry points are resolved at run
+** time (driver.c, nvrtc.c, blas.c, fft.c, solver.c).
 */
 #ifndef GPU_H
 #define GPU_H
@@ -226,6 +226,8 @@ typedef struct gpu_Context {
   CUstream stream;        /* the host's stream for work that names none (lua_gpu_use_stream) */
   void *blas;             /* this state's cuBLAS handle in this context, made on first use */
   int blas_failed;        /* cublasCreate failed here once: the kernels take every product */
+  void *solver;           /* this state's cuSOLVER handle in this context, made on first use */
+  void *solver_params;    /* and its cusolverDnParams */
   int ref;                /* registry reference: hot paths push it without a table lookup */
 } gpu_Context;
 
@@ -531,6 +533,13 @@ GPU_INTERNAL void gpu_blas_release(gpu_Context *c);
 GPU_INTERNAL void gpu_fft_open(lua_State *L);
 /* Whether the value at idx is a gpu.FFTPlan: -1 not one, 0 freed, 1 alive (for graphs). */
 GPU_INTERNAL int gpu_fftplan_state(lua_State *L, int idx);
+
+/* ---------------------------------------------------------------- solver.c */
+
+/* Factorizations and solvers through cuSOLVER, when it can be loaded (core.solver_getrf, ...). */
+GPU_INTERNAL void gpu_solver_open(lua_State *L);
+/* Destroys c's cuSOLVER handle, if any, with c current (device.c's context_release). */
+GPU_INTERNAL void gpu_solver_release(gpu_Context *c);
 
 /* ---------------------------------------------------------------- embed.c, dlpack.c */
 

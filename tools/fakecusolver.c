@@ -1,0 +1,391 @@
+/*
+** tools/fakecusolver.c: a stand-in libcusolver for the CPU suite, beside tools/fakecuda.c
+** (whose "device memory" is host RAM).  Each routine reports on stderr what it was handed:
+**   fakecusolver: Xgetrf R_64F m 3 n 3 lda 3
+**   fakecusolver: Xgetrs T R_64F n 3 nrhs 2 lda 3 ldb 3
+**   fakecusolver: Xpotrf U C_32F n 4 lda 4             (and Xpotrs U TYPE n nrhs lda ldb)
+**   fakecusolver: Xgeqrf C_64F m 5 n 3 lda 5
+**   fakecusolver: Dorgqr m 5 n 3 k 3 lda 5             (Sorgqr, Cungqr, Zungqr)
+**   fakecusolver: Xsyevd vectors L R_32F n 4 lda 4     (or novectors)
+**   fakecusolver: Xgesvd A S R_64F m 5 n 3 lda 5 ldu 5 ldvt 3
+**   fakecusolver: handle destroyed
+** one line a matrix.  getrf and getrs compute, on float32 and float64 matrices, as LAPACK's
+** dgetrf and dgetrs do (partial pivoting, the first largest pivot; info i where U(i, i) is
+** 0), so spec/54 checks solve's layouts by their results; the other routines leave their
+** outputs alone and set info to FAKE_CUSOLVER_INFO (default 0).  Every routine checks that it
+** got a stream, work areas of the sizes its _bufferSize asked for (256 bytes on the device,
+** 32 on the host) and leading dimensions of at least its rows.
+**   FAKE_CUSOLVER_FAIL=name   that routine (e.g. Xsyevd) fails: CUSOLVER_STATUS_EXECUTION_FAILED
+**   FAKE_CUSOLVER_CREATE=fail cusolverDnCreate fails (CUSOLVER_STATUS_NOT_INITIALIZED)
+*/
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* cusolverDn.h declares cusolverDnLoggerForceDisable() without a prototype */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#include <cusolverDn.h>
+#pragma GCC diagnostic pop
+
+#define EXPORT __attribute__((visibility("default")))
+#define DEVICE_BYTES 256
+#define HOST_BYTES 32
+
+typedef struct FakeSolver { int has_stream; } FakeSolver;
+
+static int env_is (const char *name, const char *value) {
+  const char *v = getenv(name);
+  return v != NULL && strcmp(v, value) == 0;
+}
+
+static int fails (const char *routine) { return env_is("FAKE_CUSOLVER_FAIL", routine); }
+
+static int fake_info (void) {
+  const char *v = getenv("FAKE_CUSOLVER_INFO");
+  return v != NULL ? atoi(v) : 0;
+}
+
+static const char *type_name (cudaDataType t) {
+  switch (t) {
+    case CUDA_R_32F: return "R_32F";
+    case CUDA_R_64F: return "R_64F";
+    case CUDA_C_32F: return "C_32F";
+    case CUDA_C_64F: return "C_64F";
+    default: return "other";
+  }
+}
+
+static const char *fill_name (cublasFillMode_t uplo) {
+  return uplo == CUBLAS_FILL_MODE_LOWER ? "L" : "U";
+}
+
+EXPORT cusolverStatus_t cusolverGetProperty (libraryPropertyType type, int *value) {
+  *value = type == MAJOR_VERSION ? 12 : 0;
+  return CUSOLVER_STATUS_SUCCESS;
+}
+
+EXPORT cusolverStatus_t cusolverDnCreate (cusolverDnHandle_t *handle) {
+  if (env_is("FAKE_CUSOLVER_CREATE", "fail")) return CUSOLVER_STATUS_NOT_INITIALIZED;
+  *handle = (cusolverDnHandle_t)calloc(1, sizeof(FakeSolver));
+  return *handle != NULL ? CUSOLVER_STATUS_SUCCESS : CUSOLVER_STATUS_ALLOC_FAILED;
+}
+
+EXPORT cusolverStatus_t cusolverDnDestroy (cusolverDnHandle_t handle) {
+  free(handle);
+  fprintf(stderr, "fakecusolver: handle destroyed\n");
+  return CUSOLVER_STATUS_SUCCESS;
+}
+
+EXPORT cusolverStatus_t cusolverDnSetStream (cusolverDnHandle_t handle, cudaStream_t stream) {
+  (void)stream;
+  ((FakeSolver *)handle)->has_stream = 1;
+  return CUSOLVER_STATUS_SUCCESS;
+}
+
+EXPORT cusolverStatus_t cusolverDnCreateParams (cusolverDnParams_t *params) {
+  *params = (cusolverDnParams_t)calloc(1, 16);
+  return CUSOLVER_STATUS_SUCCESS;
+}
+
+EXPORT cusolverStatus_t cusolverDnDestroyParams (cusolverDnParams_t params) {
+  free(params);
+  return CUSOLVER_STATUS_SUCCESS;
+}
+
+/* The checks every routine makes: a stream set, the work areas asked for, lda >= rows. */
+static cusolverStatus_t checked (cusolverDnHandle_t handle, int64_t rows, int64_t lda,
+                                 const void *device, size_t device_bytes, const void *host,
+                                 size_t host_bytes, const char *routine) {
+  if (!((FakeSolver *)handle)->has_stream) return CUSOLVER_STATUS_NOT_INITIALIZED;
+  if (lda < (rows > 1 ? rows : 1)) return CUSOLVER_STATUS_INVALID_VALUE;
+  if (device_bytes < DEVICE_BYTES || device == NULL || host_bytes < HOST_BYTES || host == NULL)
+    return CUSOLVER_STATUS_INVALID_WORKSPACE;
+  if (fails(routine)) return CUSOLVER_STATUS_EXECUTION_FAILED;
+  return CUSOLVER_STATUS_SUCCESS;
+}
+
+static cusolverStatus_t work_sizes (size_t *device, size_t *host) {
+  *device = DEVICE_BYTES;
+  *host = HOST_BYTES;
+  return CUSOLVER_STATUS_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- LU, computed */
+
+/* Element (i, j) of a column-major matrix of float32 or float64, read and written as double. */
+static double get (const void *a, int single, int64_t lda, int64_t i, int64_t j) {
+  return single ? ((const float *)a)[i + j * lda] : ((const double *)a)[i + j * lda];
+}
+
+static void set (void *a, int single, int64_t lda, int64_t i, int64_t j, double v) {
+  if (single) ((float *)a)[i + j * lda] = (float)v;
+  else ((double *)a)[i + j * lda] = v;
+}
+
+/* dgetf2's unblocked LU with partial pivoting; returns info. */
+static int lu (void *a, int single, int64_t n, int64_t lda, int64_t *ipiv) {
+  int64_t i, j, k;
+  int info = 0;
+  for (k = 0; k < n; k++) {
+    int64_t p = k;
+    for (i = k + 1; i < n; i++)
+      if (fabs(get(a, single, lda, i, k)) > fabs(get(a, single, lda, p, k))) p = i;
+    ipiv[k] = p + 1;
+    if (get(a, single, lda, p, k) == 0) {
+      if (info == 0) info = (int)(k + 1);
+      continue;
+    }
+    if (p != k) {
+      for (j = 0; j < n; j++) {
+        double t = get(a, single, lda, k, j);
+        set(a, single, lda, k, j, get(a, single, lda, p, j));
+        set(a, single, lda, p, j, t);
+      }
+    }
+    for (i = k + 1; i < n; i++) {
+      double l = get(a, single, lda, i, k) / get(a, single, lda, k, k);
+      set(a, single, lda, i, k, l);
+      for (j = k + 1; j < n; j++)
+        set(a, single, lda, i, j, get(a, single, lda, i, j) - l * get(a, single, lda, k, j));
+    }
+  }
+  return info;
+}
+
+/* dgetrs: op(A) X = B from the LU factors, op N or T (real matrices: C is T); each column of
+** B solved in doubles. */
+static void lu_solve (const void *a, int single, int64_t n, int64_t lda, const int64_t *ipiv,
+                      int transposed, void *b, int64_t nrhs, int64_t ldb) {
+  double *x = (double *)malloc((size_t)n * sizeof(double));
+  int64_t c, i, k;
+  for (c = 0; c < nrhs; c++) {
+    for (i = 0; i < n; i++) x[i] = get(b, single, ldb, i, c);
+    if (!transposed) {          /* L U x = P b */
+      for (k = 0; k < n; k++) {
+        double t = x[k];
+        x[k] = x[ipiv[k] - 1];
+        x[ipiv[k] - 1] = t;
+      }
+      for (i = 0; i < n; i++)
+        for (k = 0; k < i; k++) x[i] -= get(a, single, lda, i, k) * x[k];
+      for (i = n - 1; i >= 0; i--) {
+        for (k = i + 1; k < n; k++) x[i] -= get(a, single, lda, i, k) * x[k];
+        x[i] /= get(a, single, lda, i, i);
+      }
+    } else {                    /* U^T L^T P x = b */
+      for (i = 0; i < n; i++) {
+        for (k = 0; k < i; k++) x[i] -= get(a, single, lda, k, i) * x[k];
+        x[i] /= get(a, single, lda, i, i);
+      }
+      for (i = n - 1; i >= 0; i--)
+        for (k = i + 1; k < n; k++) x[i] -= get(a, single, lda, k, i) * x[k];
+      for (k = n - 1; k >= 0; k--) {
+        double t = x[k];
+        x[k] = x[ipiv[k] - 1];
+        x[ipiv[k] - 1] = t;
+      }
+    }
+    for (i = 0; i < n; i++) set(b, single, ldb, i, c, x[i]);
+  }
+  free(x);
+}
+
+static int is_real (cudaDataType t) { return t == CUDA_R_32F || t == CUDA_R_64F; }
+
+EXPORT cusolverStatus_t cusolverDnXgetrf_bufferSize (cusolverDnHandle_t h, cusolverDnParams_t p,
+                                                     int64_t m, int64_t n, cudaDataType type,
+                                                     const void *a, int64_t lda,
+                                                     cudaDataType compute, size_t *device,
+                                                     size_t *host) {
+  (void)h; (void)p; (void)m; (void)n; (void)type; (void)a; (void)lda; (void)compute;
+  return work_sizes(device, host);
+}
+
+EXPORT cusolverStatus_t cusolverDnXgetrf (cusolverDnHandle_t h, cusolverDnParams_t p, int64_t m,
+                                          int64_t n, cudaDataType type, void *a, int64_t lda,
+                                          int64_t *ipiv, cudaDataType compute, void *device,
+                                          size_t device_bytes, void *host, size_t host_bytes,
+                                          int *info) {
+  cusolverStatus_t s = checked(h, m, lda, device, device_bytes, host, host_bytes, "Xgetrf");
+  (void)p;
+  fprintf(stderr, "fakecusolver: Xgetrf %s m %lld n %lld lda %lld\n", type_name(type),
+          (long long)m, (long long)n, (long long)lda);
+  if (s != CUSOLVER_STATUS_SUCCESS) return s;
+  if (m != n || compute != type) return CUSOLVER_STATUS_NOT_SUPPORTED;
+  *info = is_real(type) ? lu(a, type == CUDA_R_32F, n, lda, ipiv) : fake_info();
+  return CUSOLVER_STATUS_SUCCESS;
+}
+
+EXPORT cusolverStatus_t cusolverDnXgetrs (cusolverDnHandle_t h, cusolverDnParams_t p,
+                                          cublasOperation_t trans, int64_t n, int64_t nrhs,
+                                          cudaDataType type, const void *a, int64_t lda,
+                                          const int64_t *ipiv, cudaDataType btype, void *b,
+                                          int64_t ldb, int *info) {
+  static char dummy[HOST_BYTES];
+  cusolverStatus_t s = checked(h, n, lda, dummy, DEVICE_BYTES, dummy, HOST_BYTES, "Xgetrs");
+  (void)p;
+  fprintf(stderr, "fakecusolver: Xgetrs %s %s n %lld nrhs %lld lda %lld ldb %lld\n",
+          trans == CUBLAS_OP_N ? "N" : trans == CUBLAS_OP_T ? "T" : "C", type_name(type),
+          (long long)n, (long long)nrhs, (long long)lda, (long long)ldb);
+  if (s != CUSOLVER_STATUS_SUCCESS) return s;
+  if (ldb < n || btype != type) return CUSOLVER_STATUS_INVALID_VALUE;
+  if (is_real(type))
+    lu_solve(a, type == CUDA_R_32F, n, lda, ipiv, trans != CUBLAS_OP_N, b, nrhs, ldb);
+  *info = 0;
+  return CUSOLVER_STATUS_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- the others, traced */
+
+EXPORT cusolverStatus_t cusolverDnXpotrf_bufferSize (cusolverDnHandle_t h, cusolverDnParams_t p,
+                                                     cublasFillMode_t uplo, int64_t n,
+                                                     cudaDataType type, const void *a,
+                                                     int64_t lda, cudaDataType compute,
+                                                     size_t *device, size_t *host) {
+  (void)h; (void)p; (void)uplo; (void)n; (void)type; (void)a; (void)lda; (void)compute;
+  return work_sizes(device, host);
+}
+
+EXPORT cusolverStatus_t cusolverDnXpotrf (cusolverDnHandle_t h, cusolverDnParams_t p,
+                                          cublasFillMode_t uplo, int64_t n, cudaDataType type,
+                                          void *a, int64_t lda, cudaDataType compute,
+                                          void *device, size_t device_bytes, void *host,
+                                          size_t host_bytes, int *info) {
+  cusolverStatus_t s = checked(h, n, lda, device, device_bytes, host, host_bytes, "Xpotrf");
+  (void)p; (void)a; (void)compute;
+  fprintf(stderr, "fakecusolver: Xpotrf %s %s n %lld lda %lld\n", fill_name(uplo),
+          type_name(type), (long long)n, (long long)lda);
+  if (s != CUSOLVER_STATUS_SUCCESS) return s;
+  *info = fake_info();
+  return CUSOLVER_STATUS_SUCCESS;
+}
+
+EXPORT cusolverStatus_t cusolverDnXpotrs (cusolverDnHandle_t h, cusolverDnParams_t p,
+                                          cublasFillMode_t uplo, int64_t n, int64_t nrhs,
+                                          cudaDataType type, const void *a, int64_t lda,
+                                          cudaDataType btype, void *b, int64_t ldb, int *info) {
+  static char dummy[HOST_BYTES];
+  cusolverStatus_t s = checked(h, n, lda, dummy, DEVICE_BYTES, dummy, HOST_BYTES, "Xpotrs");
+  (void)p; (void)a; (void)b;
+  fprintf(stderr, "fakecusolver: Xpotrs %s %s n %lld nrhs %lld lda %lld ldb %lld\n",
+          fill_name(uplo), type_name(type), (long long)n, (long long)nrhs, (long long)lda,
+          (long long)ldb);
+  if (s != CUSOLVER_STATUS_SUCCESS) return s;
+  if (ldb < n || btype != type) return CUSOLVER_STATUS_INVALID_VALUE;
+  *info = 0;
+  return CUSOLVER_STATUS_SUCCESS;
+}
+
+EXPORT cusolverStatus_t cusolverDnXgeqrf_bufferSize (cusolverDnHandle_t h, cusolverDnParams_t p,
+                                                     int64_t m, int64_t n, cudaDataType type,
+                                                     const void *a, int64_t lda,
+                                                     cudaDataType tau_type, const void *tau,
+                                                     cudaDataType compute, size_t *device,
+                                                     size_t *host) {
+  (void)h; (void)p; (void)m; (void)n; (void)type; (void)a; (void)lda; (void)tau_type;
+  (void)tau; (void)compute;
+  return work_sizes(device, host);
+}
+
+EXPORT cusolverStatus_t cusolverDnXgeqrf (cusolverDnHandle_t h, cusolverDnParams_t p, int64_t m,
+                                          int64_t n, cudaDataType type, void *a, int64_t lda,
+                                          cudaDataType tau_type, void *tau, cudaDataType compute,
+                                          void *device, size_t device_bytes, void *host,
+                                          size_t host_bytes, int *info) {
+  cusolverStatus_t s = checked(h, m, lda, device, device_bytes, host, host_bytes, "Xgeqrf");
+  (void)p; (void)a; (void)tau; (void)compute;
+  fprintf(stderr, "fakecusolver: Xgeqrf %s m %lld n %lld lda %lld\n", type_name(type),
+          (long long)m, (long long)n, (long long)lda);
+  if (s != CUSOLVER_STATUS_SUCCESS) return s;
+  if (tau_type != type) return CUSOLVER_STATUS_INVALID_VALUE;
+  *info = fake_info();
+  return CUSOLVER_STATUS_SUCCESS;
+}
+
+/* orgqr's and ungqr's: lwork counts elements; DEVICE_BYTES of them is plenty */
+#define FAKE_ORGQR(name, T)                                                                  \
+  EXPORT cusolverStatus_t cusolverDn##name##_bufferSize (cusolverDnHandle_t h, int m, int n, \
+                                                         int k, const T *a, int lda,         \
+                                                         const T *tau, int *lwork) {        \
+    (void)h; (void)m; (void)n; (void)k; (void)a; (void)lda; (void)tau;                       \
+    *lwork = DEVICE_BYTES;                                                                   \
+    return CUSOLVER_STATUS_SUCCESS;                                                          \
+  }                                                                                          \
+  EXPORT cusolverStatus_t cusolverDn##name (cusolverDnHandle_t h, int m, int n, int k, T *a,  \
+                                            int lda, const T *tau, T *work, int lwork,      \
+                                            int *info) {                                    \
+    static char dummy[HOST_BYTES];                                                           \
+    cusolverStatus_t s = checked(h, m, lda, work, (size_t)lwork * sizeof(T), dummy,          \
+                                 HOST_BYTES, #name);                                         \
+    (void)a; (void)tau;                                                                      \
+    fprintf(stderr, "fakecusolver: %s m %d n %d k %d lda %d\n", #name, m, n, k, lda);        \
+    if (s != CUSOLVER_STATUS_SUCCESS) return s;                                              \
+    if (lwork < DEVICE_BYTES || m < n || n < k) return CUSOLVER_STATUS_INVALID_VALUE;        \
+    *info = 0;                                                                               \
+    return CUSOLVER_STATUS_SUCCESS;                                                          \
+  }
+
+FAKE_ORGQR(Sorgqr, float)
+FAKE_ORGQR(Dorgqr, double)
+FAKE_ORGQR(Cungqr, cuComplex)
+FAKE_ORGQR(Zungqr, cuDoubleComplex)
+
+EXPORT cusolverStatus_t cusolverDnXsyevd_bufferSize (cusolverDnHandle_t h, cusolverDnParams_t p,
+                                                     cusolverEigMode_t jobz,
+                                                     cublasFillMode_t uplo, int64_t n,
+                                                     cudaDataType type, const void *a,
+                                                     int64_t lda, cudaDataType w_type,
+                                                     const void *w, cudaDataType compute,
+                                                     size_t *device, size_t *host) {
+  (void)h; (void)p; (void)jobz; (void)uplo; (void)n; (void)type; (void)a; (void)lda;
+  (void)w_type; (void)w; (void)compute;
+  return work_sizes(device, host);
+}
+
+EXPORT cusolverStatus_t cusolverDnXsyevd (cusolverDnHandle_t h, cusolverDnParams_t p,
+                                          cusolverEigMode_t jobz, cublasFillMode_t uplo,
+                                          int64_t n, cudaDataType type, void *a, int64_t lda,
+                                          cudaDataType w_type, void *w, cudaDataType compute,
+                                          void *device, size_t device_bytes, void *host,
+                                          size_t host_bytes, int *info) {
+  cusolverStatus_t s = checked(h, n, lda, device, device_bytes, host, host_bytes, "Xsyevd");
+  (void)p; (void)a; (void)w; (void)compute;
+  fprintf(stderr, "fakecusolver: Xsyevd %s %s %s n %lld lda %lld W %s\n",
+          jobz == CUSOLVER_EIG_MODE_VECTOR ? "vectors" : "novectors", fill_name(uplo),
+          type_name(type), (long long)n, (long long)lda, type_name(w_type));
+  if (s != CUSOLVER_STATUS_SUCCESS) return s;
+  *info = fake_info();
+  return CUSOLVER_STATUS_SUCCESS;
+}
+
+EXPORT cusolverStatus_t cusolverDnXgesvd_bufferSize (
+    cusolverDnHandle_t h, cusolverDnParams_t p, signed char jobu, signed char jobvt, int64_t m,
+    int64_t n, cudaDataType type, const void *a, int64_t lda, cudaDataType s_type,
+    const void *s, cudaDataType u_type, const void *u, int64_t ldu, cudaDataType vt_type,
+    const void *vt, int64_t ldvt, cudaDataType compute, size_t *device, size_t *host) {
+  (void)h; (void)p; (void)jobu; (void)jobvt; (void)m; (void)n; (void)type; (void)a; (void)lda;
+  (void)s_type; (void)s; (void)u_type; (void)u; (void)ldu; (void)vt_type; (void)vt; (void)ldvt;
+  (void)compute;
+  return work_sizes(device, host);
+}
+
+EXPORT cusolverStatus_t cusolverDnXgesvd (
+    cusolverDnHandle_t h, cusolverDnParams_t p, signed char jobu, signed char jobvt, int64_t m,
+    int64_t n, cudaDataType type, void *a, int64_t lda, cudaDataType s_type, void *s,
+    cudaDataType u_type, void *u, int64_t ldu, cudaDataType vt_type, void *vt, int64_t ldvt,
+    cudaDataType compute, void *device, size_t device_bytes, void *host, size_t host_bytes,
+    int *info) {
+  cusolverStatus_t status = checked(h, m, lda, device, device_bytes, host, host_bytes, "Xgesvd");
+  (void)p; (void)a; (void)s; (void)s_type; (void)u_type; (void)vt_type; (void)compute;
+  fprintf(stderr, "fakecusolver: Xgesvd %c %c %s m %lld n %lld lda %lld ldu %lld ldvt %lld\n",
+          jobu, jobvt, type_name(type), (long long)m, (long long)n, (long long)lda,
+          (long long)ldu, (long long)ldvt);
+  if (status != CUSOLVER_STATUS_SUCCESS) return status;
+  if (m < n || (jobu != 'N' && (u == NULL || ldu < m)) ||
+      (jobvt != 'N' && (vt == NULL || ldvt < n)))
+    return CUSOLVER_STATUS_INVALID_VALUE;
+  *info = fake_info();
+  return CUSOLVER_STATUS_SUCCESS;
+}

@@ -308,7 +308,10 @@ typedef struct Call {
 /* Starts a call on the stack's Context: the library, the handle, the stream. */
 static void call_begin (lua_State *L, const Stack *st, CUstream stream, Call *call) {
   memset(call, 0, sizeof *call);
-  if (!cusolver_loaded()) luaL_error(L, "cuSOLVER is not available: %s", sv.why);
+  if (!cusolver_loaded()) {             /* no position: the caller is the library's Lua */
+    lua_pushfstring(L, "cuSOLVER is not available: %s", sv.why);
+    lua_error(L);
+  }
   call->ctx = st->ctx;
   call->stream = stream;
   gpu_context_enter(L, st->ctx);

@@ -12,9 +12,9 @@
 ** one line a matrix.  getrf and getrs compute, on float32 and float64 matrices, as LAPACK's
 ** dgetrf and dgetrs do (partial pivoting, the first largest pivot; info i where U(i, i) is
 ** 0), so spec/54 checks solve's layouts by their results; the other routines leave their
-** outputs alone and set info to FAKE_CUSOLVER_INFO (default 0).  Every routine checks that it
-** got a stream, work areas of the sizes its _bufferSize asked for (256 bytes on the device,
-** 32 on the host) and leading dimensions of at least its rows.
+** outputs alone and set info to FAKE_CUSOLVER_INFO (default 0), getrf too where it is set.
+** Every routine checks that it got a stream, work areas of the sizes its _bufferSize asked
+** for (256 bytes on the device, 32 on the host) and leading dimensions of at least its rows.
 **   FAKE_CUSOLVER_FAIL=name   that routine (e.g. Xsyevd) fails: CUSOLVER_STATUS_EXECUTION_FAILED
 **   FAKE_CUSOLVER_CREATE=fail cusolverDnCreate fails (CUSOLVER_STATUS_NOT_INITIALIZED)
 */
@@ -45,6 +45,11 @@ static int fails (const char *routine) { return env_is("FAKE_CUSOLVER_FAIL", rou
 static int fake_info (void) {
   const char *v = getenv("FAKE_CUSOLVER_INFO");
   return v != NULL ? atoi(v) : 0;
+}
+
+/* Whether getrf and getrs compute: on real types, unless FAKE_CUSOLVER_INFO says the infos. */
+static int computes (cudaDataType t) {
+  return (t == CUDA_R_32F || t == CUDA_R_64F) && getenv("FAKE_CUSOLVER_INFO") == NULL;
 }
 
 static const char *type_name (cudaDataType t) {
@@ -192,8 +197,6 @@ static void lu_solve (const void *a, int single, int64_t n, int64_t lda, const i
   free(x);
 }
 
-static int is_real (cudaDataType t) { return t == CUDA_R_32F || t == CUDA_R_64F; }
-
 EXPORT cusolverStatus_t cusolverDnXgetrf_bufferSize (cusolverDnHandle_t h, cusolverDnParams_t p,
                                                      int64_t m, int64_t n, cudaDataType type,
                                                      const void *a, int64_t lda,
@@ -214,7 +217,7 @@ EXPORT cusolverStatus_t cusolverDnXgetrf (cusolverDnHandle_t h, cusolverDnParams
           (long long)m, (long long)n, (long long)lda);
   if (s != CUSOLVER_STATUS_SUCCESS) return s;
   if (m != n || compute != type) return CUSOLVER_STATUS_NOT_SUPPORTED;
-  *info = is_real(type) ? lu(a, type == CUDA_R_32F, n, lda, ipiv) : fake_info();
+  *info = computes(type) ? lu(a, type == CUDA_R_32F, n, lda, ipiv) : fake_info();
   return CUSOLVER_STATUS_SUCCESS;
 }
 
@@ -231,7 +234,7 @@ EXPORT cusolverStatus_t cusolverDnXgetrs (cusolverDnHandle_t h, cusolverDnParams
           (long long)n, (long long)nrhs, (long long)lda, (long long)ldb);
   if (s != CUSOLVER_STATUS_SUCCESS) return s;
   if (ldb < n || btype != type) return CUSOLVER_STATUS_INVALID_VALUE;
-  if (is_real(type))
+  if (computes(type))
     lu_solve(a, type == CUDA_R_32F, n, lda, ipiv, trans != CUBLAS_OP_N, b, nrhs, ldb);
   *info = 0;
   return CUSOLVER_STATUS_SUCCESS;

@@ -40,7 +40,7 @@ describe("API.md", function()
     end
   end)
 
-  it("names gpu.gpuarray's functions and gpu.cumath's and gpu.random's", function()
+  it("names gpu.gpuarray's functions and gpu.cumath's, gpu.random's and gpu.linalg's", function()
     for _, name in ipairs{"to_gpu", "empty", "zeros", "ones", "full", "arange", "empty_like",
                           "zeros_like", "where", "maximum", "minimum", "abs", "add", "sub",
                           "mul", "div", "sum", "prod", "min", "max", "mean", "dot", "flip",
@@ -61,6 +61,11 @@ describe("API.md", function()
     for _, name in ipairs{"rand", "randn", "uniform", "normal", "randint", "permutation", "shuffle", "choice"} do
       assert.are.equal("function", type(gpu.random[name]), "random." .. name)
     end
+    for _, name in ipairs{"solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd",
+                          "matrix_rank"} do
+      assert.are.equal("function", type(gpu.linalg[name]), "linalg." .. name)
+    end
+    assert.are.equal(gpu.linalg, gpu.gpuarray.linalg)
   end)
 
   it("keeps the library's internal modules out of the gpu table", function()

@@ -297,12 +297,10 @@ typedef struct Call {
   cusolverDnHandle_t handle;
   cusolverDnParams_t params;
   CUstream stream;
-  gpu_Buffer *work;         /* the device's work area, NULL when none is needed */
+  gpu_Buffer *work;         /* the device's work area, from the pool */
   void *device;             /* its start, and past it an int for the infos nobody reads */
   int *scratch_info;
-  size_t device_bytes;
   void *host;               /* the host's, a userdata on the stack, NULL when none */
-  size_t host_bytes;
 } Call;
 
 /* Starts a call on the stack's Context: the library, the handle, the stream. */
@@ -326,8 +324,6 @@ static void call_begin (lua_State *L, const Stack *st, CUstream stream, Call *ca
 ** status reports too), the host's as a userdata left on the stack. */
 static void call_work (lua_State *L, Call *call, size_t device_bytes, size_t host_bytes) {
   size_t at = (device_bytes + 15) / 16 * 16;
-  call->device_bytes = device_bytes;
-  call->host_bytes = host_bytes;
   if (host_bytes > 0) call->host = lua_newuserdatauv(L, host_bytes, 0);
   lua_rawgeti(L, LUA_REGISTRYINDEX, call->ctx->ref);          /* pinned by the Buffer */
   call->work = gpu_buffer_alloc(L, call->ctx, -1, 0, at + sizeof(int));

@@ -65,6 +65,7 @@ suite_lanes() {
                "spec/3[2-79]*_spec.lua --exclude-tags=gpu spec/30*_spec.lua"
                "spec/4[1-9]*_spec.lua spec/50*_spec.lua spec/6[1-9]*_spec.lua
                 --exclude-tags=gpu spec/38*_spec.lua"
+               "spec/5[2-9]*_spec.lua"
                "spec/40*_spec.lua spec/51*_spec.lua spec/60*_spec.lua")
   local i last=$((${#lanes[@]} - 1)) passed=0 failed=0 skipped=0 work
   work=$(mktemp -d)

@@ -82,6 +82,19 @@ function M.check_options(opts, n, fname, known, level)
   return opts
 end
 
+-- typed_option(opts, name, lua_type, n, fname[, default[, level]]) -> opts[name], or default
+-- where it is nil: option name of argument n must be a value of lua_type ("boolean",
+-- "number", ...); level as for check_options.
+function M.typed_option(opts, name, lua_type, n, fname, default, level)
+  local v = opts[name]
+  if v == nil then return default end
+  if type(v) ~= lua_type then
+    M.argerror(n, fname, ("option '%s' must be a %s, got %s"):format(name, lua_type, M.typename(v)),
+               (level or 1) + 1)
+  end
+  return v
+end
+
 -- check_stream(stream, n, fname[, level]): argument n must be a gpu.Stream or nil.
 function M.check_stream(stream, n, fname, level)
   if stream ~= nil and getmetatable(stream) ~= stream_mt then

@@ -62,15 +62,6 @@ local function interp_kernel(dtype)
   return k
 end
 
--- option `name` of interp: nil, or a real number
-local function bound(opts, name)
-  local v = opts[name]
-  if v ~= nil and type(v) ~= "number" then
-    argerror(4, "interp", ("option '%s' must be a number, got %s"):format(name, args.typename(v)))
-  end
-  return v
-end
-
 function M.interp(x, xp, fp, opts)
   check_array(x, 1, "interp")
   check_array(xp, 2, "interp")
@@ -86,7 +77,8 @@ function M.interp(x, xp, fp, opts)
                           :format(require("gpu.promote").shape_text(xp.shape),
                                   require("gpu.promote").shape_text(fp.shape)))
   end
-  local left, right = bound(opts, "left"), bound(opts, "right")
+  local left = args.typed_option(opts, "left", "number", 4, "interp")
+  local right = args.typed_option(opts, "right", "number", 4, "interp")
   local stream = opts.stream
   local on_stream = stream and {stream = stream}
   local temporaries = {}

@@ -94,12 +94,7 @@ local function check_matrices(a, n, fname, square)
 end
 
 local function check_boolean(opts, key, default, n, fname)
-  local v = opts[key]
-  if v == nil then return default end
-  if type(v) ~= "boolean" then
-    argerror(n, fname, ("option '%s' must be a boolean, got %s"):format(key, typename(v)))
-  end
-  return v
+  return args.typed_option(opts, key, "boolean", n, fname, default, 2)
 end
 
 local function quoted(v)
@@ -550,11 +545,7 @@ function M.matrix_rank(a, opts)
   check_array(a, 1, "matrix_rank")
   opts = check_options(opts, 2, "matrix_rank", RANK)
   local stream = opts.stream
-  for _, key in ipairs{"tol", "rtol"} do
-    if opts[key] ~= nil and type(opts[key]) ~= "number" then
-      argerror(2, "matrix_rank", ("option '%s' must be a number, got %s"):format(key, typename(opts[key])))
-    end
-  end
+  for _, key in ipairs{"tol", "rtol"} do args.typed_option(opts, key, "number", 2, "matrix_rank") end
   if opts.tol ~= nil and opts.rtol ~= nil then
     argerror(2, "matrix_rank", "options 'tol' and 'rtol' cannot be given together")
   end

@@ -65,24 +65,13 @@ local function contiguous_as(a, dtype, stream)
   return copy, copy
 end
 
--- Option `name` of fname's argument n: nil (default), or a boolean.
+-- Option `name` of fname's argument n: nil (default), or a boolean; or a real number.
 local function boolean_option(opts, name, n, fname, default)
-  local v = opts[name]
-  if v == nil then return default end
-  if type(v) ~= "boolean" then
-    argerror(n, fname, ("option '%s' must be a boolean, got %s"):format(name, typename(v)), 2)
-  end
-  return v
+  return args.typed_option(opts, name, "boolean", n, fname, default, 2)
 end
 
--- Option `name` of fname's argument n: nil (default), or a real number.
 local function number_option(opts, name, n, fname, default)
-  local v = opts[name]
-  if v == nil then return default end
-  if type(v) ~= "number" then
-    argerror(n, fname, ("option '%s' must be a number, got %s"):format(name, typename(v)), 2)
-  end
-  return v
+  return args.typed_option(opts, name, "number", n, fname, default, 2)
 end
 
 -- A view of a's memory with a's dtype; an empty one starts where a does.

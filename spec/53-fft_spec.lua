@@ -164,7 +164,7 @@ describe("gpu.fft", function()
       for axis = 1, 3 do
         for _, n in ipairs{shape[axis], shape[axis] - 2, shape[axis] + 3} do
           local want, want_shape = dft_axis(values, shape, axis, n, -1)
-          assert_close(gpu.fft.fft(arr, {axis = axis, n = n}), want, want_shape, "complex128",
+          assert_close(gpu.fft.fft(arr, {axis = axis, n = n, stream = s}), want, want_shape, "complex128",
                        bound_of(values, n), ("fft axis %d n %d"):format(axis, n))
         end
       end
@@ -398,6 +398,7 @@ describe("gpu.fft without a GPU", function()
       gpu.fft.rfftn(a)
       gpu.fft.irfft2(a:astype("complex128"))
       gpu.fft.fftn(gpu.zeros({3, 4, 5, 6, 2}, "complex128"))
+      gpu.fft.rfft(gpu.zeros({3, 5}, "float64"), {n = 9, stream = gpu.Stream()})   -- padded on a stream
       -- the fake computes single-axis complex transforms: a forward transform's values
       local x = gpu.to_gpu({gpu.complex(1, 2), gpu.complex(-0.5, 0.25), gpu.complex(3, 0)}, "complex128")
       local y = gpu.fft.fft(x):get()
@@ -413,8 +414,9 @@ describe("gpu.fft without a GPU", function()
     local plans = {}
     for line in out:gmatch("fakecufft: plan (%u2%u [%dx]+ batch %d+)\n") do plans[#plans + 1] = line end
     assert.are.same({"C2C 5 batch 24", "C2C 8 batch 30", "R2C 4x6x5 batch 1", "Z2D 6x8 batch 4",
-                     "Z2Z 5x6x2 batch 12", "Z2Z 3x4 batch 60", "Z2Z 3 batch 1"}, {table.unpack(plans, 1, 7)})
-    assert.are.equal(7 + 17 + 2, #plans)
+                     "Z2Z 5x6x2 batch 12", "Z2Z 3x4 batch 60", "D2Z 9 batch 3", "Z2Z 3 batch 1"},
+                    {table.unpack(plans, 1, 8)})
+    assert.are.equal(8 + 17 + 2, #plans)
     local _, execs = out:gsub("fakecufft: exec C2C forward\n", "")
     assert.are.equal(3 + 17 + 1, execs)
     -- 1 + 2i, -0.5 + 0.25i, 3 by the definition

@@ -1251,7 +1251,7 @@ function M.broadcast_to(a, shape)
   return view_of(a, 0, shape, strides)
 end
 
-local PAD_OPTIONS = {mode = true, constant_values = true}
+local PAD_OPTIONS = {mode = true, constant_values = true, stream = true}
 
 -- pad's widths: {before, after} for each of ndim axes, from a whole number (every side), a
 -- pair (every axis) or a pair an axis (or one pair in a list, for every axis), as NumPy's.
@@ -1274,9 +1274,10 @@ local function pad_widths(pad_width, ndim)
   return widths
 end
 
--- gpuarray.pad(a, pad_width[, {mode = "constant", constant_values = 0}]): NumPy's pad in its
--- constant mode (the only one here), a new array with pad_width[d] = {before, after} elements
--- of constant_values around a along each axis d.  A fill, then a copy of a into the middle.
+-- gpuarray.pad(a, pad_width[, {mode = "constant", constant_values = 0, stream =}]): NumPy's
+-- pad in its constant mode (the only one here), a new array with pad_width[d] = {before,
+-- after} elements of constant_values around a along each axis d.  A fill, then a copy of a
+-- into the middle.
 function M.pad(a, pad_width, opts)
   check_array(a, 1, "pad")
   opts = check_options(opts, 3, "pad", PAD_OPTIONS)
@@ -1297,11 +1298,13 @@ function M.pad(a, pad_width, opts)
                        .. typename(fill_value))
   end
   local value = checked_store_value(fill_value, a.dtype, 3, "pad")
-  local out = core.array_empty(shape, a.dtype):fill(value)
+  local on_stream = opts.stream and {stream = opts.stream}
+  local out = core.array_empty(shape, a.dtype):fill(value, on_stream)
   local out_strides, offset = out.strides, 0          -- the middle starts past the befores
   for d = 1, a.ndim do offset = offset + widths[d][1] * out_strides[d] end
   if a.size > 0 then
-    apply("astype", "pad", {a}, {out = view_of(out, offset, a.shape, out_strides)}, a.dtype)
+    apply("astype", "pad", {a}, {out = view_of(out, offset, a.shape, out_strides), stream = opts.stream},
+          a.dtype)
   end
   return out
 end

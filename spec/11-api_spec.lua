@@ -109,14 +109,14 @@ describe("API.md", function()
 
   it("gives each userdata type its gpu.* name", function()
     for _, type_name in ipairs{"Buffer", "HostArray", "GPUArray", "Module", "Function", "Stream",
-                               "Event", "Graph"} do
+                               "Event", "Graph", "FFTPlan"} do
       assert.are.equal("gpu." .. type_name, core.types[type_name].__name)
     end
   end)
 
   it("reaches the userdata types by those names: gpu.HostArray, gpu.Buffer, ...", function()
     for _, type_name in ipairs{"HostArray", "Buffer", "Module", "Function", "Graph", "Scalar",
-                               "ArgHandler", "DLPack", "GPUArray"} do
+                               "ArgHandler", "DLPack", "FFTPlan", "GPUArray"} do
       assert.are.equal(core.types[type_name], gpu[type_name], type_name)
       assert.are.equal("gpu." .. type_name, gpu[type_name].__name)
     end

@@ -406,6 +406,7 @@ describe("gpu.fft without a GPU", function()
       for n = 1, 17 do gpu.fft.fft(gpu.zeros({n + 20}, "complex64")) end   -- past the plans kept
       print(gpu.fft.fftn(a):get().size, select(2, require("gpu.core").cufft_version()):match("fakecufft") ~= nil)
       local plan = require("gpu.core").fft_plan("C2C", {4}, 1)      -- the fake's plans want 4096 bytes
+      print("metatable", getmetatable(plan) == gpu.FFTPlan, gpu.FFTPlan.__name)
       local z = gpu.zeros({4}, "complex64")
       print(pcall(function() plan:execute(z, z, false) end))
       print(pcall(function() plan:execute(z, z, false, gpu.mem_alloc(100)) end))
@@ -435,6 +436,7 @@ describe("gpu.fft without a GPU", function()
       assert.truthy(out:find(("value %.12f %.12f\n"):format(want[k][1], want[k][2]), 1, true), out)
     end
     assert.truthy(out:find("120\ttrue\n", 1, true), out)
+    assert.truthy(out:find("metatable\ttrue\tgpu.FFTPlan\n", 1, true), out)
     assert.truthy(out:find("bad argument #4 to 'execute' (work area of 4096 bytes expected)\n", 1, true), out)
     assert.truthy(out:find("bad argument #4 to 'execute' (work area of 4096 bytes or more in the plan's "
                            .. "context expected)\n", 1, true), out)

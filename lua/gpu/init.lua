@@ -400,7 +400,7 @@ gpu.ones_like = gpu.gpuarray.ones_like      -- beside empty_like and zeros_like
 -- A Function has a metatable of its own (its methods in one table read), so a Function's is
 -- not gpu.Function but shares its __name and __methods.  The Context is no user's object.
 for _, name in ipairs{"HostArray", "Buffer", "Module", "Function", "Graph", "Scalar",
-                      "ArgHandler", "DLPack"} do
+                      "ArgHandler", "DLPack", "FFTPlan"} do
   gpu[name] = core.types[name]
 end
 

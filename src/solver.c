@@ -376,6 +376,16 @@ static int gpu_solver_getrf (lua_State *L) {
   return 0;
 }
 
+/* The right sides at arg that getrs and potrs overwrite: a contiguous array of the stack's
+** dtype, in its Context. */
+static gpu_Array *check_right_sides (lua_State *L, int arg, const Stack *st) {
+  gpu_Array *b = check_contiguous(L, arg, st->ctx);
+  if (b->dtype != st->a->dtype)
+    luaL_argerror(L, arg, lua_pushfstring(L, "%s array expected, got %s",
+                                          gpu_dtypes[st->a->dtype].name, gpu_dtypes[b->dtype].name));
+  return b;
+}
+
 /* The right sides each matrix of the stack solves: b's elements over n per matrix. */
 static int64_t right_sides (lua_State *L, int arg, const Stack *st, gpu_Array *b) {
   int64_t per_matrix = st->batch * st->rows;
@@ -404,10 +414,7 @@ static int gpu_solver_getrs (lua_State *L) {
   check_stack(L, 1, 1, &st);
   n = st.rows;
   ipiv = check_operand(L, 2, &st, GPU_INT64, st.batch * n);
-  b = check_contiguous(L, 3, st.ctx);
-  if (b->dtype != st.a->dtype)
-    luaL_argerror(L, 3, lua_pushfstring(L, "%s array expected, got %s",
-                                        gpu_dtypes[st.a->dtype].name, gpu_dtypes[b->dtype].name));
+  b = check_right_sides(L, 3, &st);
   op = op_values[luaL_checkoption(L, 4, NULL, ops)];
   stream = check_stream(L, 5, &st);
   if (st.batch == 0 || n == 0 || b->size == 0) return 0;
@@ -475,10 +482,7 @@ static int gpu_solver_potrs (lua_State *L) {
   int64_t i, n, nrhs;
   check_stack(L, 1, 1, &st);
   n = st.rows;
-  b = check_contiguous(L, 2, st.ctx);
-  if (b->dtype != st.a->dtype)
-    luaL_argerror(L, 2, lua_pushfstring(L, "%s array expected, got %s",
-                                        gpu_dtypes[st.a->dtype].name, gpu_dtypes[b->dtype].name));
+  b = check_right_sides(L, 2, &st);
   uplo = check_fill(L, 3);
   stream = check_stream(L, 4, &st);
   if (st.batch == 0 || n == 0 || b->size == 0) return 0;

@@ -50,7 +50,7 @@ describe("API.md", function()
                           "hstack", "vstack", "dstack", "column_stack", "around", "round",
                           "nan_to_num", "isin", "digitize", "average", "cov", "corrcoef",
                           "cross", "kron", "convolve", "correlate", "argwhere", "flatnonzero",
-                          "trapezoid", "trapz"} do
+                          "trapezoid", "trapz", "tensordot", "inner", "einsum"} do
       assert.are.equal("function", type(gpu.gpuarray[name]), "gpuarray." .. name)
     end
     assert.are.equal("function", type(gpu.gpuarray.linalg.norm), "gpuarray.linalg.norm")

@@ -242,6 +242,9 @@ describe("gpuarray.einsum", function()
         ga.zeros({3, 5}, "float32"))
     bad("size of a broadcast ('...') dimension for operand 2 (3) does not match previous terms (2)",
         "...i,...i", ga.zeros({2, 4}), ga.zeros({3, 4}))
+    bad("output has more dimensions than subscripts given in einstein sum, but no '...' ellipsis "
+        .. "provided to broadcast the extra dimensions", "...ij->ij", ga.zeros({2, 3, 4}))
+    assert.are.same({3, 4}, ga.einsum("...ij->ij", a).shape)        -- "..." of no axes
     bad("dimensions in operand 1 for collapsing index 'i' don't match (3 != 4)", "ii", a)
     bad("fewer operands provided to einstein sum function than specified in the subscripts string",
         "ij,jk->ik", a)

@@ -346,7 +346,11 @@ local function output_labels(output_term, has_output, width, counts)
     for _, l in ipairs(letters) do labels[#labels + 1] = l end
     return labels
   end
-  local term = parse_term(output_term, nil)
+  local term, has_ellipsis = parse_term(output_term, nil)
+  if width > 0 and not has_ellipsis then      -- NumPy sums no broadcast axes away
+    subscripts_error("output has more dimensions than subscripts given in einstein sum, but no '...' "
+                     .. "ellipsis provided to broadcast the extra dimensions")
+  end
   local seen = {}
   for _, l in ipairs(term) do
     if l ~= ELLIPSIS then

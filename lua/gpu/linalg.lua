@@ -307,6 +307,17 @@ function M.solve(a, b, opts)
   return transposed(rhs)
 end
 
+-- The inverses of a's (nonempty) n x n matrices as dtype, and getrf's infos (> 0: singular,
+-- where the inverse holds whatever the division by a zero pivot gave).
+local function inverse(a, n, dtype, stream)
+  local lu, ipiv, info = lu_of(a, dtype, shape_of(a.shape, a.ndim - 2), n, stream)
+  -- a^T X = I: X = inv(a)^T column-major, which is inv(a) row-major
+  local x = identity(a.shape, dtype, stream)
+  core.solver_getrs(lu, ipiv, x, "N", stream)
+  free_all(stream, lu, ipiv)
+  return x, info
+end
+
 -- linalg.inv(a[, {stream =}]): the inverses.
 function M.inv(a, opts)
   local n = check_matrices(a, 1, "inv", true)
@@ -314,11 +325,7 @@ function M.inv(a, opts)
   local dtype = compute_dtype({a}, "inv")
   local stream = opts.stream
   if a.size == 0 then return core.array_empty(a.shape, dtype) end
-  local lu, ipiv, info = lu_of(a, dtype, shape_of(a.shape, a.ndim - 2), n, stream)
-  -- a^T X = I: X = inv(a)^T column-major, which is inv(a) row-major
-  local x = identity(a.shape, dtype, stream)
-  core.solver_getrs(lu, ipiv, x, "N", stream)
-  free_all(stream, lu, ipiv)
+  local x, info = inverse(a, n, dtype, stream)
   check_info(info, stream, "inv", "Singular matrix", x)
   return x
 end
@@ -437,17 +444,9 @@ end
 
 -- Eigenvalues ------------------------------------------------------------------------------
 
--- syevd of a's Hermitian matrices (eigenvectors too where vectors): w, and the copy that
--- holds the eigenvectors.
-local function hermitian_eigen(a, opts, fname, vectors)
-  local n = check_matrices(a, 1, fname, true)
-  opts = check_options(opts, 2, fname, EIGH)
-  local uplo = opts.UPLO or "L"
-  if uplo ~= "L" and uplo ~= "U" then
-    argerror(2, fname, "option 'UPLO' must be 'L' or 'U', got " .. quoted(uplo))
-  end
-  local dtype = compute_dtype({a}, fname)
-  local stream = opts.stream
+-- syevd of the n x n Hermitian matrices of a as dtype from their lower (uplo "L") or upper
+-- triangle, eigenvectors too where vectors: w, and the copy that holds the eigenvectors.
+local function eigen_of(a, n, uplo, dtype, stream, fname, vectors)
   local batch = shape_of(a.shape, a.ndim - 2)
   -- the copy holds conj(a), column-major a^H = a: cuSOLVER's eigenvectors are a's, as
   -- columns, and a's lower triangle is the upper one of a^H
@@ -461,6 +460,17 @@ local function hermitian_eigen(a, opts, fname, vectors)
     check_info(info, stream, fname, "Eigenvalues did not converge", w, copy)
   end
   return w, copy
+end
+
+-- eigen_of for eigh and eigvalsh (fname), their arguments checked.
+local function hermitian_eigen(a, opts, fname, vectors)
+  local n = check_matrices(a, 1, fname, true)
+  opts = check_options(opts, 2, fname, EIGH)
+  local uplo = opts.UPLO or "L"
+  if uplo ~= "L" and uplo ~= "U" then
+    argerror(2, fname, "option 'UPLO' must be 'L' or 'U', got " .. quoted(uplo))
+  end
+  return eigen_of(a, n, uplo, compute_dtype({a}, fname), opts.stream, fname, vectors)
 end
 
 -- linalg.eigh(a[, {UPLO = "L", stream =}]) -> w, v: the eigenvalues, ascending (the real
@@ -482,12 +492,13 @@ end
 
 -- The singular values of a's matrices (K = min(M, N) each, descending) and, with uv,
 -- u and vh (full: square; else K columns and rows).
-local function singular(a, uv, full, stream, fname)
+-- (dtype: compute_dtype's of a where nil).
+local function singular(a, uv, full, stream, fname, dtype)
   local m, n = a.shape[a.ndim - 1], a.shape[a.ndim]
   local nb = a.ndim - 2
   local batch = shape_of(a.shape, nb)
   local k = math.min(m, n)
-  local dtype = compute_dtype({a}, fname)
+  dtype = dtype or compute_dtype({a}, fname)
   local s = core.array_empty(shape_of(batch, nb, k), REAL_OF[dtype])
   if k == 0 or s.size == 0 then        -- nothing to factor: identities where full
     if not uv then return s end
@@ -577,12 +588,436 @@ function M.matrix_rank(a, opts)
   return rank
 end
 
+-- Pseudo-inverses and least squares -----------------------------------------------------------
+
+local PINV = {rcond = true, rtol = true, hermitian = true, stream = true}
+local LSTSQ = {rcond = true, stream = true}
+
+-- A new copy of u (..., M, K) with column j scaled by 1 / s_j where s_j (s: (..., K)) is above
+-- rcond times limit (one a matrix: (...)), and zero where not (|s_j| where magnitude: the
+-- eigenvalues of either sign): the factor U S^+ of a pseudo-inverse, as NumPy's pinv drops
+-- the small singular values.
+local function scaled_columns(u, s, limit, rcond, magnitude, stream, fname)
+  local dtype, real = u.dtype, s.dtype
+  local t = operators.ctype(dtype)
+  local p = program(("scaled %s %s"):format(dtype, magnitude), {
+    name = "linalg_scaled_" .. dtype .. (magnitude and "_magnitude" or ""), out = dtype,
+    expr = ("%s > rcond * limit ? u * (%s)(1 / s) : (%s)0"):format(magnitude and "fabs(s)" or "s", t, t),
+    operands = {{name = "u", dtype = dtype}, {name = "s", dtype = real}, {name = "limit", dtype = real},
+                {name = "rcond", dtype = "float64", scalar = true}}})
+  local nd = s.ndim
+  local s_rows = core.array_view(s, 0, real, shape_of(s.shape, nd - 1, 1, s.shape[nd]))
+  local limits = core.array_view(limit, 0, real, shape_of(limit.shape, limit.ndim, 1, 1))
+  return ew.launch(p, nil, stream, fname, u, s_rows, limits, rcond)
+end
+
+-- Option rcond of fname (or rtol, NumPy 2's other name for it where names has it): a number or nil.
+local function relative_cutoff(opts, n, fname, names)
+  for _, key in ipairs(names) do args.typed_option(opts, key, "number", n, fname) end
+  if opts.rcond ~= nil and opts.rtol ~= nil then
+    argerror(n, fname, "options 'rcond' and 'rtol' cannot be given together")
+  end
+  if opts.rcond ~= nil then return opts.rcond end
+  return opts.rtol
+end
+
+-- linalg.pinv(a[, {rcond =, hermitian = false, stream =}]): the Moore-Penrose pseudo-inverses
+-- (..., N, M), as NumPy 2's: from the SVD a = U S V^H, V S^+ U^H, where S^+ inverts the
+-- singular values above rcond (default max(M, N) * eps of the dtype; also named rtol) times
+-- the largest and zeroes the rest.  hermitian: a's matrices are Hermitian (from the lower
+-- triangle), and their eigenvalues w, of either sign, stand for the singular values |w|.
+function M.pinv(a, opts)
+  local m, n = check_matrices(a, 1, "pinv")
+  opts = check_options(opts, 2, "pinv", PINV)
+  local hermitian = check_boolean(opts, "hermitian", false, 2, "pinv")
+  local rcond = relative_cutoff(opts, 2, "pinv", {"rcond", "rtol"})
+  if hermitian then check_matrices(a, 1, "pinv", true) end
+  local dtype = compute_dtype({a}, "pinv")
+  local stream = opts.stream
+  local on_stream = {stream = stream}
+  local nb = a.ndim - 2
+  if a.size == 0 then return core.array_empty(shape_of(a.shape, nb, n, m), dtype) end
+  rcond = rcond or math.max(m, n) * EPSILON[REAL_OF[dtype]]
+  local complex = core.dtype(dtype).kind == "c"
+  local result
+  if hermitian then
+    -- a = V W V^H: pinv(a) = V W^+ V^H
+    local w, copy = eigen_of(a, n, "L", dtype, stream, "pinv", true)
+    local magnitudes = ga.abs(w, on_stream)
+    local largest = ga.max(magnitudes, {axis = w.ndim, stream = stream})
+    local v = transposed(copy)
+    local scaled = scaled_columns(v, w, largest, rcond, true, stream, "pinv")
+    local vh = complex and ga.conj(copy, on_stream) or copy
+    result = ga.matmul(scaled, vh, on_stream)
+    free_all(stream, w, magnitudes, largest, scaled, copy, vh ~= copy and vh)
+  else
+    local u, s, vh = singular(a, true, false, stream, "pinv", dtype)
+    local largest = ga.max(s, {axis = s.ndim, stream = stream})
+    local scaled = scaled_columns(u, s, largest, rcond, false, stream, "pinv")
+    if complex then
+      local product = ga.matmul(scaled, vh, on_stream)      -- U S^+ V^H = pinv(a)^H
+      result = ga.conj(transposed(product), on_stream)
+      core.free_after(product, stream)
+    else
+      result = ga.matmul(transposed(vh), transposed(scaled), on_stream)
+    end
+    free_all(stream, u, s, vh, largest, scaled)
+  end
+  return result
+end
+
+-- linalg.lstsq(a, b[, {rcond =, stream =}]) -> x, residuals, rank, s: NumPy's least squares
+-- of one matrix a (M, N) and b (M,) or (M, K): x (N,) or (N, K) minimizes |b - a x| (the
+-- least |x| among those where a's rank is below N), through the SVD a = U S V^H, as LAPACK's
+-- gelsd does: x = V S^+ U^H b, the singular values at or below rcond (default max(M, N) * eps
+-- of the dtype; negative: eps) times the largest taken for zero.  residuals: the sums of
+-- squares of |b - a x|, (1,) or (K,), where rank is N and M > N, else empty (0,); rank the
+-- count of singular values kept, a Lua integer (read back: the one synchronization); s the
+-- singular values (min(M, N),), descending.  Results are of the dtype NumPy's linalg computes
+-- a and b in (residuals and s of its real dtype).
+function M.lstsq(a, b, opts)
+  check_array(a, 1, "lstsq")
+  check_array(b, 2, "lstsq")
+  opts = check_options(opts, 3, "lstsq", LSTSQ)
+  local rcond = relative_cutoff(opts, 3, "lstsq", {"rcond"})
+  if a.ndim ~= 2 then argerror(1, "lstsq", ("array of 2 dimensions expected, got %d"):format(a.ndim)) end
+  if b.ndim ~= 1 and b.ndim ~= 2 then
+    argerror(2, "lstsq", ("array of 1 or 2 dimensions expected, got %d"):format(b.ndim))
+  end
+  local m, n = a.shape[1], a.shape[2]
+  local vector = b.ndim == 1
+  if b.shape[1] ~= m then argerror(2, "lstsq", ("b has %d rows, a is %d x %d"):format(b.shape[1], m, n)) end
+  local dtype = compute_dtype({a, b}, "lstsq")
+  local real = REAL_OF[dtype]
+  local stream = opts.stream
+  local on_stream = {stream = stream}
+  local columns = vector and 1 or b.shape[2]
+  if vector then b = core.array_view(b, 0, b.dtype, {m, 1}, {b.strides[1], 0}) end
+  local k = math.min(m, n)
+  if rcond == nil then rcond = math.max(m, n) * EPSILON[real]
+  elseif rcond < 0 then rcond = EPSILON[real] end
+  local x, s, rank
+  if k == 0 or columns == 0 then
+    x = ga.zeros({n, columns}, dtype)
+    s = k == 0 and core.array_empty({0}, real) or singular(a, false, false, stream, "lstsq", dtype)
+  else
+    local u, vh
+    u, s, vh = singular(a, true, false, stream, "lstsq", dtype)
+    -- x = V S^+ (U^H b): the rows of U^H b scaled, as the columns of their transpose
+    local complex = core.dtype(dtype).kind == "c"
+    local uh = complex and ga.conj(transposed(u), on_stream) or transposed(u)
+    local c = ga.matmul(uh, b, on_stream)
+    local largest = s:narrow(1, 1, 1):reshape({})
+    local scaled = scaled_columns(transposed(c), s, largest, rcond, false, stream, "lstsq")
+    local v = complex and ga.conj(transposed(vh), on_stream) or transposed(vh)
+    x = ga.matmul(v, transposed(scaled), on_stream)
+    free_all(stream, u, vh, complex and uh, c, scaled, complex and v)
+  end
+  rank = 0
+  if k > 0 then
+    if stream then stream:synchronize() end
+    local h = s:get()
+    for i = 1, k do
+      if h[i] > rcond * h[1] then rank = rank + 1 end
+    end
+  end
+  local residuals
+  if rank == n and m > n then
+    -- (no column: b itself)
+    local fit = n > 0 and ga.matmul(a, x, on_stream)
+    local misfit = fit and ga.sub(b, fit, on_stream) or b
+    residuals = reduction.reduce_axis("lstsq", "sum_squares", misfit, 1, stream)
+    if residuals.dtype ~= real then residuals = residuals:astype(real, on_stream) end
+    free_all(stream, fit, fit and misfit)
+  else
+    residuals = core.array_empty({0}, real)
+  end
+  if vector then x = x:reshape(n) end
+  return x, residuals, rank, s
+end
+
+-- Products ------------------------------------------------------------------------------------
+
+-- linalg.matrix_power(a, n[, {stream =}]): a's square matrices to the integer power n, as
+-- NumPy's: by repeated squaring with matmul (a's dtype; integers wrap as matmul's do); n = 0
+-- the identities of a's dtype; n < 0 inv(a) to the power -n (inv's dtype; "Singular matrix").
+-- n = 1 gives a copy (NumPy returns a itself).
+function M.matrix_power(a, n, opts)
+  local size = check_matrices(a, 1, "matrix_power", true)
+  if math.type(n) ~= "integer" then
+    argerror(2, "matrix_power", "exponent must be an integer, got " .. (math.type(n) or typename(n)))
+  end
+  opts = check_options(opts, 3, "matrix_power", STREAM)
+  local stream = opts.stream
+  local on_stream = {stream = stream}
+  if n == 0 then return identity(a.shape, a.dtype, stream) end
+  local base = a
+  if n < 0 then
+    local dtype = compute_dtype({a}, "matrix_power")
+    if a.size == 0 then base = core.array_empty(a.shape, dtype)
+    else
+      local info
+      base, info = inverse(a, size, dtype, stream)
+      check_info(info, stream, "matrix_power", "Singular matrix", base)
+    end
+    n = -n
+  end
+  if n == 1 then return base == a and a:copy(on_stream) or base end
+  -- NumPy's order: result times each squaring a^(2^i) of n's bits, low to high
+  local square, result = base, nil
+  while true do
+    if n % 2 == 1 then
+      if result == nil then result = square
+      else
+        local product = ga.matmul(result, square, on_stream)
+        if result ~= base then core.free_after(result, stream) end
+        result = product
+      end
+    end
+    n = n // 2
+    if n == 0 then break end
+    local squared = ga.matmul(square, square, on_stream)
+    if square ~= base and square ~= result then core.free_after(square, stream) end
+    square = squared
+  end
+  if square ~= result and square ~= base then core.free_after(square, stream) end
+  if base ~= a and base ~= result then core.free_after(base, stream) end
+  return result
+end
+
+-- The split points of NumPy's optimal order of the chain of matrices whose shapes are
+-- dims[i] x dims[i + 1] (i = 1 .. count), by the classic dynamic programme on the count of
+-- scalar multiplications: split[i][j] = k when the product of matrices i .. j is best made
+-- as (i .. k) (k + 1 .. j), the least such k where several cost the same (NumPy's choice).
+-- Also the least cost, cost[1][count].
+function M.chain_order(dims)
+  local count = #dims - 1
+  local cost, split = {}, {}
+  for i = 1, count do cost[i], split[i] = {[i] = 0}, {} end
+  for length = 1, count - 1 do
+    for i = 1, count - length do
+      local j = i + length
+      cost[i][j] = math.huge
+      for k = i, j - 1 do
+        local q = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+        if q < cost[i][j] then cost[i][j], split[i][j] = q, k end
+      end
+    end
+  end
+  return split, cost[1][count]
+end
+
+-- linalg.multi_dot(arrays[, {stream =}]): the product of the list of two or more arrays, as
+-- NumPy's: 2-d matrices, but a 1-d first array a row vector and a 1-d last one a column
+-- vector (their axis dropped from the result: both 1-d give a 0-d array), multiplied in the
+-- order that needs the fewest scalar multiplications (chain_order).
+function M.multi_dot(arrays, opts)
+  if type(arrays) ~= "table" or getmetatable(arrays) ~= nil then
+    argerror(1, "multi_dot", "list of arrays expected, got " .. typename(arrays))
+  end
+  opts = check_options(opts, 2, "multi_dot", STREAM)
+  local stream = opts.stream
+  local on_stream = {stream = stream}
+  local count = #arrays
+  if count < 2 then argerror(1, "multi_dot", ("at least 2 arrays expected, got %d"):format(count)) end
+  local matrices, dims = {}, {}
+  for i, x in ipairs(arrays) do
+    check_array(x, 1, "multi_dot")
+    local ends = i == 1 or i == count
+    if x.ndim ~= 2 and not (ends and x.ndim == 1) then
+      argerror(1, "multi_dot", ("array %d has %d dimensions, %s expected")
+                               :format(i, x.ndim, ends and "1 or 2" or "2"))
+    end
+    if x.ndim == 1 then   -- a row first, a column last: views
+      local length, stride = x.shape[1], x.strides[1]
+      if i == 1 then x = core.array_view(x, 0, x.dtype, {1, length}, {length * stride, stride})
+      else x = core.array_view(x, 0, x.dtype, {length, 1}, {stride, stride}) end
+    end
+    if i > 1 and x.shape[1] ~= dims[i] then
+      argerror(1, "multi_dot", ("array %d has %d columns, array %d %d rows")
+                               :format(i - 1, dims[i], i, x.shape[1]))
+    end
+    matrices[i], dims[i], dims[i + 1] = x, x.shape[1], x.shape[2]
+  end
+  local split = M.chain_order(dims)
+  local function chain(i, j)
+    if i == j then return matrices[i] end
+    local k = split[i][j]
+    local left, right = chain(i, k), chain(k + 1, j)
+    local product = ga.matmul(left, right, on_stream)
+    if i < k then core.free_after(left, stream) end
+    if k + 1 < j then core.free_after(right, stream) end
+    return product
+  end
+  local result = chain(1, count)
+  local shape = {}
+  if arrays[1].ndim == 2 then shape[#shape + 1] = dims[1] end
+  if arrays[count].ndim == 2 then shape[#shape + 1] = dims[count + 1] end
+  if #shape == 2 then return result end
+  return core.array_view(result, 0, result.dtype, shape)
+end
+
+-- Condition numbers ---------------------------------------------------------------------------
+
+local COND = {p = true, stream = true}
+local COND_ORDERS = {fro = true, f = true, nuc = true, [1] = true, [-1] = true, [2] = true, [-2] = true,
+                     [math.huge] = true, [-math.huge] = true}
+
+local function order_text(p)
+  if p == math.huge then return "inf" elseif p == -math.huge then return "-inf" end
+  return type(p) == "number" and tostring(p) or quoted(p)
+end
+
+-- linalg.cond(x[, {p =, stream =}]): the condition numbers of x's matrices in the norm p, as
+-- NumPy's: nil, 2 or -2 the ratio of the greatest singular value to the least (-2: the
+-- least to the greatest), of any matrices; "fro", "nuc", 1, -1, inf and -inf norm(x, p) times
+-- norm(inv(x), p), of square ones ("nuc": the sums of the singular values of x and of their
+-- reciprocals).  inf for a singular matrix, not an error; the real dtype; 0-d for one matrix.
+function M.cond(x, opts)
+  local m, n = check_matrices(x, 1, "cond")
+  opts = check_options(opts, 2, "cond", COND)
+  local p, stream = opts.p, opts.stream
+  if p ~= nil and not COND_ORDERS[p] then
+    argerror(2, "cond", ("invalid norm order %s for matrices"):format(order_text(p)))
+  end
+  if m * n == 0 then argerror(1, "cond", "cond is not defined on empty arrays") end
+  if p ~= nil and p ~= 2 and p ~= -2 then check_matrices(x, 1, "cond", true) end
+  local dtype = compute_dtype({x}, "cond")
+  local real = REAL_OF[dtype]
+  local nb = x.ndim - 2
+  local batch = shape_of(x.shape, nb)
+  if x.size == 0 then return core.array_empty(batch, real) end
+  local t = operators.ctype(real)
+  local infinity = real == "float64" and "__longlong_as_double(0x7ff0000000000000LL)"
+                   or "__int_as_float(0x7f800000)"
+  local function launch(name, expr, operands, ...)
+    local spec = {name = "linalg_cond_" .. name .. "_" .. real, out = real, expr = expr, operands = {}}
+    for i, operand in ipairs(operands) do spec.operands[i] = {name = operand, dtype = real} end
+    if name == "norms" then spec.operands[3].dtype = "int32" end
+    return ew.launch(program("cond " .. name .. " " .. real, spec), nil, stream, "cond", ...)
+  end
+  if p == nil or p == 2 or p == -2 or p == "nuc" then
+    local s = singular(x, false, false, stream, "cond", dtype)
+    local k = s.shape[s.ndim]
+    local strides = s.strides
+    strides[#strides] = nil
+    local result
+    if p == "nuc" then
+      local sum = ga.sum(s, {axis = nb + 1, stream = stream})
+      local reciprocals = launch("reciprocal", ("(%s)1 / s"):format(t), {"s"}, s)
+      local reciprocal_sum = ga.sum(reciprocals, {axis = nb + 1, stream = stream})
+      -- a zero matrix's 0 * inf: NumPy's NaN made inf
+      result = launch("nuc", ("sum == 0 ? %s : sum * reciprocal_sum"):format(infinity),
+                      {"sum", "reciprocal_sum"}, sum, reciprocal_sum)
+      free_all(stream, sum, reciprocals, reciprocal_sum)
+    else
+      local greatest = core.array_view(s, 0, real, batch, strides)
+      local least = core.array_view(s:narrow(nb + 1, k, 1), 0, real, batch, strides)
+      local ratio = p == -2 and "least / greatest" or "greatest / least"
+      result = launch(p == -2 and "least" or "greatest", ("greatest == 0 ? %s : %s"):format(infinity, ratio),
+                      {"greatest", "least"}, greatest, least)
+    end
+    core.free_after(s, stream)
+    return result
+  end
+  local inverses, info = inverse(x, n, dtype, stream)
+  local norm_opts = {ord = p, axis = {nb + 1, nb + 2}, stream = stream}
+  local norm_x, norm_inverse = ga.linalg.norm(x, norm_opts), ga.linalg.norm(inverses, norm_opts)
+  if norm_x.dtype ~= real then   -- an integer x's norm is float64
+    local converted = norm_x:astype(real, {stream = stream})
+    core.free_after(norm_x, stream)
+    norm_x = converted
+  end
+  -- a singular matrix (info > 0), whose inverse NumPy's LAPACK leaves NaN: inf, NaN from NaNs
+  local result = launch("norms", ("info > 0 ? (lg_isnan(norm_x) ? norm_x : %s) : norm_x * norm_inverse")
+                                  :format(infinity), {"norm_x", "norm_inverse", "info"},
+                        norm_x, norm_inverse, info)
+  free_all(stream, inverses, info, norm_x, norm_inverse)
+  return result
+end
+
+-- Tensors -------------------------------------------------------------------------------------
+
+local TENSORINV = {ind = true, stream = true}
+local TENSORSOLVE = {axes = true, stream = true}
+
+-- linalg.tensorinv(a[, {ind = 2, stream =}]): NumPy's inverse of a as a tensor: of shape
+-- a.shape[ind + 1 ..] .. a.shape[1 .. ind], whose tensordot with a over its first ind axes
+-- is the identity; the product of a's first ind lengths must be that of the rest.
+function M.tensorinv(a, opts)
+  check_array(a, 1, "tensorinv")
+  opts = check_options(opts, 2, "tensorinv", TENSORINV)
+  local ind = opts.ind == nil and 2 or opts.ind
+  if math.type(ind) ~= "integer" or ind <= 0 then
+    argerror(2, "tensorinv", "option 'ind' must be a positive integer, got " .. tostring(ind))
+  end
+  local shape = a.shape
+  if ind > #shape then
+    argerror(2, "tensorinv", ("option 'ind' is %d, beyond the array's %d dimensions"):format(ind, #shape))
+  end
+  local rows, columns, inverse_shape = 1, 1, {}
+  for d = ind + 1, #shape do
+    columns = columns * shape[d]
+    inverse_shape[#inverse_shape + 1] = shape[d]
+  end
+  for d = 1, ind do
+    rows = rows * shape[d]
+    inverse_shape[#inverse_shape + 1] = shape[d]
+  end
+  if rows ~= columns then
+    argerror(1, "tensorinv", ("the product of the first %d lengths (%d) must be that of the rest (%d)")
+                             :format(ind, rows, columns))
+  end
+  local result = M.inv(a:reshape(rows, columns), {stream = opts.stream})
+  return core.array_view(result, 0, result.dtype, inverse_shape)
+end
+
+-- linalg.tensorsolve(a, b[, {axes =, stream =}]): NumPy's x with tensordot(a, x, x.ndim) = b:
+-- x has a's last a.ndim - b.ndim lengths, whose product must be b's size (and that of a's
+-- first b.ndim lengths); axes (1-based) are moved to the end of a first.
+function M.tensorsolve(a, b, opts)
+  check_array(a, 1, "tensorsolve")
+  check_array(b, 2, "tensorsolve")
+  opts = check_options(opts, 3, "tensorsolve", TENSORSOLVE)
+  local axes = opts.axes
+  if axes ~= nil then
+    if type(axes) ~= "table" or getmetatable(axes) ~= nil then
+      argerror(3, "tensorsolve", "option 'axes' must be a list of axes, got " .. typename(axes))
+    end
+    local order, moved = {}, {}
+    for _, axis in ipairs(axes) do
+      local d = args.check_axis(axis, a.ndim, 3, "tensorsolve")
+      if moved[d] then argerror(3, "tensorsolve", "option 'axes' names an axis twice") end
+      moved[d] = true
+    end
+    for d = 1, a.ndim do if not moved[d] then order[#order + 1] = d end end
+    for _, axis in ipairs(axes) do order[#order + 1] = args.check_axis(axis, a.ndim, 3, "tensorsolve") end
+    a = a:transpose(order)
+  end
+  local shape = a.shape
+  local x_shape, size = {}, 1
+  for d = b.ndim + 1, #shape do
+    x_shape[#x_shape + 1] = shape[d]
+    size = size * shape[d]
+  end
+  if b.ndim >= #shape or a.size ~= size * size or b.size ~= size then
+    argerror(2, "tensorsolve", ("a %s and b %s: the product of a's last %d lengths must be b's size and "
+                                .. "that of a's first %d"):format(promote.shape_text(shape),
+                                promote.shape_text(b.shape), #shape - b.ndim, b.ndim))
+  end
+  local x = M.solve(a:reshape(size, size), b:reshape(size), {stream = opts.stream})
+  return core.array_view(x, 0, x.dtype, x_shape)
+end
+
+-- What install leaves out of gpu.linalg (chain_order: for the specs).
+local INTERNAL = {install = true, chain_order = true}
+
 function M.install(gpu)
   ga = gpu.gpuarray
   -- added to, never replaced: other modules (linalg.norm) put their functions in it too
   local linalg = ga.linalg or gpu.linalg or {}
   for name, f in pairs(M) do
-    if name ~= "install" then linalg[name] = f end
+    if not INTERNAL[name] then linalg[name] = f end
   end
   ga.linalg, gpu.linalg = linalg, linalg
 end

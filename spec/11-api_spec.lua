@@ -62,7 +62,8 @@ describe("API.md", function()
       assert.are.equal("function", type(gpu.random[name]), "random." .. name)
     end
     for _, name in ipairs{"solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd",
-                          "matrix_rank"} do
+                          "matrix_rank", "pinv", "lstsq", "matrix_power", "multi_dot", "cond", "tensorinv",
+                          "tensorsolve"} do
       assert.are.equal("function", type(gpu.linalg[name]), "linalg." .. name)
     end
     assert.are.equal(gpu.linalg, gpu.gpuarray.linalg)

@@ -11,15 +11,25 @@
 --   eigvalsh(a[, opts]) -> w
 --   svd(a[, {full_matrices = true, compute_uv = true}]) -> u, s, vh (s alone without uv)
 --   matrix_rank(a[, {tol =, rtol =}]) -> the singular values above tol, as an int64 array
+--   pinv(a[, {rcond =, hermitian = false}]) -> the pseudo-inverses, from svd (eigh if hermitian)
+--   lstsq(a, b[, {rcond =}]) -> x, residuals, rank, s: least squares of one matrix, by the SVD
+--   matrix_power(a, n) -> a^n by repeated squaring (n < 0: of inv(a))
+--   multi_dot(arrays) -> their product, in the order of fewest multiplications
+--   cond(x[, {p =}]) -> condition numbers: from svd (p nil, 2, -2, "nuc"), or norm(x) norm(inv(x))
+--   tensorinv(a[, {ind = 2}]), tensorsolve(a, b[, {axes =}]) -> inv and solve of reshaped tensors
 --
--- Every function takes a stack of matrices (..., M, N), each matrix on its own, NumPy 2's
--- broadcasting of stacks in solve, and {stream = s}.  As NumPy: float32 and complex64 compute
--- in single precision; float64, complex128, integers and bools in double (a float64 or
--- complex128 result); float16 and bfloat16 are refused.  A function of one matrix gives 0-d
--- arrays where NumPy gives scalars (det, slogdet, matrix_rank); several results come back as
--- several values.  NumPy's LinAlgError is a Lua error naming the function: a singular matrix
--- in solve and inv, one not positive definite in cholesky, eigh and svd that do not converge;
--- to know, these read each matrix's info back (the one synchronization they make).
+-- Every function takes {stream = s}, and all but lstsq, multi_dot and the tensor ones a stack
+-- of matrices (..., M, N), each matrix on its own, with NumPy 2's broadcasting of stacks in
+-- solve.  As NumPy: float32 and complex64 compute in single precision; float64, complex128,
+-- integers and bools in double (a float64 or complex128 result; matrix_power's n >= 0 and
+-- multi_dot keep matmul's dtypes); float16 and bfloat16 are refused.  A function of one
+-- matrix gives 0-d arrays where NumPy gives scalars (det, slogdet, matrix_rank, cond, and
+-- multi_dot of two vectors at its ends); lstsq's rank is a Lua integer; several results come
+-- back as several values.  NumPy's LinAlgError is a Lua error naming the function: a singular
+-- matrix in solve, inv and matrix_power (n < 0), one not positive definite in cholesky, eigh
+-- and svd that do not converge; to know, these read each matrix's info back (the one
+-- synchronization they make; lstsq's is the read of s for the rank).  cond gives inf for a
+-- singular matrix, as NumPy's does.
 --
 -- Layouts: cuSOLVER reads matrices column-major, so the row-major copy handed to it (which
 -- it overwrites, the reason for a copy) holds each matrix's transpose.  That is used, not

@@ -63,7 +63,7 @@ describe("API.md", function()
     end
     for _, name in ipairs{"solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd",
                           "matrix_rank", "pinv", "lstsq", "matrix_power", "multi_dot", "cond", "tensorinv",
-                          "tensorsolve"} do
+                          "tensorsolve", "eig", "eigvals"} do
       assert.are.equal("function", type(gpu.linalg[name]), "linalg." .. name)
     end
     assert.are.equal(gpu.linalg, gpu.gpuarray.linalg)

@@ -1,11 +1,13 @@
 -- gpu.linalg's functions built on the factorizations (lua/gpu/linalg.lua): pinv, lstsq,
--- matrix_power, multi_dot, cond, tensorinv and tensorsolve, each checked in Lua, in doubles,
--- against the values the device was given (as stored, rounded to the dtype): the four
--- Moore-Penrose conditions for pinv; the normal equations a^H (a x - b) = 0 (and the least
--- norm x, for a wide a of full rank), the residuals as sums of squares and NumPy's rank for
--- lstsq; repeated products in Lua for matrix_power (exactly for int32, wrapping) and
+-- matrix_power, multi_dot, cond, tensorinv, tensorsolve, eig and eigvals, each checked in
+-- Lua, in doubles, against the values the device was given (as stored, rounded to the dtype):
+-- the four Moore-Penrose conditions for pinv; the normal equations a^H (a x - b) = 0 (and the
+-- least norm x, for a wide a of full rank), the residuals as sums of squares and NumPy's rank
+-- for lstsq; repeated products in Lua for matrix_power (exactly for int32, wrapping) and
 -- multi_dot; cond from the singular values svd gives, from 2 x 2 matrices' closed form and
--- from Lua inverses and norms; the exact errors, freed arrays, views, stacks and streams.
+-- from Lua inverses and norms; a v = v diag(w) with unit columns for eig, the trace and
+-- tr(a^2) as the sums of eigvals and of their squares; the exact errors, freed arrays, views,
+-- stacks and streams.  Without a GPU, the stand-ins' shapes, dtypes, errors and geev calls.
 --
 -- Tolerances as spec/54's: backward stable algorithms leave residuals within a small multiple
 -- of n eps times the norms involved (Frobenius norms; eps the dtype's), and the bounds take
@@ -695,6 +697,74 @@ describe("gpu.linalg's functions of the factorizations", function()
     helpers.assert_error("bad argument #1 to 'cond' (array has been freed)", L.cond, a)
   end)
 
+  helpers.gpu_it("eig and eigvals: a v = v diag(w), unit columns, the trace and tr(a^2)", function()
+    local s = gpu.Stream()
+    for _, dtype in ipairs(DTYPES) do
+      local out = (dtype == "float32" or dtype == "complex64") and "complex64" or "complex128"
+      local eps = EPS[out]
+      for c, case in ipairs{{{}, 4}, {{3}, 5}, {{2, 1}, 3}, {{}, 1}, {{}, 12}} do
+        local batch, n = case[1], case[2]
+        local mats = {}
+        for i = 1, product(batch) do mats[i] = random_matrix(n, n, dtype) end
+        local a, A = to_device(mats, shape_with(batch, n, n), dtype)
+        local opts = c % 2 == 0 and {stream = s} or nil
+        local w, v = L.eig(a, opts)
+        local values = L.eigvals(a, opts)
+        s:synchronize()
+        local what = ("eig %s case %d"):format(dtype, c)
+        assert.are.same(shape_with(batch, n), w.shape, what)
+        assert.are.same(shape_with(batch, n, n), v.shape, what)
+        assert.are.same(shape_with(batch, n), values.shape, what)
+        assert.are.equal(out, w.dtype, what)
+        assert.are.equal(out, v.dtype, what)
+        assert.are.equal(out, values.dtype, what)
+        local W, V, E = values_of(w), matrices_of(v), values_of(values)
+        for i = 1, #A do
+          local Ai, Vi = A[i], V[i]
+          local na = norm(Ai)
+          local VW = matrix(n, n, function(r, q) return mul(Vi[r][q], W[(i - 1) * n + q]) end)
+          assert_small(distance(matmul(Ai, Vi), VW), 30 * n * eps * na * norm(Vi), what .. " a v = v w")
+          for q = 1, n do
+            local column = 0
+            for r = 1, n do column = column + abs(Vi[r][q]) ^ 2 end
+            assert_small(math.abs(math.sqrt(column) - 1), 30 * n * eps, what .. " unit column " .. q)
+          end
+          -- eigvals (computed without the vectors): the same trace and trace of a^2
+          local A2 = matmul(Ai, Ai)
+          local trace, trace2, sum, sum2 = ZERO, ZERO, ZERO, ZERO
+          for r = 1, n do
+            trace, trace2 = add(trace, Ai[r][r]), add(trace2, A2[r][r])
+            local e = E[(i - 1) * n + r]
+            sum, sum2 = add(sum, e), add(sum2, mul(e, e))
+          end
+          assert_small(abs(sub(sum, trace)), 30 * n * eps * na, what .. " eigvals' sum")
+          assert_small(abs(sub(sum2, trace2)), 30 * n * eps * na * na, what .. " eigvals' squares")
+        end
+      end
+    end
+    -- exactly: a rotation's i and -i, a triangular matrix's diagonal (in either order)
+    local rotation = to_device({{{ZERO, {-1.0, 0.0}}, {ONE, ZERO}}}, {2, 2}, "float64")
+    local w = values_of(L.eigvals(rotation))
+    if w[1][2] < 0 then w[1], w[2] = w[2], w[1] end
+    for i, want in ipairs{{0, 1}, {0, -1}} do assert_small(abs(sub(w[i], want)), 1e-14, "rotation " .. i) end
+    local triangular = to_device({{{ONE, {2.0, 0.0}}, {ZERO, {3.0, 0.0}}}}, {2, 2}, "float32")
+    w = values_of(L.eigvals(triangular:transpose()))
+    if w[1][1] > w[2][1] then w[1], w[2] = w[2], w[1] end
+    for i, want in ipairs{{1, 0}, {3, 0}} do assert_small(abs(sub(w[i], want)), 1e-5, "triangular " .. i) end
+    local e, ev = L.eig(gpu.zeros({0, 3, 3}))
+    assert.are.same({0, 3}, e.shape)
+    assert.are.same({0, 3, 3}, ev.shape)
+    helpers.assert_error("bad argument #1 to 'eig' (last 2 dimensions of the array must be square, "
+                         .. "got 3 x 4)",
+                         L.eig, gpu.zeros({3, 4}))
+    helpers.assert_error("bad argument #2 to 'eigvals' (unknown option 'UPLO')", L.eigvals, gpu.zeros({3, 3}),
+                         {UPLO = "L"})
+    local freed = gpu.zeros({3, 3})
+    freed:free()
+    helpers.assert_error("bad argument #1 to 'eig' (array has been freed)", L.eig, freed)
+    helpers.assert_error("bad argument #1 to 'eigvals' (array has been freed)", L.eigvals, freed)
+  end)
+
   helpers.gpu_it("tensorinv and tensorsolve: inv and solve of the reshaped tensors", function()
     for _, dtype in ipairs(DTYPES) do
       local eps = EPS[computed(dtype)]
@@ -772,6 +842,8 @@ describe("gpu.linalg's functions of the factorizations without a GPU", function(
       show("cond empty stack", L.cond, gpu.zeros({0, 3, 3}))
       show("tensorinv", L.tensorinv, gpu.zeros({4, 6, 8, 3}))
       show("tensorsolve", L.tensorsolve, gpu.zeros({6, 2, 3}), gpu.zeros({2, 3}), {axes = {1}})
+      show("eig", L.eig, gpu.zeros({2, 3, 3}, "float32"))
+      show("eigvals", L.eigvals, gpu.zeros({4, 4}, "int8"))
       show("bad", L.pinv, gpu.zeros({3, 3}), {rcond = true})
       show("bad", L.pinv, gpu.zeros({3, 3}, "float16"))
       show("bad", L.lstsq, gpu.zeros({3, 3}), gpu.zeros({3, 3, 1}))
@@ -782,12 +854,22 @@ describe("gpu.linalg's functions of the factorizations without a GPU", function(
       show("bad", L.cond, gpu.zeros({3, 3}), {p = 0})
       show("bad", L.tensorinv, gpu.zeros({2, 2}), {ind = 3})
       show("bad", L.tensorsolve, gpu.zeros({2, 2}), gpu.zeros({2}), {axes = {3}})
+      local core = require "gpu.core"
+      show("bad", core.solver_geev, gpu.zeros({3, 3}), gpu.zeros({3}, "complex128"), nil,
+           gpu.zeros({}, "int32"))
+      show("bad", core.solver_geev, gpu.zeros({3, 3}, "complex64"), gpu.zeros({3}, "complex128"), nil,
+           gpu.zeros({}, "int32"))
     ]], {FAKE_CUSOLVER_INFO = "0"})
     assert(ok, out)
-    local lines = {}
+    local lines, geev = {}, {}
     for line in out:gmatch("[^\n]+") do
-      if not line:match("^fakecu") then lines[#lines + 1] = line end
+      if line:match("^fakecusolver: Xgeev") then geev[#geev + 1] = line:sub(15)
+      elseif not line:match("^fakecu") then lines[#lines + 1] = line end
     end
+    -- geev of each matrix as complex, a^T's copy (column-major a), left eigenvectors never
+    assert.are.same({"Xgeev novectors vectors C_32F n 3 lda 3 ldvr 3",
+                     "Xgeev novectors vectors C_32F n 3 lda 3 ldvr 3",
+                     "Xgeev novectors novectors C_64F n 4 lda 4 ldvr 4"}, geev)
     assert.are.same({
       "pinv: float32(2,3,5)",
       "pinv hermitian: complex64(4,4)",
@@ -805,6 +887,8 @@ describe("gpu.linalg's functions of the factorizations without a GPU", function(
       "cond empty stack: float64(0)",
       "tensorinv: float64(8,3,4,6)",
       "tensorsolve: float64(6)",
+      "eig: complex64(2,3) complex64(2,3,3)",
+      "eigvals: complex128(4)",
       "bad: bad argument #2 to 'pinv' (option 'rcond' must be a number, got boolean)",
       "bad: bad argument #1 to 'pinv' (array type float16 is unsupported in linalg)",
       "bad: bad argument #2 to 'lstsq' (array of 1 or 2 dimensions expected, got 3)",
@@ -815,6 +899,16 @@ describe("gpu.linalg's functions of the factorizations without a GPU", function(
       "bad: bad argument #2 to 'cond' (invalid norm order 0 for matrices)",
       "bad: bad argument #2 to 'tensorinv' (option 'ind' is 3, beyond the array's 2 dimensions)",
       "bad: bad argument #3 to 'tensorsolve' (axis 3 is out of range for a 2-d array)",
+      "bad: bad argument #1 to 'gpu.core.solver_geev' (complex64 or complex128 array expected, "
+      .. "got float64)",
+      "bad: bad argument #2 to 'gpu.core.solver_geev' (complex64 array expected, got complex128)",
     }, lines)
+    -- geev's infos: NumPy's message, naming the function
+    out = helpers.run_with_fakes([[
+      local gpu = require "gpu"
+      print(pcall(gpu.linalg.eigvals, gpu.zeros({2, 3, 3})))
+    ]], {FAKE_CUSOLVER_INFO = "1"})
+    assert.truthy(out:find("false\t[^\n]*bad argument #1 to 'eigvals' %(Eigenvalues did not converge%)\n"),
+                  out)
   end)
 end)

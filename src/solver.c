@@ -4,10 +4,11 @@
 ** lua/gpu/linalg.lua (NumPy's numpy.linalg) prepares contiguous arrays of float32, float64,
 ** complex64 or complex128 and hands them here; each function runs one cuSOLVER routine on
 ** every matrix of a stack, in place, in the order of a stream: LU (getrf, getrs), Cholesky
-** (potrf, potrs), QR (geqrf, orgqr/ungqr), Hermitian eigenvalues (syevd) and singular values
-** (gesvd).  cuSOLVER reads matrices column-major, so an array of shape (..., cols, rows) holds
-** a stack of column-major rows x cols matrices, each the transpose of the row-major matrix
-** the array shows; the Lua layer turns that to account (linalg.lua says how).  Each matrix's
+** (potrf, potrs), QR (geqrf, orgqr/ungqr), Hermitian eigenvalues (syevd), singular values
+** (gesvd) and general eigenvalues (geev, of complex matrices; CUDA 12.6's, so optional).
+** cuSOLVER reads matrices column-major, so an array of shape (..., cols, rows) holds a stack
+** of column-major rows x cols matrices, each the transpose of the row-major matrix the array
+** shows; the Lua layer turns that to account (linalg.lua says how).  Each matrix's
 ** info (> 0: singular, not positive definite, not converged) goes to a device int32 array
 ** that the caller reads, or not, when it chooses.
 **
@@ -95,10 +96,24 @@
      cudaDataType, void *, int64_t, cudaDataType, void *, cudaDataType, void *, int64_t,   \
      cudaDataType, void *, int64_t, cudaDataType, void *, size_t, void *, size_t, int *))
 
+/* What cuSOLVER 11.6 (CUDA 12.6) added: resolved where there, NULL where not (the rest serve
+** all the same). */
+#define GPU_CUSOLVER_OPTIONAL(X)                                                           \
+  X(cusolverDnXgeev_bufferSize, cusolverStatus_t,                                          \
+    (cusolverDnHandle_t, cusolverDnParams_t, cusolverEigMode_t, cusolverEigMode_t, int64_t,\
+     cudaDataType, const void *, int64_t, cudaDataType, const void *, cudaDataType,        \
+     const void *, int64_t, cudaDataType, const void *, int64_t, cudaDataType, size_t *,   \
+     size_t *))                                                                            \
+  X(cusolverDnXgeev, cusolverStatus_t,                                                     \
+    (cusolverDnHandle_t, cusolverDnParams_t, cusolverEigMode_t, cusolverEigMode_t, int64_t,\
+     cudaDataType, void *, int64_t, cudaDataType, void *, cudaDataType, void *, int64_t,   \
+     cudaDataType, void *, int64_t, cudaDataType, void *, size_t, void *, size_t, int *))
+
 static struct {
   pthread_once_t once;
 #define GPU_CUSOLVER_FIELD(name, ret, args) ret (*name) args;
   GPU_CUSOLVER_SYMBOLS(GPU_CUSOLVER_FIELD)
+  GPU_CUSOLVER_OPTIONAL(GPU_CUSOLVER_FIELD)
 #undef GPU_CUSOLVER_FIELD
   int ok;
   int version;              /* major * 10000 + minor * 100 + patch */
@@ -121,6 +136,9 @@ static void load_cusolver (void) {
   }
   GPU_CUSOLVER_SYMBOLS(GPU_CUSOLVER_RESOLVE)
 #undef GPU_CUSOLVER_RESOLVE
+#define GPU_CUSOLVER_RESOLVE_OPTIONAL(name, ret, args) *(void **)&sv.name = dlsym(lib, #name);
+  GPU_CUSOLVER_OPTIONAL(GPU_CUSOLVER_RESOLVE_OPTIONAL)
+#undef GPU_CUSOLVER_RESOLVE_OPTIONAL
   sv.cusolverGetProperty(MAJOR_VERSION, &major);
   sv.cusolverGetProperty(MINOR_VERSION, &minor);
   sv.cusolverGetProperty(PATCH_LEVEL, &patch);
@@ -659,6 +677,57 @@ static int gpu_solver_syevd (lua_State *L) {
   return 0;
 }
 
+/*
+** solver_geev(a, w, v, info[, stream]): the eigenvalues of the general complex matrices of a
+** (complex64 or complex128; overwritten) into w (a's dtype, batch * n), in no particular
+** order, and with v (a's shape and dtype; nil: none) the right eigenvectors, each of norm 1
+** with its largest component real, as the columns of each matrix.  info (int32, batch): i > 0
+** where the QR algorithm did not converge.  cuSOLVER before 11.6 lacks geev: an error.
+*/
+static int gpu_solver_geev (lua_State *L) {
+  Stack st;
+  gpu_Array *w, *v = NULL, *info;
+  cusolverEigMode_t jobvr;
+  CUstream stream;
+  Call call;
+  size_t device_bytes = 0, host_bytes = 0;
+  int64_t i, n;
+  check_stack(L, 1, 1, &st);
+  if (st.type != CUDA_C_32F && st.type != CUDA_C_64F)
+    luaL_argerror(L, 1, lua_pushfstring(L, "complex64 or complex128 array expected, got %s",
+                                        gpu_dtypes[st.a->dtype].name));
+  n = st.rows;
+  w = check_operand(L, 2, &st, st.a->dtype, st.batch * n);
+  if (!lua_isnil(L, 3)) v = check_operand(L, 3, &st, st.a->dtype, st.batch * n * n);
+  info = check_operand(L, 4, &st, GPU_INT32, st.batch);
+  stream = check_stream(L, 5, &st);
+  jobvr = v != NULL ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+  if (st.batch == 0 || n == 0) return 0;
+  call_begin(L, &st, stream, &call);
+  if (sv.cusolverDnXgeev == NULL || sv.cusolverDnXgeev_bufferSize == NULL) {
+    lua_pushfstring(L, "%s lacks cusolverDnXgeev (cuSOLVER 11.6, of CUDA 12.6, has it)", sv.path);
+    lua_error(L);
+  }
+  check_status(L, sv.cusolverDnXgeev_bufferSize(call.handle, call.params,
+                                                CUSOLVER_EIG_MODE_NOVECTOR, jobvr, n, st.type,
+                                                (void *)st.a->ptr, n, st.type, (void *)w->ptr,
+                                                st.type, NULL, 1, st.type,
+                                                v ? (void *)v->ptr : NULL, n, st.type,
+                                                &device_bytes, &host_bytes),
+               "cusolverDnXgeev_bufferSize");
+  call_work(L, &call, device_bytes, host_bytes);
+  for (i = 0; i < st.batch; i++)
+    check_status(L, sv.cusolverDnXgeev(call.handle, call.params, CUSOLVER_EIG_MODE_NOVECTOR,
+                                       jobvr, n, st.type, matrix_at(st.a, i, n * n), n, st.type,
+                                       matrix_at(w, i, n), st.type, NULL, 1, st.type,
+                                       v ? matrix_at(v, i, n * n) : NULL, n, st.type,
+                                       call.device, device_bytes, call.host, host_bytes,
+                                       (int *)matrix_at(info, i, 1)),
+                 "cusolverDnXgeev");
+  call_end(&call);
+  return 0;
+}
+
 /* ---------------------------------------------------------------- singular values */
 
 /* gesvd's job at arg: "A" (all of U's columns, or V^H's rows), "S" (the first min(m, n)) or
@@ -743,6 +812,7 @@ void gpu_solver_open (lua_State *L) {
     {"solver_potrf", gpu_solver_potrf}, {"solver_potrs", gpu_solver_potrs},
     {"solver_geqrf", gpu_solver_geqrf}, {"solver_orgqr", gpu_solver_orgqr},
     {"solver_syevd", gpu_solver_syevd}, {"solver_gesvd", gpu_solver_gesvd},
+    {"solver_geev", gpu_solver_geev},
     {"cusolver_version", gpu_cusolver_version}, {NULL, NULL},
   };
   luaL_setfuncs(L, functions, 0);

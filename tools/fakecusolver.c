@@ -8,6 +8,7 @@
 **   fakecusolver: Dorgqr m 5 n 3 k 3 lda 5             (Sorgqr, Cungqr, Zungqr)
 **   fakecusolver: Xsyevd vectors L R_32F n 4 lda 4     (or novectors)
 **   fakecusolver: Xgesvd A S R_64F m 5 n 3 lda 5 ldu 5 ldvt 3
+**   fakecusolver: Xgeev novectors vectors C_64F n 4 lda 4 ldvr 4
 **   fakecusolver: handle destroyed
 ** one line a matrix.  getrf and getrs compute, on float32 and float64 matrices, as LAPACK's
 ** dgetrf and dgetrs do (partial pivoting, the first largest pivot; info i where U(i, i) is
@@ -388,6 +389,38 @@ EXPORT cusolverStatus_t cusolverDnXgesvd (
   if (status != CUSOLVER_STATUS_SUCCESS) return status;
   if (m < n || (jobu != 'N' && (u == NULL || ldu < m)) ||
       (jobvt != 'N' && (vt == NULL || ldvt < n)))
+    return CUSOLVER_STATUS_INVALID_VALUE;
+  *info = fake_info();
+  return CUSOLVER_STATUS_SUCCESS;
+}
+
+/* geev: cuSOLVER 11.6's, which solver.c finds by name where it is there. */
+EXPORT cusolverStatus_t cusolverDnXgeev_bufferSize (
+    cusolverDnHandle_t h, cusolverDnParams_t p, cusolverEigMode_t jobvl, cusolverEigMode_t jobvr,
+    int64_t n, cudaDataType type, const void *a, int64_t lda, cudaDataType w_type, const void *w,
+    cudaDataType vl_type, const void *vl, int64_t ldvl, cudaDataType vr_type, const void *vr,
+    int64_t ldvr, cudaDataType compute, size_t *device, size_t *host) {
+  (void)h; (void)p; (void)jobvl; (void)jobvr; (void)n; (void)type; (void)a; (void)lda;
+  (void)w_type; (void)w; (void)vl_type; (void)vl; (void)ldvl; (void)vr_type; (void)vr;
+  (void)ldvr; (void)compute;
+  return work_sizes(device, host);
+}
+
+EXPORT cusolverStatus_t cusolverDnXgeev (
+    cusolverDnHandle_t h, cusolverDnParams_t p, cusolverEigMode_t jobvl, cusolverEigMode_t jobvr,
+    int64_t n, cudaDataType type, void *a, int64_t lda, cudaDataType w_type, void *w,
+    cudaDataType vl_type, void *vl, int64_t ldvl, cudaDataType vr_type, void *vr, int64_t ldvr,
+    cudaDataType compute, void *device, size_t device_bytes, void *host, size_t host_bytes,
+    int *info) {
+  cusolverStatus_t s = checked(h, n, lda, device, device_bytes, host, host_bytes, "Xgeev");
+  (void)p; (void)a; (void)w; (void)vl_type; (void)vr_type; (void)compute;
+  fprintf(stderr, "fakecusolver: Xgeev %s %s %s n %lld lda %lld ldvr %lld\n",
+          jobvl == CUSOLVER_EIG_MODE_VECTOR ? "vectors" : "novectors",
+          jobvr == CUSOLVER_EIG_MODE_VECTOR ? "vectors" : "novectors", type_name(type),
+          (long long)n, (long long)lda, (long long)ldvr);
+  if (s != CUSOLVER_STATUS_SUCCESS) return s;
+  if (w_type != type || ldvl < 1 || (jobvl == CUSOLVER_EIG_MODE_VECTOR && vl == NULL) ||
+      (jobvr == CUSOLVER_EIG_MODE_VECTOR && (vr == NULL || ldvr < n)))
     return CUSOLVER_STATUS_INVALID_VALUE;
   *info = fake_info();
   return CUSOLVER_STATUS_SUCCESS;

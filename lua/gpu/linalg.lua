@@ -7,6 +7,7 @@
 --   cholesky(a[, {upper = false}]) -> L, lower, with a = L L^H (or U, upper, with a = U^H U)
 --   qr(a[, {mode = "reduced"}]) -> q, r; mode "complete" (q square), "r" (r alone) or "raw"
 --                                  (h, tau: LAPACK's Householder form, as NumPy's)
+--   eig(a) -> w, v (general matrices, always complex; eigenvalues in no order); eigvals(a) -> w
 --   eigh(a[, {UPLO = "L"}]) -> w, v (eigenvalues ascending, eigenvectors the columns of v);
 --   eigvalsh(a[, opts]) -> w
 --   svd(a[, {full_matrices = true, compute_uv = true}]) -> u, s, vh (s alone without uv)
@@ -496,6 +497,47 @@ function M.eigvalsh(a, opts)
   local w, copy = hermitian_eigen(a, opts, "eigvalsh", false)
   core.free_after(copy, opts and opts.stream)
   return w
+end
+
+-- General eigenvalues ----------------------------------------------------------------------
+
+local COMPLEX_OF = {float32 = "complex64", float64 = "complex128", complex64 = "complex64",
+                    complex128 = "complex128"}
+
+-- geev of a's square matrices (fname's argument 1, opts its 2), always in complex: w and,
+-- where vectors, v.
+local function general_eigen(a, opts, fname, vectors)
+  local n = check_matrices(a, 1, fname, true)
+  opts = check_options(opts, 2, fname, STREAM)
+  local dtype = COMPLEX_OF[compute_dtype({a}, fname)]
+  local stream = opts.stream
+  local batch = shape_of(a.shape, a.ndim - 2)
+  -- geev reads a column-major a: the row-major copy of a^T
+  local copy = fresh(transposed(a), dtype, stream)
+  local w = core.array_empty(shape_of(batch, #batch, n), dtype)
+  local v = vectors and core.array_empty(a.shape, dtype) or nil
+  if copy.size > 0 then
+    local info = core.array_empty(batch, "int32")
+    core.solver_geev(copy, w, v, info, stream)
+    core.free_after(copy, stream)
+    check_info(info, stream, fname, "Eigenvalues did not converge", w, v)
+  end
+  if vectors then return w, transposed(v) end   -- v's columns, column-major
+  return w
+end
+
+-- linalg.eig(a[, {stream =}]) -> w, v: the eigenvalues of a's general square matrices, in no
+-- particular order, and the right eigenvectors, v's columns (each of norm 1, its largest
+-- component real), a v = v diag(w).  Always complex (complex64 for float32 and complex64,
+-- else complex128), as CuPy's: NumPy gives real arrays where all eigenvalues of a real a are
+-- real.  cuSOLVER's geev, of cuSOLVER 11.6 (CUDA 12.6) on; an error naming it before.
+function M.eig(a, opts)
+  return general_eigen(a, opts, "eig", true)
+end
+
+-- linalg.eigvals(a[, {stream =}]): eig's eigenvalues alone.
+function M.eigvals(a, opts)
+  return general_eigen(a, opts, "eigvals", false)
 end
 
 -- Singular values --------------------------------------------------------------------------

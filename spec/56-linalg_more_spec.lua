@@ -612,6 +612,8 @@ describe("gpu.linalg's functions of the factorizations", function()
                          L.multi_dot, {a, gpu.zeros({4}), c})
     helpers.assert_error("bad argument #1 to 'multi_dot' (array 1 has 3 dimensions, 1 or 2 expected)",
                          L.multi_dot, {gpu.zeros({2, 3, 4}), c})
+    helpers.assert_error("bad argument #1 to 'multi_dot' (GPUArray expected, got nil)",   -- a hole
+                         L.multi_dot, {a, nil, c})
     helpers.assert_error("bad argument #2 to 'multi_dot' (unknown option 'out')", L.multi_dot, {a, b},
                          {out = a})
     local freed = gpu.zeros({3, 5})

@@ -873,8 +873,8 @@ function M.multi_dot(arrays, opts)
   local count = #arrays
   if count < 2 then argerror(1, "multi_dot", ("at least 2 arrays expected, got %d"):format(count)) end
   local matrices, dims = {}, {}
-  for i, x in ipairs(arrays) do
-    check_array(x, 1, "multi_dot")
+  for i = 1, count do          -- not ipairs: a hole in the list is a bad element, not its end
+    local x = check_array(arrays[i], 1, "multi_dot")
     local ends = i == 1 or i == count
     if x.ndim ~= 2 and not (ends and x.ndim == 1) then
       argerror(1, "multi_dot", ("array %d has %d dimensions, %s expected")

@@ -12,7 +12,9 @@
 ** them, else $CUDA_HOME/lib64; GPU_CUBLAS_DISABLE=1 leaves it unloaded.  It is process-wide,
 ** loaded once under pthread_once.  Handles belong to a Context (one lua_State, one device),
 ** so states running on different threads never share one; a handle lives until its Context
-** is released, when the state closes.
+** is released, when the state closes.  solver.c borrows it for the batched LU of stacks of
+** small matrices (cublas<t>getrfBatched, getrsBatched, getriBatched), which gpu.use_cublas
+** turns off too.
 */
 #include <dlfcn.h>
 #include <limits.h>
@@ -24,6 +26,17 @@
 #include <cublas_api.h>
 
 #include "gpu.h"
+
+/* The batched LU of one element type (solver.c's stacks of small matrices): getrf, getrs and
+** getri, each on device arrays of the matrices' addresses, with 32-bit pivots and infos. */
+#define GPU_CUBLAS_BATCHED_LU(X, t, T)                                                     \
+  X(cublas##t##getrfBatched, cublasStatus_t,                                               \
+    (cublasHandle_t, int, T *const[], int, int *, int *, int))                             \
+  X(cublas##t##getrsBatched, cublasStatus_t,                                               \
+    (cublasHandle_t, cublasOperation_t, int, int, const T *const[], int, const int *,      \
+     T *const[], int, int *, int))                                                         \
+  X(cublas##t##getriBatched, cublasStatus_t,                                               \
+    (cublasHandle_t, int, const T *const[], int, const int *, T *const[], int, int *, int))
 
 #define GPU_CUBLAS_SYMBOLS(X)                                                              \
   X(cublasGetProperty, cublasStatus_t, (libraryPropertyType, int *))                       \
@@ -37,7 +50,11 @@
     (cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *,    \
      const void *, cudaDataType, int, long long, const void *, cudaDataType, int,          \
      long long, const void *, void *, cudaDataType, int, long long, int,                   \
-     cublasComputeType_t, cublasGemmAlgo_t))
+     cublasComputeType_t, cublasGemmAlgo_t))                                               \
+  GPU_CUBLAS_BATCHED_LU(X, S, float)                                                       \
+  GPU_CUBLAS_BATCHED_LU(X, D, double)                                                      \
+  GPU_CUBLAS_BATCHED_LU(X, C, cuComplex)                                                   \
+  GPU_CUBLAS_BATCHED_LU(X, Z, cuDoubleComplex)
 
 static struct {
   pthread_once_t once;
@@ -221,6 +238,58 @@ static int matrix_operand (const gpu_Array *x, const gpu_Array *target, int nb, 
          stack_stride(x, target, nb, itemsize, &o->stack_stride);
 }
 
+/* ---------------------------------------------------------------- batched LU, for solver.c */
+
+void *gpu_blas_handle (lua_State *L, gpu_Context *c, CUstream stream) {
+  cublasHandle_t handle;
+  cublasStatus_t status;
+  if (c->state->blas_off || !cublas_loaded()) return NULL;
+  gpu_context_enter(L, c);
+  if ((handle = context_handle(L, c)) == NULL) return NULL;
+  status = blas.cublasSetStream_v2(handle, (cudaStream_t)stream);
+  if (status != CUBLAS_STATUS_SUCCESS) blas_error(L, status, "cublasSetStream");
+  return handle;
+}
+
+/* routine of dtype's element type (cublasSgetrfBatched ...) called with the arguments; its
+** name in name.  The pointer arrays go as void *, which C converts to each routine's T *[]. */
+#define GPU_BLAS_TYPED(dtype, status, name, routine, ...)                                      \
+  switch (dtype) {                                                                              \
+    case GPU_FLOAT32: name = "cublasS" #routine; status = blas.cublasS##routine(__VA_ARGS__); break; \
+    case GPU_FLOAT64: name = "cublasD" #routine; status = blas.cublasD##routine(__VA_ARGS__); break; \
+    case GPU_COMPLEX64: name = "cublasC" #routine; status = blas.cublasC##routine(__VA_ARGS__); break; \
+    default: name = "cublasZ" #routine; status = blas.cublasZ##routine(__VA_ARGS__); break;    \
+  }
+
+void gpu_blas_getrf_batched (lua_State *L, void *handle, gpu_DtypeId dtype, int n,
+                             CUdeviceptr a, CUdeviceptr ipiv, CUdeviceptr info, int batch) {
+  cublasStatus_t status;
+  const char *name;
+  GPU_BLAS_TYPED(dtype, status, name, getrfBatched, (cublasHandle_t)handle, n, (void *)a, n,
+                 (int *)ipiv, (int *)info, batch)
+  if (status != CUBLAS_STATUS_SUCCESS) blas_error(L, status, name);
+}
+
+void gpu_blas_getrs_batched (lua_State *L, void *handle, gpu_DtypeId dtype, char trans, int n,
+                             int nrhs, CUdeviceptr a, CUdeviceptr ipiv, CUdeviceptr b, int batch) {
+  cublasOperation_t op = trans == 'N' ? CUBLAS_OP_N : trans == 'T' ? CUBLAS_OP_T : CUBLAS_OP_C;
+  cublasStatus_t status;
+  const char *name;
+  int info = 0;             /* the host's: only a bad argument sets it, which the status says */
+  GPU_BLAS_TYPED(dtype, status, name, getrsBatched, (cublasHandle_t)handle, op, n, nrhs,
+                 (void *)a, n, (const int *)ipiv, (void *)b, n, &info, batch)
+  if (status != CUBLAS_STATUS_SUCCESS) blas_error(L, status, name);
+}
+
+void gpu_blas_getri_batched (lua_State *L, void *handle, gpu_DtypeId dtype, int n, CUdeviceptr a,
+                             CUdeviceptr ipiv, CUdeviceptr c, CUdeviceptr info, int batch) {
+  cublasStatus_t status;
+  const char *name;
+  GPU_BLAS_TYPED(dtype, status, name, getriBatched, (cublasHandle_t)handle, n, (void *)a, n,
+                 (const int *)ipiv, (void *)c, n, (int *)info, batch)
+  if (status != CUBLAS_STATUS_SUCCESS) blas_error(L, status, name);
+}
+
 /* ---------------------------------------------------------------- module functions */
 
 /*
@@ -302,7 +371,8 @@ static int gpu_cublas_version (lua_State *L) {
   return 2;
 }
 
-/* use_cublas([on]) -> whether matmul used cuBLAS for this state; off, only the kernels run */
+/* use_cublas([on]) -> whether matmul (and gpu.linalg's batched LU) used cuBLAS for this state; off,
+** only the kernels run (the loop of cuSOLVER calls) */
 static int gpu_use_cublas (lua_State *L) {
   return gpu_state_switch(L, &gpu_state(L)->blas_off);
 }

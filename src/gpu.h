@@ -228,6 +228,7 @@ typedef struct gpu_Context {
   int blas_failed;        /* cublasCreate failed here once: the kernels take every product */
   void *solver;           /* this state's cuSOLVER handle in this context, made on first use */
   void *solver_params;    /* and its cusolverDnParams */
+  void *solver_syevj;     /* and the syevjInfo of its syevjBatched, made on first use */
   int ref;                /* registry reference: hot paths push it without a table lookup */
 } gpu_Context;
 
@@ -526,6 +527,24 @@ GPU_INTERNAL void gpu_function_new(lua_State *L, int module_idx, CUfunction fn,
 GPU_INTERNAL void gpu_blas_open(lua_State *L);
 /* Destroys c's cuBLAS handle, if any, with c current (device.c's context_release). */
 GPU_INTERNAL void gpu_blas_release(gpu_Context *c);
+/* This state's cuBLAS handle in Context c, made current, on stream: NULL where cuBLAS is
+** missing or turned off (GPU_CUBLAS_DISABLE, gpu.use_cublas(false)) or no handle can be made. */
+GPU_INTERNAL void *gpu_blas_handle(lua_State *L, gpu_Context *c, CUstream stream);
+/* cuBLAS's batched LU of the batch n x n column-major matrices (leading dimension n) whose
+** addresses the device array at a holds, of dtype float32, float64, complex64 or complex128,
+** in place; 32-bit pivots (n a matrix) and infos (one) in device memory.  Each raises what
+** cuBLAS says is wrong. */
+GPU_INTERNAL void gpu_blas_getrf_batched(lua_State *L, void *handle, gpu_DtypeId dtype, int n,
+                                         CUdeviceptr a, CUdeviceptr ipiv, CUdeviceptr info,
+                                         int batch);
+/* op(A) X = B from getrf's factors in place of the n x nrhs matrices at b; trans 'N', 'T', 'C'. */
+GPU_INTERNAL void gpu_blas_getrs_batched(lua_State *L, void *handle, gpu_DtypeId dtype, char trans,
+                                         int n, int nrhs, CUdeviceptr a, CUdeviceptr ipiv,
+                                         CUdeviceptr b, int batch);
+/* The inverses from getrf's factors into the matrices at c (out of place); info as getrf's. */
+GPU_INTERNAL void gpu_blas_getri_batched(lua_State *L, void *handle, gpu_DtypeId dtype, int n,
+                                         CUdeviceptr a, CUdeviceptr ipiv, CUdeviceptr c,
+                                         CUdeviceptr info, int batch);
 
 /* ---------------------------------------------------------------- fft.c */
 

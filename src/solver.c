@@ -94,7 +94,25 @@
   X(cusolverDnXgesvd, cusolverStatus_t,                                                    \
     (cusolverDnHandle_t, cusolverDnParams_t, signed char, signed char, int64_t, int64_t,   \
      cudaDataType, void *, int64_t, cudaDataType, void *, cudaDataType, void *, int64_t,   \
-     cudaDataType, void *, int64_t, cudaDataType, void *, size_t, void *, size_t, int *))
+     cudaDataType, void *, int64_t, cudaDataType, void *, size_t, void *, size_t, int *)) \
+  X(cusolverDnCreateSyevjInfo, cusolverStatus_t, (syevjInfo_t *))                          \
+  X(cusolverDnDestroySyevjInfo, cusolverStatus_t, (syevjInfo_t))                           \
+  GPU_CUSOLVER_BATCHED(X, Spotrf, Ssyevj, float, float)                                    \
+  GPU_CUSOLVER_BATCHED(X, Dpotrf, Dsyevj, double, double)                                  \
+  GPU_CUSOLVER_BATCHED(X, Cpotrf, Cheevj, cuComplex, float)                                \
+  GPU_CUSOLVER_BATCHED(X, Zpotrf, Zheevj, cuDoubleComplex, double)
+
+/* The batched routines of one element type, for stacks of small matrices: Cholesky on device
+** arrays of the matrices' addresses; Jacobi eigenvalues (n <= 32) on the stack itself. */
+#define GPU_CUSOLVER_BATCHED(X, potrf, syevj, T, R)                                        \
+  X(cusolverDn##potrf##Batched, cusolverStatus_t,                                          \
+    (cusolverDnHandle_t, cublasFillMode_t, int, T *[], int, int *, int))                   \
+  X(cusolverDn##syevj##Batched_bufferSize, cusolverStatus_t,                               \
+    (cusolverDnHandle_t, cusolverEigMode_t, cublasFillMode_t, int, const T *, int,         \
+     const R *, int *, syevjInfo_t, int))                                                  \
+  X(cusolverDn##syevj##Batched, cusolverStatus_t,                                          \
+    (cusolverDnHandle_t, cusolverEigMode_t, cublasFillMode_t, int, T *, int, R *, T *,     \
+     int, int *, syevjInfo_t, int))
 
 /* What cuSOLVER 11.6 (CUDA 12.6) added: resolved where there, NULL where not (the rest serve
 ** all the same). */
@@ -200,12 +218,15 @@ static cusolverDnHandle_t context_solver (lua_State *L, gpu_Context *c) {
 
 void gpu_solver_release (gpu_Context *c) {
   CUcontext prev;           /* not restored: the state is closing (see context_release) */
-  if ((c->solver != NULL || c->solver_params != NULL) && gpu_context_try_enter(c, &prev)) {
+  if ((c->solver != NULL || c->solver_params != NULL || c->solver_syevj != NULL) &&
+      gpu_context_try_enter(c, &prev)) {
+    if (c->solver_syevj != NULL) sv.cusolverDnDestroySyevjInfo(c->solver_syevj);
     if (c->solver_params != NULL) sv.cusolverDnDestroyParams(c->solver_params);
     if (c->solver != NULL) sv.cusolverDnDestroy(c->solver);
   }
   c->solver = NULL;
   c->solver_params = NULL;
+  c->solver_syevj = NULL;
 }
 
 /* ---------------------------------------------------------------- operands */
@@ -792,6 +813,288 @@ static int gpu_solver_gesvd (lua_State *L) {
   return 0;
 }
 
+/* ---------------------------------------------------------------- batched */
+
+/*
+** Stacks of small matrices in one call for the whole stack (lua/gpu/linalg.lua chooses when):
+** cuBLAS's getrfBatched, getrsBatched and getriBatched and cuSOLVER's potrfBatched, which take
+** device arrays of the matrices' addresses, and cuSOLVER's syevjBatched, which takes the stack.
+** The addresses are computed here and copied on the call's stream with cuMemcpyHtoDAsync: a
+** kernel would need a module compiled and loaded for what is a copy of 8 bytes a matrix, and
+** from pageable memory the copy has taken the host's bytes (into a staging buffer) when it
+** returns, so the userdata that held them can go.  The addresses share the call's pooled work
+** area, released in the stream's order as the loops' is.
+*/
+
+/* Checks that the stack's sizes fit the batched routines' ints. */
+static void check_int_sizes (lua_State *L, int arg, const Stack *st) {
+  if (st->rows > INT_MAX || st->cols > INT_MAX || st->batch > INT_MAX)
+    luaL_argerror(L, arg, "matrices of at most 2^31 - 1 rows, in stacks of at most 2^31 - 1, expected");
+}
+
+/* Into the call's device work area: the arrays of the addresses of the batch matrices of
+** arrays[0 .. count - 1] (array k's each elements[k] long), one array after another, then
+** extra bytes for the caller; returns the area's address. */
+static CUdeviceptr call_pointers (lua_State *L, Call *call, int count, gpu_Array *const arrays[],
+                                  const int64_t elements[], int64_t batch, size_t extra) {
+  size_t bytes = (size_t)count * (size_t)batch * sizeof(CUdeviceptr);
+  CUdeviceptr *host;
+  int64_t i;
+  int k;
+  call_work(L, call, bytes + extra, 0);
+  host = (CUdeviceptr *)lua_newuserdatauv(L, bytes, 0);
+  for (k = 0; k < count; k++)
+    for (i = 0; i < batch; i++)
+      host[k * batch + i] = (CUdeviceptr)matrix_at(arrays[k], i, elements[k]);
+  gpu_check(L, call->ctx->driver->cuMemcpyHtoDAsync(call->work->ptr, host, bytes, call->stream),
+            "cuMemcpyHtoDAsync");
+  lua_pop(L, 1);
+  return call->work->ptr;
+}
+
+/* Starts a call on cuBLAS's handle rather than cuSOLVER's: NULL (nothing started) where
+** cuBLAS is missing or turned off, or a graph is being captured. */
+static void *blas_begin (lua_State *L, const Stack *st, CUstream stream, Call *call) {
+  memset(call, 0, sizeof *call);
+  call->ctx = st->ctx;
+  call->stream = stream;
+  if (st->ctx->state->captures > 0) return NULL;
+  return gpu_blas_handle(L, st->ctx, stream);
+}
+
+/* The same where an earlier call (getrf's) found cuBLAS: an error without it. */
+static void *blas_required (lua_State *L, const Stack *st, CUstream stream, Call *call) {
+  void *handle = blas_begin(L, st, stream, call);
+  if (handle == NULL) {
+    lua_pushliteral(L, "cuBLAS is not available for the batched LU");
+    lua_error(L);
+  }
+  return handle;
+}
+
+/*
+** solver_getrf_batched(a, ipiv, info[, stream]) -> whether cuBLAS factored the stack: getrf's
+** LU of each matrix of a in one getrfBatched, with int32 pivots (batch * n).  False, with
+** nothing done, where cuBLAS is missing or turned off (gpu.use_cublas(false)) or a graph is
+** being captured: the caller takes solver_getrf's loop.
+*/
+static int gpu_solver_getrf_batched (lua_State *L) {
+  Stack st;
+  gpu_Array *ipiv, *info;
+  CUstream stream;
+  Call call;
+  void *handle;
+  int64_t n;
+  check_stack(L, 1, 1, &st);
+  check_int_sizes(L, 1, &st);
+  n = st.rows;
+  ipiv = check_operand(L, 2, &st, GPU_INT32, st.batch * n);
+  info = check_operand(L, 3, &st, GPU_INT32, st.batch);
+  stream = check_stream(L, 4, &st);
+  if ((handle = blas_begin(L, &st, stream, &call)) == NULL) {
+    lua_pushboolean(L, 0);
+    return 1;
+  }
+  if (st.batch > 0 && n > 0) {
+    int64_t elements = n * n;
+    CUdeviceptr a = call_pointers(L, &call, 1, &st.a, &elements, st.batch, 0);
+    gpu_blas_getrf_batched(L, handle, st.a->dtype, (int)n, a, ipiv->ptr, info->ptr, (int)st.batch);
+    call_end(&call);
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+/*
+** solver_getrs_batched(lu, ipiv, b, trans[, stream]): solver_getrs from
+** solver_getrf_batched's factors and int32 pivots, in one getrsBatched; b as getrs's.
+*/
+static int gpu_solver_getrs_batched (lua_State *L) {
+  static const char *const ops[] = {"N", "T", "C", NULL};
+  Stack st;
+  gpu_Array *ipiv, *b;
+  char trans;
+  CUstream stream;
+  Call call;
+  void *handle;
+  int64_t n, nrhs;
+  check_stack(L, 1, 1, &st);
+  check_int_sizes(L, 1, &st);
+  n = st.rows;
+  ipiv = check_operand(L, 2, &st, GPU_INT32, st.batch * n);
+  b = check_right_sides(L, 3, &st);
+  trans = ops[luaL_checkoption(L, 4, NULL, ops)][0];
+  stream = check_stream(L, 5, &st);
+  if (st.batch == 0 || n == 0 || b->size == 0) return 0;
+  nrhs = right_sides(L, 3, &st, b);
+  luaL_argcheck(L, nrhs <= INT_MAX, 3, "at most 2^31 - 1 right sides a matrix expected");
+  handle = blas_required(L, &st, stream, &call);
+  {
+    gpu_Array *const arrays[] = {st.a, b};
+    const int64_t elements[] = {n * n, n * nrhs};
+    CUdeviceptr pointers = call_pointers(L, &call, 2, arrays, elements, st.batch, 0);
+    gpu_blas_getrs_batched(L, handle, st.a->dtype, trans, (int)n, (int)nrhs, pointers, ipiv->ptr,
+                           pointers + (CUdeviceptr)st.batch * sizeof(CUdeviceptr), (int)st.batch);
+  }
+  call_end(&call);
+  return 0;
+}
+
+/*
+** solver_getri_batched(lu, ipiv, x[, stream]): the inverses of the matrices that
+** solver_getrf_batched factored into lu and ipiv, into x (lu's dtype and size), in one
+** getriBatched (out of place).  Its infos repeat getrf's, which the caller has: left unread.
+*/
+static int gpu_solver_getri_batched (lua_State *L) {
+  Stack st;
+  gpu_Array *ipiv, *x;
+  CUstream stream;
+  Call call;
+  void *handle;
+  int64_t n;
+  check_stack(L, 1, 1, &st);
+  check_int_sizes(L, 1, &st);
+  n = st.rows;
+  ipiv = check_operand(L, 2, &st, GPU_INT32, st.batch * n);
+  x = check_operand(L, 3, &st, st.a->dtype, st.batch * n * n);
+  stream = check_stream(L, 4, &st);
+  if (st.batch == 0 || n == 0) return 0;
+  luaL_argcheck(L, x->ptr != st.a->ptr, 3, "array other than argument #1 expected");
+  handle = blas_required(L, &st, stream, &call);
+  {
+    gpu_Array *const arrays[] = {st.a, x};
+    const int64_t elements[] = {n * n, n * n};
+    size_t infos = (size_t)st.batch * sizeof(int);
+    CUdeviceptr pointers = call_pointers(L, &call, 2, arrays, elements, st.batch, infos);
+    CUdeviceptr after = pointers + 2 * (CUdeviceptr)st.batch * sizeof(CUdeviceptr);
+    gpu_blas_getri_batched(L, handle, st.a->dtype, (int)n, pointers, ipiv->ptr,
+                           pointers + (CUdeviceptr)st.batch * sizeof(CUdeviceptr), after,
+                           (int)st.batch);
+  }
+  call_end(&call);
+  return 0;
+}
+
+/*
+** solver_potrf_batched(a, info, uplo[, stream]): solver_potrf in one potrfBatched, except
+** that the triangle other than uplo's is left undefined (potrfBatched works in it).
+*/
+static int gpu_solver_potrf_batched (lua_State *L) {
+  Stack st;
+  gpu_Array *info;
+  cublasFillMode_t uplo;
+  CUstream stream;
+  Call call;
+  int64_t n, elements;
+  CUdeviceptr pointers;
+  cusolverStatus_t status;
+  const char *name;
+  check_stack(L, 1, 1, &st);
+  check_int_sizes(L, 1, &st);
+  n = st.rows;
+  info = check_operand(L, 2, &st, GPU_INT32, st.batch);
+  uplo = check_fill(L, 3);
+  stream = check_stream(L, 4, &st);
+  if (st.batch == 0 || n == 0) return 0;
+  call_begin(L, &st, stream, &call);
+  elements = n * n;
+  pointers = call_pointers(L, &call, 1, &st.a, &elements, st.batch, 0);
+  switch (st.type) {
+#define GPU_POTRF_BATCHED(type, t)                                                           \
+    case type:                                                                               \
+      name = "cusolverDn" #t "potrfBatched";                                                 \
+      status = sv.cusolverDn##t##potrfBatched(call.handle, uplo, (int)n, (void *)pointers,    \
+                                               (int)n, (int *)info->ptr, (int)st.batch);      \
+      break;
+    GPU_POTRF_BATCHED(CUDA_R_32F, S)
+    GPU_POTRF_BATCHED(CUDA_R_64F, D)
+    GPU_POTRF_BATCHED(CUDA_C_32F, C)
+    default: GPU_POTRF_BATCHED(CUDA_C_64F, Z)
+#undef GPU_POTRF_BATCHED
+  }
+  check_status(L, status, name);
+  call_end(&call);
+  return 0;
+}
+
+/* This state's syevjInfo in the call's Context (cuSOLVER's defaults: tolerance the machine's
+** precision, 100 sweeps, eigenvalues ascending), made on first use. */
+static syevjInfo_t call_syevj_info (lua_State *L, Call *call) {
+  if (call->ctx->solver_syevj == NULL) {
+    syevjInfo_t params = NULL;
+    check_status(L, sv.cusolverDnCreateSyevjInfo(&params), "cusolverDnCreateSyevjInfo");
+    call->ctx->solver_syevj = params;
+  }
+  return (syevjInfo_t)call->ctx->solver_syevj;
+}
+
+/*
+** solver_syevj_batched(a, w, info, vectors, uplo[, stream]): solver_syevd of matrices of at
+** most 32 rows by Jacobi's method, in one syevjBatched; info i > 0 (n + 1) where it did not
+** converge.
+*/
+static int gpu_solver_syevj_batched (lua_State *L) {
+  Stack st;
+  gpu_Array *w, *info;
+  cusolverEigMode_t jobz;
+  cublasFillMode_t uplo;
+  CUstream stream;
+  Call call;
+  syevjInfo_t params;
+  cusolverStatus_t status;
+  const char *name;
+  int n, batch, lwork = 0;
+  void *a, *values;
+  check_stack(L, 1, 1, &st);
+  if (st.rows > 32)
+    luaL_argerror(L, 1, lua_pushfstring(L, "matrices of at most 32 rows expected, got %I",
+                                        (lua_Integer)st.rows));
+  check_int_sizes(L, 1, &st);
+  w = check_operand(L, 2, &st, real_dtype(&st), st.batch * st.rows);
+  info = check_operand(L, 3, &st, GPU_INT32, st.batch);
+  jobz = lua_toboolean(L, 4) ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+  uplo = check_fill(L, 5);
+  stream = check_stream(L, 6, &st);
+  if (st.batch == 0 || st.rows == 0) return 0;
+  n = (int)st.rows;
+  batch = (int)st.batch;
+  a = (void *)st.a->ptr;
+  values = (void *)w->ptr;
+  call_begin(L, &st, stream, &call);
+  params = call_syevj_info(L, &call);
+  switch (st.type) {
+#define GPU_SYEVJ_WORK(type, t)                                                              \
+    case type:                                                                               \
+      name = "cusolverDn" #t "Batched_bufferSize";                                           \
+      status = sv.cusolverDn##t##Batched_bufferSize(call.handle, jobz, uplo, n, a, n, values, \
+                                                    &lwork, params, batch);                  \
+      break;
+    GPU_SYEVJ_WORK(CUDA_R_32F, Ssyevj)
+    GPU_SYEVJ_WORK(CUDA_R_64F, Dsyevj)
+    GPU_SYEVJ_WORK(CUDA_C_32F, Cheevj)
+    default: GPU_SYEVJ_WORK(CUDA_C_64F, Zheevj)
+#undef GPU_SYEVJ_WORK
+  }
+  check_status(L, status, name);
+  call_work(L, &call, (size_t)lwork * st.itemsize, 0);
+  switch (st.type) {
+#define GPU_SYEVJ(type, t)                                                                   \
+    case type:                                                                               \
+      name = "cusolverDn" #t "Batched";                                                      \
+      status = sv.cusolverDn##t##Batched(call.handle, jobz, uplo, n, a, n, values, call.device, \
+                                         lwork, (int *)info->ptr, params, batch);            \
+      break;
+    GPU_SYEVJ(CUDA_R_32F, Ssyevj)
+    GPU_SYEVJ(CUDA_R_64F, Dsyevj)
+    GPU_SYEVJ(CUDA_C_32F, Cheevj)
+    default: GPU_SYEVJ(CUDA_C_64F, Zheevj)
+#undef GPU_SYEVJ
+  }
+  check_status(L, status, name);
+  call_end(&call);
+  return 0;
+}
+
 /* ---------------------------------------------------------------- module functions */
 
 /* cusolver_version() -> version (major * 10000 + minor * 100 + patch), path; or nil, why */
@@ -813,6 +1116,11 @@ void gpu_solver_open (lua_State *L) {
     {"solver_geqrf", gpu_solver_geqrf}, {"solver_orgqr", gpu_solver_orgqr},
     {"solver_syevd", gpu_solver_syevd}, {"solver_gesvd", gpu_solver_gesvd},
     {"solver_geev", gpu_solver_geev},
+    {"solver_getrf_batched", gpu_solver_getrf_batched},
+    {"solver_getrs_batched", gpu_solver_getrs_batched},
+    {"solver_getri_batched", gpu_solver_getri_batched},
+    {"solver_potrf_batched", gpu_solver_potrf_batched},
+    {"solver_syevj_batched", gpu_solver_syevj_batched},
     {"cusolver_version", gpu_cusolver_version}, {NULL, NULL},
   };
   luaL_setfuncs(L, functions, 0);

@@ -10,7 +10,20 @@
 **   FAKE_CUBLAS_GEMM=fail      the product fails (CUBLAS_STATUS_EXECUTION_FAILED)
 ** Each handle destroyed is reported on stderr ("fakecublas: handle destroyed"), and so is each
 ** product ("fakecublas: gemm T N m n k lda ldb ldc strides batches").
+**
+** The batched LU (getrfBatched, getrsBatched, getriBatched) reads its arrays of matrix
+** addresses as the real library does, and reports each call with the bytes between the first
+** two matrices of each array (0 for a stack of one), to check how src/solver.c builds them:
+**   fakecublas: getrfBatched D n 3 lda 3 batch 2 step 72
+**   fakecublas: getrsBatched T D n 3 nrhs 1 lda 3 ldb 3 batch 2 step 72 24
+**   fakecublas: getriBatched C n 3 lda 3 ldc 3 batch 2 step 72 72
+** On float32 and float64 matrices it computes as LAPACK's dgetrf, dgetrs and dgetri do (partial
+** pivoting, the first largest pivot; info i where U(i, i) is 0); on complex ones it leaves
+** the matrices alone.  FAKE_CUBLAS_INFO=i,j,... sets the infos instead (matrix k's the k-th
+** number, the last one repeated; no computing then), FAKE_CUBLAS_BATCHED=fail fails each
+** routine (CUBLAS_STATUS_EXECUTION_FAILED).
 */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -110,3 +123,179 @@ EXPORT cublasStatus_t cublasGemmStridedBatchedEx (
   }
   return CUBLAS_STATUS_SUCCESS;
 }
+
+/* ---------------------------------------------------------------- batched LU */
+
+/* The info FAKE_CUBLAS_INFO gives matrix k: its k-th number (0-based), the last repeated. */
+static int fake_info (int k) {
+  const char *v = getenv("FAKE_CUBLAS_INFO");
+  int info = 0;
+  while (v != NULL && *v != '\0') {
+    info = atoi(v);
+    if (k-- == 0) break;
+    v = strchr(v, ',');
+    if (v != NULL) v++;
+  }
+  return info;
+}
+
+static long long step (const void *const *array, int batch) {
+  return batch > 1 ? (long long)((const char *)array[1] - (const char *)array[0]) : 0;
+}
+
+static double get (const void *a, int single, int ld, int i, int j) {
+  return single ? ((const float *)a)[i + j * ld] : ((const double *)a)[i + j * ld];
+}
+
+static void set (void *a, int single, int ld, int i, int j, double v) {
+  if (single) ((float *)a)[i + j * ld] = (float)v;
+  else ((double *)a)[i + j * ld] = v;
+}
+
+/* dgetf2's LU with partial pivoting, 1-based pivots in ipiv; returns info. */
+static int lu (void *a, int single, int n, int lda, int *ipiv) {
+  int i, j, k, info = 0;
+  for (k = 0; k < n; k++) {
+    int p = k;
+    for (i = k + 1; i < n; i++)
+      if (fabs(get(a, single, lda, i, k)) > fabs(get(a, single, lda, p, k))) p = i;
+    ipiv[k] = p + 1;
+    if (get(a, single, lda, p, k) == 0) {
+      if (info == 0) info = k + 1;
+      continue;
+    }
+    for (j = 0; p != k && j < n; j++) {
+      double t = get(a, single, lda, k, j);
+      set(a, single, lda, k, j, get(a, single, lda, p, j));
+      set(a, single, lda, p, j, t);
+    }
+    for (i = k + 1; i < n; i++) {
+      double l = get(a, single, lda, i, k) / get(a, single, lda, k, k);
+      set(a, single, lda, i, k, l);
+      for (j = k + 1; j < n; j++)
+        set(a, single, lda, i, j, get(a, single, lda, i, j) - l * get(a, single, lda, k, j));
+    }
+  }
+  return info;
+}
+
+/* dgetrs: op(A) X = B from the factors, op N or T, each column of B in doubles. */
+static void lu_solve (const void *a, int single, int n, int lda, const int *ipiv, int transposed,
+                      void *b, int nrhs, int ldb) {
+  double *x = (double *)malloc((size_t)n * sizeof(double));
+  int c, i, k;
+  for (c = 0; c < nrhs; c++) {
+    for (i = 0; i < n; i++) x[i] = get(b, single, ldb, i, c);
+    if (!transposed) {          /* L U x = P b */
+      for (k = 0; k < n; k++) {
+        double t = x[k];
+        x[k] = x[ipiv[k] - 1];
+        x[ipiv[k] - 1] = t;
+      }
+      for (i = 0; i < n; i++)
+        for (k = 0; k < i; k++) x[i] -= get(a, single, lda, i, k) * x[k];
+      for (i = n - 1; i >= 0; i--) {
+        for (k = i + 1; k < n; k++) x[i] -= get(a, single, lda, i, k) * x[k];
+        x[i] /= get(a, single, lda, i, i);
+      }
+    } else {                    /* U^T L^T P x = b */
+      for (i = 0; i < n; i++) {
+        for (k = 0; k < i; k++) x[i] -= get(a, single, lda, k, i) * x[k];
+        x[i] /= get(a, single, lda, i, i);
+      }
+      for (i = n - 1; i >= 0; i--)
+        for (k = i + 1; k < n; k++) x[i] -= get(a, single, lda, k, i) * x[k];
+      for (k = n - 1; k >= 0; k--) {
+        double t = x[k];
+        x[k] = x[ipiv[k] - 1];
+        x[ipiv[k] - 1] = t;
+      }
+    }
+    for (i = 0; i < n; i++) set(b, single, ldb, i, c, x[i]);
+  }
+  free(x);
+}
+
+/* Whether the routines compute on type t ('S', 'D', 'C', 'Z'). */
+static int computes (char t) {
+  return (t == 'S' || t == 'D') && getenv("FAKE_CUBLAS_INFO") == NULL;
+}
+
+static cublasStatus_t getrf_batched (char t, int n, void *const a[], int lda, int *ipiv,
+                                     int *info, int batch) {
+  int k;
+  fprintf(stderr, "fakecublas: getrfBatched %c n %d lda %d batch %d step %lld\n", t, n, lda, batch,
+          step((const void *const *)a, batch));
+  if (env_is("FAKE_CUBLAS_BATCHED", "fail")) return CUBLAS_STATUS_EXECUTION_FAILED;
+  if (n < 0 || lda < (n > 1 ? n : 1) || batch < 0 || a == NULL || ipiv == NULL || info == NULL)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  for (k = 0; k < batch; k++)
+    info[k] = computes(t) ? lu(a[k], t == 'S', n, lda, ipiv + (size_t)k * n) : fake_info(k);
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+static cublasStatus_t getrs_batched (char t, cublasOperation_t trans, int n, int nrhs,
+                                     const void *const a[], int lda, const int *ipiv,
+                                     void *const b[], int ldb, int *info, int batch) {
+  int k;
+  fprintf(stderr, "fakecublas: getrsBatched %s %c n %d nrhs %d lda %d ldb %d batch %d step %lld %lld\n",
+          trans == CUBLAS_OP_N ? "N" : trans == CUBLAS_OP_T ? "T" : "C", t, n, nrhs, lda, ldb, batch,
+          step(a, batch), step((const void *const *)b, batch));
+  if (env_is("FAKE_CUBLAS_BATCHED", "fail")) return CUBLAS_STATUS_EXECUTION_FAILED;
+  if (n < 0 || nrhs < 0 || lda < (n > 1 ? n : 1) || ldb < (n > 1 ? n : 1) || batch < 0 ||
+      a == NULL || b == NULL || ipiv == NULL || info == NULL)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  for (k = 0; k < batch && computes(t); k++)
+    lu_solve(a[k], t == 'S', n, lda, ipiv + (size_t)k * n, trans != CUBLAS_OP_N, b[k], nrhs, ldb);
+  *info = 0;
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+static cublasStatus_t getri_batched (char t, int n, const void *const a[], int lda,
+                                     const int *ipiv, void *const c[], int ldc, int *info,
+                                     int batch) {
+  int i, j, k;
+  fprintf(stderr, "fakecublas: getriBatched %c n %d lda %d ldc %d batch %d step %lld %lld\n", t, n,
+          lda, ldc, batch, step(a, batch), step((const void *const *)c, batch));
+  if (env_is("FAKE_CUBLAS_BATCHED", "fail")) return CUBLAS_STATUS_EXECUTION_FAILED;
+  if (n < 0 || lda < (n > 1 ? n : 1) || ldc < (n > 1 ? n : 1) || batch < 0 || a == NULL ||
+      c == NULL || ipiv == NULL || info == NULL)
+    return CUBLAS_STATUS_INVALID_VALUE;
+  for (k = 0; k < batch; k++) {
+    info[k] = 0;
+    if (!computes(t)) continue;
+    for (j = 0; j < n; j++)               /* the identity, solved in place */
+      for (i = 0; i < n; i++) set(c[k], t == 'S', ldc, i, j, i == j ? 1 : 0);
+    for (i = 0; i < n && info[k] == 0; i++)
+      if (get(a[k], t == 'S', lda, i, i) == 0) info[k] = i + 1;
+    if (info[k] == 0) lu_solve(a[k], t == 'S', n, lda, ipiv + (size_t)k * n, 0, c[k], n, ldc);
+  }
+  return CUBLAS_STATUS_SUCCESS;
+}
+
+#define FAKE_BATCHED_LU(t, T)                                                                \
+  EXPORT cublasStatus_t cublas##t##getrfBatched (cublasHandle_t h, int n, T *const a[],      \
+                                                 int lda, int *ipiv, int *info, int batch) { \
+    (void)h;                                                                                 \
+    return getrf_batched(#t[0], n, (void *const *)a, lda, ipiv, info, batch);                \
+  }                                                                                          \
+  EXPORT cublasStatus_t cublas##t##getrsBatched (cublasHandle_t h, cublasOperation_t trans,  \
+                                                 int n, int nrhs, const T *const a[],        \
+                                                 int lda, const int *ipiv, T *const b[],     \
+                                                 int ldb, int *info, int batch) {            \
+    (void)h;                                                                                 \
+    return getrs_batched(#t[0], trans, n, nrhs, (const void *const *)a, lda, ipiv,           \
+                         (void *const *)b, ldb, info, batch);                                \
+  }                                                                                          \
+  EXPORT cublasStatus_t cublas##t##getriBatched (cublasHandle_t h, int n, const T *const a[], \
+                                                 int lda, const int *ipiv, T *const c[],     \
+                                                 int ldc, int *info, int batch) {            \
+    (void)h;                                                                                 \
+    return getri_batched(#t[0], n, (const void *const *)a, lda, ipiv, (void *const *)c, ldc, \
+                         info, batch);                                                       \
+  }
+
+FAKE_BATCHED_LU(S, float)
+FAKE_BATCHED_LU(D, double)
+FAKE_BATCHED_LU(C, cuComplex)
+FAKE_BATCHED_LU(Z, cuDoubleComplex)

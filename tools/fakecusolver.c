@@ -9,14 +9,20 @@
 **   fakecusolver: Xsyevd vectors L R_32F n 4 lda 4     (or novectors)
 **   fakecusolver: Xgesvd A S R_64F m 5 n 3 lda 5 ldu 5 ldvt 3
 **   fakecusolver: Xgeev novectors vectors C_64F n 4 lda 4 ldvr 4
+**   fakecusolver: potrfBatched U D n 4 lda 4 batch 2 step 128   (bytes between A[0] and A[1])
+**   fakecusolver: syevjBatched vectors L C n 4 lda 4 batch 3    (Ssyevj, Dsyevj, Cheevj, Zheevj)
+**   fakecusolver: syevjInfo destroyed
 **   fakecusolver: handle destroyed
-** one line a matrix.  getrf and getrs compute, on float32 and float64 matrices, as LAPACK's
-** dgetrf and dgetrs do (partial pivoting, the first largest pivot; info i where U(i, i) is
-** 0), so spec/54 checks solve's layouts by their results; the other routines leave their
-** outputs alone and set info to FAKE_CUSOLVER_INFO (default 0), getrf too where it is set.
+** one line a matrix (a stack for the batched routines).  getrf and getrs compute, on float32
+** and float64 matrices, as LAPACK's dgetrf and dgetrs do (partial pivoting, the first largest
+** pivot; info i where U(i, i) is 0), so spec/54 checks solve's layouts by their results; the
+** other routines leave their outputs alone and set info to FAKE_CUSOLVER_INFO (default 0),
+** getrf too where it is set; for the batched routines a list i,j,... gives matrix k the k-th
+** number (the last one repeated).
 ** Every routine checks that it got a stream, work areas of the sizes its _bufferSize asked
 ** for (256 bytes on the device, 32 on the host) and leading dimensions of at least its rows.
-**   FAKE_CUSOLVER_FAIL=name   that routine (e.g. Xsyevd) fails: CUSOLVER_STATUS_EXECUTION_FAILED
+**   FAKE_CUSOLVER_FAIL=name   that routine (e.g. Xsyevd, potrfBatched, DsyevjBatched) fails:
+**                             CUSOLVER_STATUS_EXECUTION_FAILED
 **   FAKE_CUSOLVER_CREATE=fail cusolverDnCreate fails (CUSOLVER_STATUS_NOT_INITIALIZED)
 */
 #include <math.h>
@@ -43,10 +49,21 @@ static int env_is (const char *name, const char *value) {
 
 static int fails (const char *routine) { return env_is("FAKE_CUSOLVER_FAIL", routine); }
 
-static int fake_info (void) {
+/* The info FAKE_CUSOLVER_INFO gives matrix k of a stack: its k-th number (0-based), the last
+** one repeated. */
+static int fake_info_at (int k) {
   const char *v = getenv("FAKE_CUSOLVER_INFO");
-  return v != NULL ? atoi(v) : 0;
+  int info = 0;
+  while (v != NULL && *v != '\0') {
+    info = atoi(v);
+    if (k-- == 0) break;
+    v = strchr(v, ',');
+    if (v != NULL) v++;
+  }
+  return info;
 }
+
+static int fake_info (void) { return fake_info_at(0); }
 
 /* Whether getrf and getrs compute: on real types, unless FAKE_CUSOLVER_INFO says the infos. */
 static int computes (cudaDataType t) {
@@ -425,3 +442,77 @@ EXPORT cusolverStatus_t cusolverDnXgeev (
   *info = fake_info();
   return CUSOLVER_STATUS_SUCCESS;
 }
+
+/* ---------------------------------------------------------------- batched, traced */
+
+EXPORT cusolverStatus_t cusolverDnCreateSyevjInfo (syevjInfo_t *info) {
+  *info = (syevjInfo_t)calloc(1, 16);
+  return *info != NULL ? CUSOLVER_STATUS_SUCCESS : CUSOLVER_STATUS_ALLOC_FAILED;
+}
+
+EXPORT cusolverStatus_t cusolverDnDestroySyevjInfo (syevjInfo_t info) {
+  free(info);
+  fprintf(stderr, "fakecusolver: syevjInfo destroyed\n");
+  return CUSOLVER_STATUS_SUCCESS;
+}
+
+static cusolverStatus_t potrf_batched (cusolverDnHandle_t h, char t, cublasFillMode_t uplo, int n,
+                                       void *a[], int lda, int *info, int batch) {
+  static char dummy[HOST_BYTES];
+  cusolverStatus_t s = checked(h, n, lda, dummy, DEVICE_BYTES, dummy, HOST_BYTES, "potrfBatched");
+  int k;
+  fprintf(stderr, "fakecusolver: potrfBatched %s %c n %d lda %d batch %d step %lld\n",
+          fill_name(uplo), t, n, lda, batch,
+          batch > 1 ? (long long)((char *)a[1] - (char *)a[0]) : 0LL);
+  if (s != CUSOLVER_STATUS_SUCCESS) return s;
+  if (a == NULL || info == NULL || batch < 0) return CUSOLVER_STATUS_INVALID_VALUE;
+  for (k = 0; k < batch; k++) {
+    if (a[k] == NULL) return CUSOLVER_STATUS_INVALID_VALUE;
+    info[k] = fake_info_at(k);
+  }
+  return CUSOLVER_STATUS_SUCCESS;
+}
+
+static cusolverStatus_t syevj_batched (cusolverDnHandle_t h, const char *name,
+                                       cusolverEigMode_t jobz, cublasFillMode_t uplo, int n,
+                                       const void *a, int lda, const void *w, const void *work,
+                                       int lwork, int *info, syevjInfo_t params, int batch) {
+  cusolverStatus_t s = checked(h, n, lda, work, (size_t)lwork, work, HOST_BYTES, name);
+  int k;
+  fprintf(stderr, "fakecusolver: syevjBatched %s %s %c n %d lda %d batch %d\n",
+          jobz == CUSOLVER_EIG_MODE_VECTOR ? "vectors" : "novectors", fill_name(uplo), name[0], n,
+          lda, batch);
+  if (s != CUSOLVER_STATUS_SUCCESS) return s;
+  if (n > 32 || a == NULL || w == NULL || info == NULL || params == NULL || batch < 0)
+    return CUSOLVER_STATUS_INVALID_VALUE;
+  for (k = 0; k < batch; k++) info[k] = fake_info_at(k);
+  return CUSOLVER_STATUS_SUCCESS;
+}
+
+#define FAKE_BATCHED(t, syevj, T, R)                                                         \
+  EXPORT cusolverStatus_t cusolverDn##t##potrfBatched (cusolverDnHandle_t h,                  \
+                                                       cublasFillMode_t uplo, int n,          \
+                                                       T *a[], int lda, int *info,            \
+                                                       int batch) {                           \
+    return potrf_batched(h, #t[0], uplo, n, (void **)a, lda, info, batch);                   \
+  }                                                                                          \
+  EXPORT cusolverStatus_t cusolverDn##syevj##Batched_bufferSize (                            \
+      cusolverDnHandle_t h, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n,            \
+      const T *a, int lda, const R *w, int *lwork, syevjInfo_t params, int batch) {          \
+    (void)h; (void)jobz; (void)uplo; (void)n; (void)a; (void)lda; (void)w; (void)params;     \
+    (void)batch;                                                                             \
+    *lwork = DEVICE_BYTES;                                                                   \
+    return CUSOLVER_STATUS_SUCCESS;                                                          \
+  }                                                                                          \
+  EXPORT cusolverStatus_t cusolverDn##syevj##Batched (                                       \
+      cusolverDnHandle_t h, cusolverEigMode_t jobz, cublasFillMode_t uplo, int n, T *a,      \
+      int lda, R *w, T *work, int lwork, int *info, syevjInfo_t params, int batch) {         \
+    if (lwork < DEVICE_BYTES) return CUSOLVER_STATUS_INVALID_WORKSPACE;                      \
+    return syevj_batched(h, #syevj "Batched", jobz, uplo, n, a, lda, w, work, lwork * (int)sizeof(T),      \
+                         info, params, batch);                                               \
+  }
+
+FAKE_BATCHED(S, Ssyevj, float, float)
+FAKE_BATCHED(D, Dsyevj, double, double)
+FAKE_BATCHED(C, Cheevj, cuComplex, float)
+FAKE_BATCHED(Z, Zheevj, cuDoubleComplex, double)

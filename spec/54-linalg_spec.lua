@@ -794,7 +794,7 @@ describe("gpu.linalg without a GPU", function()
                                   "local function mark(s) io.stderr:write('== ' .. s .. '\\n') end\n" .. code, env)
   end
 
-  -- The fake's lines after each "== name" mark, by name.
+  -- The fakes' lines after each "== name" mark, by name (cuBLAS's batched LU's: "cublas ...").
   local function traces(out)
     local by_name, current = {}, nil
     for line in out:gmatch("[^\n]+") do
@@ -804,6 +804,8 @@ describe("gpu.linalg without a GPU", function()
         by_name[name] = current
       elseif current and line:match("^fakecusolver: ") then
         current[#current + 1] = line:sub(15)
+      elseif current and line:match("^fakecublas: ") then
+        current[#current + 1] = "cublas " .. line:sub(13)
       end
     end
     return by_name
@@ -841,14 +843,15 @@ describe("gpu.linalg without a GPU", function()
     ]], {FAKE_CUSOLVER_INFO = "0"})
     assert(ok, out)
     local want = {
-      ["solve stack"] = {"Xgetrf R_64F m 3 n 3 lda 3", "Xgetrf R_64F m 3 n 3 lda 3",
-                         "Xgetrs T R_64F n 3 nrhs 1 lda 3 ldb 3", "Xgetrs T R_64F n 3 nrhs 1 lda 3 ldb 3"},
+      -- stacks of small matrices: one batched call (spec/67 has more)
+      ["solve stack"] = {"cublas getrfBatched D n 3 lda 3 batch 2 step 72",
+                         "cublas getrsBatched T D n 3 nrhs 1 lda 3 ldb 3 batch 2 step 72 24"},
       ["solve one a"] = {"Xgetrf R_32F m 3 n 3 lda 3", "Xgetrs T R_32F n 3 nrhs 8 lda 3 ldb 3"},
       ["solve int"] = {"Xgetrf C_64F m 3 n 3 lda 3", "Xgetrs T C_64F n 3 nrhs 1 lda 3 ldb 3"},
-      inv = {"Xgetrf C_32F m 3 n 3 lda 3", "Xgetrf C_32F m 3 n 3 lda 3",
-             "Xgetrs N C_32F n 3 nrhs 3 lda 3 ldb 3", "Xgetrs N C_32F n 3 nrhs 3 lda 3 ldb 3"},
+      inv = {"cublas getrfBatched C n 3 lda 3 batch 2 step 72",
+             "cublas getriBatched C n 3 lda 3 ldc 3 batch 2 step 72 72"},
       det = {"Xgetrf C_64F m 4 n 4 lda 4", "Xgetrf R_64F m 4 n 4 lda 4"},
-      cholesky = {"Xpotrf U C_32F n 4 lda 4", "Xpotrf U C_32F n 4 lda 4"},
+      cholesky = {"potrfBatched U C n 4 lda 4 batch 2 step 128"},
       ["cholesky upper"] = {"Xpotrf L R_64F n 4 lda 4"},
       ["qr tall"] = {"Xgeqrf R_64F m 5 n 3 lda 5", "Dorgqr m 5 n 3 k 3 lda 5"},
       ["qr tall complete"] = {"Xgeqrf R_32F m 5 n 3 lda 5", "Sorgqr m 5 n 5 k 3 lda 5"},
@@ -857,14 +860,14 @@ describe("gpu.linalg without a GPU", function()
       ["qr r"] = {"Xgeqrf R_64F m 4 n 4 lda 4", "Xgeqrf R_64F m 4 n 4 lda 4"},
       eigh = {"Xsyevd vectors U C_64F n 4 lda 4 W R_64F"},
       ["eigh upper"] = {"Xsyevd vectors L R_32F n 4 lda 4 W R_32F"},
-      eigvalsh = {"Xsyevd novectors U R_64F n 3 lda 3 W R_64F", "Xsyevd novectors U R_64F n 3 lda 3 W R_64F"},
+      eigvalsh = {"syevjBatched novectors U D n 3 lda 3 batch 2"},
       ["svd wide"] = {"Xgesvd A A R_64F m 5 n 3 lda 5 ldu 5 ldvt 3"},
       ["svd tall reduced"] = {"Xgesvd S S C_32F m 5 n 3 lda 5 ldu 5 ldvt 3"},
       ["svd values"] = {"Xgesvd N N R_32F m 4 n 3 lda 4 ldu 4 ldvt 3",
                         "Xgesvd N N R_32F m 4 n 3 lda 4 ldu 4 ldvt 3"},
       matrix_rank = {"Xgesvd N N R_64F m 6 n 4 lda 6 ldu 6 ldvt 4"},
       empty = {},
-      ["end"] = {"handle destroyed"},
+      ["end"] = {"cublas handle destroyed", "syevjInfo destroyed", "handle destroyed"},
     }
     local got = traces(out)
     for name, lines in pairs(want) do assert.are.same(lines, got[name], name .. "\n" .. out) end

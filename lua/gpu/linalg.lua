@@ -42,6 +42,12 @@
 -- gives a's with U and V^H swapped.  Only qr, and svd of a tall matrix, copy a's transpose.
 -- Results that cuSOLVER leaves column-major are transposed views of contiguous arrays, as
 -- gpu.fft's of other axes than the last are.
+--
+-- Stacks of small matrices (2 or more of at most BATCHED_MAX rows) take one batched call for
+-- the whole stack rather than one call a matrix: cuBLAS's getrfBatched, getrsBatched and
+-- getriBatched (32-bit pivots) for solve, inv, det and slogdet, where cuBLAS is there and on
+-- (gpu.use_cublas(false) turns it off: the loop then), cuSOLVER's potrfBatched for cholesky and
+-- syevjBatched (Jacobi's method) for eigh and eigvalsh.
 
 local core = require "gpu.core"
 local args = require "gpu.args"
@@ -64,6 +70,18 @@ local EIGH = {UPLO = true, stream = true}
 local SVD = {full_matrices = true, compute_uv = true, stream = true}
 local RANK = {tol = true, rtol = true, stream = true}
 local QR_MODES = {reduced = true, complete = true, r = true, raw = true}
+
+-- The most rows of the matrices of a stack that go to the batched routines.  A loop launches
+-- a few kernels a matrix (tens of microseconds for a 4 x 4 one, nearly all of it launching);
+-- the batched routines launch a few for the stack, a warp or a block a matrix, made for small
+-- ones: syevjBatched takes 32 rows at most, and cuBLAS's batched LU keeps a matrix of up to
+-- 32 in one warp's registers.  Beyond, a matrix is big enough for the loop's own routines
+-- (blocked, many threads each) to do better than a block of the batched ones.  A stack of
+-- one gains nothing: the loop's call.
+local BATCHED_MAX = 32
+
+-- How often each batched routine ran (for the specs, which check that a stack took it).
+M.batched_calls = {getrf = 0, potrf = 0, syevj = 0}
 local EPSILON = {float32 = 2.0 ^ -23, float64 = 2.0 ^ -52}
 
 -- Dtypes -----------------------------------------------------------------------------------
@@ -127,6 +145,11 @@ local function product(list)
   return p
 end
 
+-- Whether a stack of shape batch_shape of n x n matrices goes to the batched routines.
+local function batched(n, batch_shape)
+  return n >= 1 and n <= BATCHED_MAX and product(batch_shape) >= 2
+end
+
 -- x with its last two axes swapped: a view.
 local function transposed(x)
   local order = {}
@@ -182,8 +205,8 @@ local function identity(shape, dtype, stream)
 end
 
 -- A new contiguous copy of x (a stack of matrices of any layout) as dtype, its lower (or
--- upper) triangle kept and the rest zero: one pass.
-local function triangle(x, dtype, upper, stream)
+-- upper) triangle kept and the rest zero: one pass (into out where given: x itself, in place).
+local function triangle(x, dtype, upper, stream, out)
   local t = operators.ctype(dtype)
   local side = upper and "upper" or "lower"
   local p = program(("triangle %s %s %s"):format(side, x.dtype, dtype), {
@@ -192,7 +215,7 @@ local function triangle(x, dtype, upper, stream)
            :format(upper and ">=" or "<=", t, t),
     operands = {{name = "x", dtype = x.dtype}, {name = "rows", dtype = "int64", scalar = true},
                 {name = "columns", dtype = "int64", scalar = true}}})
-  local out = core.array_empty(x.shape, dtype)
+  out = out or core.array_empty(x.shape, dtype)
   if out.size > 0 then ew.launch(p, out, stream, "linalg", x, x.shape[x.ndim - 1], x.shape[x.ndim]) end
   return out
 end
@@ -204,12 +227,12 @@ end
 local FIRST_OR_SINGULAR = "info > 0 ? (lg_i %% n == 0 ? (%s)0 : (%s)1)"
 
 local function det_factors(diagonal, ipiv, infos, n, stream)
-  local dtype = diagonal.dtype
+  local dtype, pivots = diagonal.dtype, ipiv.dtype   -- int64 from the loop, int32 batched
   local t = operators.ctype(dtype)
-  local p = program("det " .. dtype, {
-    name = "linalg_det_" .. dtype, out = dtype,
+  local p = program(("det %s %s"):format(dtype, pivots), {
+    name = ("linalg_det_%s_%s"):format(dtype, pivots), out = dtype,
     expr = FIRST_OR_SINGULAR:format(t, t) .. " : ipiv != lg_i % n + 1 ? -u : u",
-    operands = {{name = "u", dtype = dtype}, {name = "ipiv", dtype = "int64"},
+    operands = {{name = "u", dtype = dtype}, {name = "ipiv", dtype = pivots},
                 {name = "info", dtype = "int32"}, {name = "n", dtype = "int64", scalar = true}}})
   return ew.launch(p, nil, stream, "det", diagonal, ipiv, infos, n)
 end
@@ -220,10 +243,11 @@ local function slogdet_factors(diagonal, ipiv, infos, n, stream)
   local dtype = diagonal.dtype
   local real = REAL_OF[dtype]
   local t, r = operators.ctype(dtype), operators.ctype(real)
-  local signs = program("sign " .. dtype, {
-    name = "linalg_sign_" .. dtype, out = dtype,
+  local pivots = ipiv.dtype
+  local signs = program(("sign %s %s"):format(dtype, pivots), {
+    name = ("linalg_sign_%s_%s"):format(dtype, pivots), out = dtype,
     expr = FIRST_OR_SINGULAR:format(t, t) .. " : ipiv != lg_i % n + 1 ? -lg_sign(u) : lg_sign(u)",
-    operands = {{name = "u", dtype = dtype}, {name = "ipiv", dtype = "int64"},
+    operands = {{name = "u", dtype = dtype}, {name = "ipiv", dtype = pivots},
                 {name = "info", dtype = "int32"}, {name = "n", dtype = "int64", scalar = true}}})
   local logs = program("logabs " .. dtype, {
     name = "linalg_logabs_" .. dtype, out = real,
@@ -264,13 +288,30 @@ end
 
 -- LU ---------------------------------------------------------------------------------------
 
--- getrf of a fresh copy of a as dtype (a^T as cuSOLVER reads it): lu, ipiv, info.
+-- getrf of a fresh copy of a as dtype (a^T as cuSOLVER reads it): lu, ipiv, info.  A stack
+-- of small matrices in one getrfBatched where cuBLAS takes it: int32 pivots then (lu_solve
+-- and inverse follow their dtype), else cuSOLVER's loop and int64 pivots.
 local function lu_of(a, dtype, batch_shape, n, stream)
   local lu = fresh(a, dtype, stream)
-  local ipiv = core.array_empty(shape_of(batch_shape, #batch_shape, n), "int64")
   local info = core.array_empty(batch_shape, "int32")
+  local pivots_shape = shape_of(batch_shape, #batch_shape, n)
+  if lu.size > 0 and batched(n, batch_shape) then
+    local ipiv = core.array_empty(pivots_shape, "int32")
+    if core.solver_getrf_batched(lu, ipiv, info, stream) then
+      M.batched_calls.getrf = M.batched_calls.getrf + 1
+      return lu, ipiv, info
+    end
+    ipiv:free()
+  end
+  local ipiv = core.array_empty(pivots_shape, "int64")
   if lu.size > 0 then core.solver_getrf(lu, ipiv, info, stream) end
   return lu, ipiv, info
+end
+
+-- op(A) X = B in place of b for lu_of's factors: getrs, batched with 32-bit pivots.
+local function lu_solve(lu, ipiv, b, trans, stream)
+  if ipiv.dtype == "int32" then core.solver_getrs_batched(lu, ipiv, b, trans, stream)
+  else core.solver_getrs(lu, ipiv, b, trans, stream) end
 end
 
 -- linalg.solve(a, b[, {stream =}]): x with a x = b, NumPy 2's: b is one right side (M,) when
@@ -311,7 +352,7 @@ function M.solve(a, b, opts)
   local single = product(a_batch) == 1
   local factored = single and a or ga.broadcast_to(a, shape_of(batch, #batch, n, n))
   local lu, ipiv, info = lu_of(factored, dtype, single and {} or batch, n, stream)
-  core.solver_getrs(lu, ipiv, rhs, "T", stream)   -- (a^T)^T x = b
+  lu_solve(lu, ipiv, rhs, "T", stream)   -- (a^T)^T x = b
   free_all(stream, lu, ipiv)
   check_info(info, stream, "solve", "Singular matrix", rhs)
   if vector then return rhs end
@@ -322,9 +363,16 @@ end
 -- where the inverse holds whatever the division by a zero pivot gave).
 local function inverse(a, n, dtype, stream)
   local lu, ipiv, info = lu_of(a, dtype, shape_of(a.shape, a.ndim - 2), n, stream)
-  -- a^T X = I: X = inv(a)^T column-major, which is inv(a) row-major
-  local x = identity(a.shape, dtype, stream)
-  core.solver_getrs(lu, ipiv, x, "N", stream)
+  -- a^T X = I: X = inv(a)^T column-major, which is inv(a) row-major; batched, getri's
+  -- inverse of a^T, the same (out of place, no identity to make)
+  local x
+  if ipiv.dtype == "int32" then
+    x = core.array_empty(a.shape, dtype)
+    core.solver_getri_batched(lu, ipiv, x, stream)
+  else
+    x = identity(a.shape, dtype, stream)
+    core.solver_getrs(lu, ipiv, x, "N", stream)
+  end
   free_all(stream, lu, ipiv)
   return x, info
 end
@@ -394,8 +442,15 @@ function M.cholesky(a, opts)
   -- the upper one of the column-major a^T, whose U^H U gives back L = U^T row-major.
   local factor = triangle(a, dtype, upper, stream)
   if factor.size == 0 then return factor end
-  local info = core.array_empty(shape_of(a.shape, a.ndim - 2), "int32")
-  core.solver_potrf(factor, info, upper and "L" or "U", stream)
+  local batch = shape_of(a.shape, a.ndim - 2)
+  local info = core.array_empty(batch, "int32")
+  if batched(n, batch) then
+    core.solver_potrf_batched(factor, info, upper and "L" or "U", stream)
+    M.batched_calls.potrf = M.batched_calls.potrf + 1
+    triangle(factor, dtype, upper, stream, factor)   -- potrfBatched works in the other triangle
+  else
+    core.solver_potrf(factor, info, upper and "L" or "U", stream)
+  end
   check_info(info, stream, "cholesky", "Matrix is not positive definite", factor)
   return factor
 end
@@ -467,7 +522,12 @@ local function eigen_of(a, n, uplo, dtype, stream, fname, vectors)
   local w = core.array_empty(shape_of(batch, #batch, n), REAL_OF[dtype])
   if copy.size > 0 then
     local info = core.array_empty(batch, "int32")
-    core.solver_syevd(copy, w, info, vectors, uplo == "L" and "U" or "L", stream)
+    if batched(n, batch) then
+      core.solver_syevj_batched(copy, w, info, vectors, uplo == "L" and "U" or "L", stream)
+      M.batched_calls.syevj = M.batched_calls.syevj + 1
+    else
+      core.solver_syevd(copy, w, info, vectors, uplo == "L" and "U" or "L", stream)
+    end
     check_info(info, stream, fname, "Eigenvalues did not converge", w, copy)
   end
   return w, copy
@@ -1061,8 +1121,8 @@ function M.tensorsolve(a, b, opts)
   return core.array_view(x, 0, x.dtype, x_shape)
 end
 
--- What install leaves out of gpu.linalg (chain_order: for the specs).
-local INTERNAL = {install = true, chain_order = true}
+-- What install leaves out of gpu.linalg (chain_order, batched_calls: for the specs).
+local INTERNAL = {install = true, chain_order = true, batched_calls = true}
 
 function M.install(gpu)
   ga = gpu.gpuarray

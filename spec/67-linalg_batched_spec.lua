@@ -1,0 +1,741 @@
+-- gpu.linalg's batched routines (lua/gpu/linalg.lua, src/solver.c): stacks of 2 or more
+-- matrices of at most 32 rows go to one batched call for the whole stack (cuBLAS's
+-- getrfBatched, getrsBatched, getriBatched for solve, inv, det and slogdet; cuSOLVER's
+-- potrfBatched for cholesky, syevjBatched for eigh and eigvalsh).  On a GPU: results checked
+-- in Lua, in doubles, against the values the device was given, as spec/54 checks the loop's
+-- (a x = b, a inv(a) = I, determinants against a Lua LU, L L^H = a, a v = v diag(w)), for
+-- each dtype, stacks of 1000 4 x 4, 37 7 x 7 and 3 32 x 32 matrices, views, streams, one
+-- singular or indefinite matrix among regular ones; linalg.batched_calls counts the batched
+-- calls, so that a silent fall back to the loop fails.  Without a GPU, the stand-ins' traces
+-- (tools/fakecublas.c, tools/fakecusolver.c): the pointer arrays' steps, the choice between
+-- the batched call and the loop, the infos and failed calls.
+--
+-- Tolerances as spec/54's: backward-stable factorizations leave residuals within a small
+-- multiple of n eps times the norms (Frobenius; eps the dtype's), and the bounds take 30 n eps
+-- (100 n eps for determinants of well-conditioned matrices), far below what a wrong layout,
+-- pivot or triangle gives (errors of the order of the norms themselves).  syevjBatched stops
+-- at cuSOLVER's default tolerance, the machine's precision, as syevd converges.
+local helpers = require "helpers"
+local R = require "reduction_helpers"
+local gpu = helpers.gpu
+local linalg = require "gpu.linalg"     -- batched_calls, which gpu.linalg leaves out
+
+local L = gpu.linalg
+
+local EPS = {float32 = 2.0 ^ -23, complex64 = 2.0 ^ -23, float64 = 2.0 ^ -52, complex128 = 2.0 ^ -52}
+local REAL = {float32 = "float32", complex64 = "float32", float64 = "float64", complex128 = "float64"}
+local DTYPES = {"float32", "float64", "complex64", "complex128"}
+-- stacks that take the batched routines: the batch shape and n
+local STACKS = {{{1000}, 4}, {{37}, 7}, {{3}, 32}, {{2, 3}, 3}}
+
+local function product(list)
+  local p = 1
+  for _, n in ipairs(list) do p = p * n end
+  return p
+end
+
+local function shape_with(shape, ...)
+  local out = {table.unpack(shape)}
+  for _, n in ipairs{...} do out[#out + 1] = n end
+  return out
+end
+
+-- Complex numbers as {re, im} pairs, in doubles ------------------------------------------------
+
+local ZERO, ONE = {0.0, 0.0}, {1.0, 0.0}
+local function add(x, y) return {x[1] + y[1], x[2] + y[2]} end
+local function sub(x, y) return {x[1] - y[1], x[2] - y[2]} end
+local function mul(x, y) return {x[1] * y[1] - x[2] * y[2], x[1] * y[2] + x[2] * y[1]} end
+local function div(x, y)
+  local d = y[1] * y[1] + y[2] * y[2]
+  return {(x[1] * y[1] + x[2] * y[2]) / d, (x[2] * y[1] - x[1] * y[2]) / d}
+end
+local function conj(x) return {x[1], -x[2]} end
+local function abs(x) return math.sqrt(x[1] * x[1] + x[2] * x[2]) end
+
+-- Matrices: lists of rows of pairs -------------------------------------------------------------
+
+local function matrix(rows, cols, f)
+  local A = {}
+  for i = 1, rows do
+    A[i] = {}
+    for j = 1, cols do A[i][j] = f(i, j) end
+  end
+  return A
+end
+
+local function matmul(A, B)
+  return matrix(#A, #B[1], function(i, j)
+    local s = ZERO
+    for k = 1, #B do s = add(s, mul(A[i][k], B[k][j])) end
+    return s
+  end)
+end
+
+local function ct(A) return matrix(#A[1], #A, function(i, j) return conj(A[j][i]) end) end
+local function transpose(A) return matrix(#A[1], #A, function(i, j) return A[j][i] end) end
+local function identity(n) return matrix(n, n, function(i, j) return i == j and ONE or ZERO end) end
+
+local function norm(A)
+  local s = 0
+  for _, row in ipairs(A) do for _, z in ipairs(row) do s = s + z[1] * z[1] + z[2] * z[2] end end
+  return math.sqrt(s)
+end
+
+local function distance(A, B)
+  return norm(matrix(#A, #A[1], function(i, j) return sub(A[i][j], B[i][j]) end))
+end
+
+local function assert_small(value, bound, what)
+  if not (value <= bound) then error(("%s: %.3g is beyond %.3g"):format(what, value, bound), 2) end
+end
+
+-- Random matrices ------------------------------------------------------------------------------
+
+local function random_entry(dtype)
+  if dtype:match("complex") then return {math.random() * 2 - 1, math.random() * 2 - 1} end
+  return {math.random() * 2 - 1, 0.0}
+end
+
+local function random_matrix(rows, cols, dtype)
+  return matrix(rows, cols, function() return random_entry(dtype) end)
+end
+
+-- Diagonally dominant (well conditioned), the diagonal of either sign, its rows shuffled (so
+-- that partial pivoting swaps them).
+local function dominant(n, dtype)
+  local A = matrix(n, n, function(i, j)
+    local z = random_entry(dtype)
+    if i == j then z = {z[1] + (math.random() < 0.5 and -2 * n or 2 * n), z[2]} end
+    return z
+  end)
+  for i = n, 2, -1 do
+    local j = math.random(i)
+    A[i], A[j] = A[j], A[i]
+  end
+  return A
+end
+
+-- A singular matrix: dominant's with a zero row and a zero column, so that U(i, i) is exactly
+-- 0 whichever of a and a^T is factored.
+local function singular(n, dtype)
+  local A = dominant(n, dtype)
+  for j = 1, n do A[2][j], A[j][n] = ZERO, ZERO end
+  return A
+end
+
+-- Hermitian (real: symmetric), positive definite where definite.
+local function hermitian(n, dtype, definite)
+  local B = random_matrix(n, n, dtype)
+  local H = definite and matmul(B, ct(B))
+            or matrix(n, n, function(i, j) return add(B[i][j], conj(B[j][i])) end)
+  for i = 1, n do
+    H[i][i] = {H[i][i][1] + (definite and n or 0), 0.0}
+    for j = 1, i - 1 do H[j][i] = conj(H[i][j]) end
+  end
+  return H
+end
+
+-- A copy of H with its lower triangle kept (upper where keep_upper) and junk in the rest.
+local function with_junk(H, dtype, keep_upper)
+  return matrix(#H, #H, function(i, j)
+    if (keep_upper and i > j) or (not keep_upper and i < j) then return random_entry(dtype) end
+    return H[i][j]
+  end)
+end
+
+-- The Hermitian matrix that A's lower (or upper) triangle defines, as LAPACK reads it.
+local function hermitian_of(A, upper)
+  return matrix(#A, #A, function(i, j)
+    if i == j then return {A[i][i][1], 0.0} end
+    if (i > j) == not upper then return A[i][j] end
+    return conj(A[j][i])
+  end)
+end
+
+-- A's determinant by Gaussian elimination with partial pivoting, in doubles.
+local function det_reference(A)
+  local n = #A
+  local M = matrix(n, n, function(i, j) return A[i][j] end)
+  local det = ONE
+  for k = 1, n do
+    local p = k
+    for i = k + 1, n do if abs(M[i][k]) > abs(M[p][k]) then p = i end end
+    if abs(M[p][k]) == 0 then return ZERO end
+    if p ~= k then
+      M[p], M[k] = M[k], M[p]
+      det = {-det[1], -det[2]}
+    end
+    det = mul(det, M[k][k])
+    for i = k + 1, n do
+      local l = div(M[i][k], M[k][k])
+      for j = k + 1, n do M[i][j] = sub(M[i][j], mul(l, M[k][j])) end
+    end
+  end
+  return det
+end
+
+-- Device arrays --------------------------------------------------------------------------------
+
+local function pair(v) return type(v) == "number" and {v + 0.0, 0.0} or {v.re, v.im} end
+
+-- A device array of shape (..., rows, cols) and dtype holding the list of matrices, and the
+-- matrices as stored (rounded to dtype).
+local function to_device(mats, shape, dtype)
+  local flat = {}
+  for _, A in ipairs(mats) do
+    for _, row in ipairs(A) do for _, z in ipairs(row) do flat[#flat + 1] = z end end
+  end
+  local complex = dtype:match("^complex")
+  local a, stored = R.generate(#flat, dtype, function(k)
+    local z = flat[k]
+    if complex then return gpu.complex(z[1], z[2]) end
+    return z[1]
+  end)
+  local rows, cols = shape[#shape - 1], shape[#shape]
+  local out, k = {}, 0
+  for b = 1, #mats do
+    out[b] = matrix(rows, cols, function()
+      k = k + 1
+      return pair(stored[k])
+    end)
+  end
+  return R.reshaped(a, shape), out
+end
+
+-- The matrices of a result x (shape (..., rows, cols)) as pairs.
+local function matrices_of(x)
+  local h = R.get(x)
+  local shape = x.shape
+  local rows, cols = shape[#shape - 1], shape[#shape]
+  local out, k = {}, 0
+  for b = 1, h.size // (rows * cols) do
+    out[b] = matrix(rows, cols, function()
+      k = k + 1
+      return pair(h[k])
+    end)
+  end
+  return out
+end
+
+local function values_of(x)
+  local h, out = R.get(x), {}
+  for k = 1, h.size do out[k] = pair(h[k]) end
+  return out
+end
+
+-- Runs f and asserts that it made `count` calls of the batched routine (getrf, potrf, syevj).
+local function assert_batched(routine, count, what, f, ...)
+  local before = linalg.batched_calls[routine]
+  local results = table.pack(f(...))
+  assert.are.equal(count, linalg.batched_calls[routine] - before, what .. ": batched " .. routine .. " calls")
+  return table.unpack(results, 1, results.n)
+end
+
+local function assert_triangular(F, upper, what)
+  for i = 1, #F do
+    for j = 1, #F do
+      if (upper and i > j) or (not upper and i < j) then
+        assert(F[i][j][1] == 0 and F[i][j][2] == 0, ("%s: not triangular at %d, %d"):format(what, i, j))
+      end
+    end
+  end
+end
+
+describe("gpu.linalg's batched routines", function()
+  helpers.gpu_it("solve: a x = b for stacks of small matrices, vectors and matrices of b, a stream", function()
+    local s = gpu.Stream()
+    for _, dtype in ipairs(DTYPES) do
+      local eps = EPS[dtype]
+      for c, case in ipairs(STACKS) do
+        local batch, n = case[1], case[2]
+        local count = product(batch)
+        local mats = {}
+        for i = 1, count do mats[i] = dominant(n, dtype) end
+        local a, A = to_device(mats, shape_with(batch, n, n), dtype)
+        -- b: a stack of n x 2 matrices, and one vector for the whole stack (broadcast)
+        local b_mats = {}
+        for i = 1, count do b_mats[i] = random_matrix(n, 2, dtype) end
+        local b, B = to_device(b_mats, shape_with(batch, n, 2), dtype)
+        local v, V = to_device({random_matrix(n, 1, dtype)}, {n, 1}, dtype)
+        v = R.reshaped(v, {n})
+        local opts = c % 2 == 0 and {stream = s} or nil
+        local what = ("solve %s case %d"):format(dtype, c)
+        local x = assert_batched("getrf", 1, what, L.solve, a, b, opts)
+        local y = assert_batched("getrf", 1, what, L.solve, a, v, opts)
+        s:synchronize()
+        assert.are.same(shape_with(batch, n, 2), x.shape, what)
+        assert.are.same(shape_with(batch, n), y.shape, what)
+        assert.are.equal(dtype, x.dtype, what)
+        local X, Y = matrices_of(x), matrices_of(y:reshape(shape_with(batch, n, 1)))
+        for i = 1, count do
+          assert_small(distance(matmul(A[i], X[i]), B[i]), 30 * n * eps * (norm(A[i]) * norm(X[i]) + norm(B[i])),
+                       what .. " matrix " .. i)
+          assert_small(distance(matmul(A[i], Y[i]), V[1]), 30 * n * eps * (norm(A[i]) * norm(Y[i]) + norm(V[1])),
+                       what .. " vector " .. i)
+        end
+      end
+    end
+    -- the same stack with cuBLAS off: cuSOLVER's loop, the same x
+    local a, A = to_device({dominant(4, "float64"), dominant(4, "float64")}, {2, 4, 4}, "float64")
+    local b, B = to_device({random_matrix(4, 1, "float64"), random_matrix(4, 1, "float64")}, {2, 4, 1}, "float64")
+    local was = gpu.use_cublas(false)
+    local ok, x = pcall(assert_batched, "getrf", 0, "cuBLAS off", L.solve, a, b)
+    gpu.use_cublas(was)
+    assert(ok, x)
+    for i, X in ipairs(matrices_of(x)) do
+      assert_small(distance(matmul(A[i], X), B[i]), 1e-12 * norm(A[i]) * norm(X), "cuBLAS off " .. i)
+    end
+    a:free()
+    helpers.assert_error("bad argument #1 to 'solve' (array has been freed)", L.solve, a, b)
+  end)
+
+  helpers.gpu_it("solve, inv, det and slogdet of stacks that are views: transposed, sliced", function()
+    for _, dtype in ipairs(DTYPES) do
+      local eps = EPS[dtype]
+      local n, count = 7, 37
+      -- (37, 7, 9) sliced to its columns 2 .. 8: square, not contiguous
+      local wide = {}
+      for i = 1, count do
+        local D = dominant(n, dtype)
+        wide[i] = matrix(n, n + 2, function(r, col) return (col >= 2 and col <= n + 1) and D[r][col - 1]
+                                                           or random_entry(dtype) end)
+      end
+      local w, W = to_device(wide, {count, n, n + 2}, dtype)
+      local sliced = w:narrow(3, 2, n)
+      local A = {}
+      for i = 1, count do A[i] = matrix(n, n, function(r, col) return W[i][r][col + 1] end) end
+      local transposed = sliced:transpose({1, 3, 2})
+      local what = "views " .. dtype
+      local x = assert_batched("getrf", 1, what, L.inv, sliced)
+      local xt = assert_batched("getrf", 1, what, L.inv, transposed)
+      local det = assert_batched("getrf", 1, what, L.det, transposed)
+      local sign, logabsdet = assert_batched("getrf", 1, what, L.slogdet, sliced)
+      local X, XT, d, sg, l = matrices_of(x), matrices_of(xt), values_of(det), values_of(sign), values_of(logabsdet)
+      for i = 1, count do
+        local bound = 30 * n * eps * norm(A[i]) * norm(X[i])
+        assert_small(distance(matmul(A[i], X[i]), identity(n)), bound, what .. " inv " .. i)
+        assert_small(distance(matmul(transpose(A[i]), XT[i]), identity(n)), bound, what .. " inv of a^T " .. i)
+        local want = det_reference(A[i])
+        local magnitude = abs(want)
+        assert_small(abs(sub(d[i], want)), 100 * n * eps * magnitude, what .. " det " .. i)
+        assert_small(math.abs(l[i][1] - math.log(magnitude)), 100 * n * eps, what .. " logabsdet " .. i)
+        assert_small(abs(sub(sg[i], {want[1] / magnitude, want[2] / magnitude})), 100 * n * eps,
+                     what .. " sign " .. i)
+      end
+      w.gpudata:free()     -- the memory under w and its views
+      helpers.assert_error("bad argument #1 to 'inv' (array has been freed)", L.inv, sliced)
+    end
+  end)
+
+  helpers.gpu_it("inv, det and slogdet of stacks of small matrices match Lua's, a stream", function()
+    local s = gpu.Stream({non_blocking = true})
+    for _, dtype in ipairs(DTYPES) do
+      local eps = EPS[dtype]
+      for c, case in ipairs(STACKS) do
+        local batch, n = case[1], case[2]
+        local count = product(batch)
+        local mats = {}
+        for i = 1, count do mats[i] = dominant(n, dtype) end
+        local a, A = to_device(mats, shape_with(batch, n, n), dtype)
+        local opts = c % 2 == 1 and {stream = s} or nil
+        local what = ("inv %s case %d"):format(dtype, c)
+        local x = assert_batched("getrf", 1, what, L.inv, a, opts)
+        local det = assert_batched("getrf", 1, what, L.det, a, opts)
+        local sign, logabsdet = assert_batched("getrf", 1, what, L.slogdet, a, opts)
+        s:synchronize()
+        assert.are.same(shape_with(batch, n, n), x.shape, what)
+        assert.are.equal(dtype, x.dtype, what)
+        assert.are.same(batch, det.shape, what)
+        assert.are.equal(dtype, sign.dtype, what)
+        assert.are.equal(REAL[dtype], logabsdet.dtype, what)
+        local X, d, sg, l = matrices_of(x), values_of(det), values_of(sign), values_of(logabsdet)
+        for i = 1, count do
+          local bound = 30 * n * eps * norm(A[i]) * norm(X[i])
+          assert_small(distance(matmul(A[i], X[i]), identity(n)), bound, what .. " a inv(a) " .. i)
+          assert_small(distance(matmul(X[i], A[i]), identity(n)), bound, what .. " inv(a) a " .. i)
+          local want = det_reference(A[i])
+          local magnitude = abs(want)
+          assert_small(abs(sub(d[i], want)), 100 * n * eps * magnitude, what .. " det " .. i)
+          assert_small(math.abs(l[i][1] - math.log(magnitude)), 100 * n * eps, what .. " logabsdet " .. i)
+          if dtype:match("complex") then
+            assert_small(abs(sub(sg[i], {want[1] / magnitude, want[2] / magnitude})), 100 * n * eps,
+                         what .. " sign " .. i)
+          else
+            assert.are.equal(want[1] > 0 and 1 or -1, sg[i][1], what .. " sign " .. i)
+          end
+        end
+      end
+    end
+    -- exactly: [[1, 2], [3, 4]] (a row swap: det -2) and [[4, 7], [2, 6]] (det 10, inverse
+    -- [[0.6, -0.7], [-0.2, 0.4]])
+    local a = R.reshaped(R.to_gpu({1, 2, 3, 4, 4, 7, 2, 6}, "float64"), {2, 2, 2})
+    local det = assert_batched("getrf", 1, "exact", L.det, a)
+    helpers.assert_close(-2, det[1], 1e-15, "det 1")
+    helpers.assert_close(10, det[2], 1e-14, "det 2")
+    local x = helpers.flat(R.get(L.inv(a)))
+    for i, want in ipairs{0.6, -0.7, -0.2, 0.4} do helpers.assert_close(want, x[4 + i], 1e-14, "inv " .. i) end
+    a:free()
+    helpers.assert_error("bad argument #1 to 'det' (array has been freed)", L.det, a)
+    helpers.assert_error("bad argument #1 to 'slogdet' (array has been freed)", L.slogdet, a)
+  end)
+
+  helpers.gpu_it("one singular matrix in a stack: solve and inv name it, det 0, slogdet 0 and -inf", function()
+    for _, dtype in ipairs(DTYPES) do
+      local mats = {}
+      for i = 1, 50 do mats[i] = i == 17 and singular(4, dtype) or dominant(4, dtype) end
+      local a, A = to_device(mats, {50, 4, 4}, dtype)
+      local what = "singular " .. dtype
+      assert_batched("getrf", 1, what, helpers.assert_error, "bad argument #1 to 'solve' (Singular matrix)",
+                     L.solve, a, gpu.zeros({4}, dtype))
+      assert_batched("getrf", 1, what, helpers.assert_error, "bad argument #1 to 'inv' (Singular matrix)", L.inv, a)
+      local s = gpu.Stream({non_blocking = true})
+      helpers.assert_error("bad argument #1 to 'inv' (Singular matrix)", L.inv, a, {stream = s})
+      helpers.assert_error("bad argument #1 to 'solve' (Singular matrix)", L.solve, a,
+                           gpu.zeros({50, 4, 3}, dtype), {stream = s})
+      local det = values_of(L.det(a))
+      local sign, logabsdet = L.slogdet(a)
+      local sg, l = values_of(sign), values_of(logabsdet)
+      for i = 1, 50 do
+        if i == 17 then
+          assert.are.same({0.0, 0.0}, det[i], what)
+          assert.are.same({0.0, 0.0}, sg[i], what)
+          assert.are.equal(-math.huge, l[i][1], what)
+        else
+          local want = det_reference(A[i])
+          assert_small(abs(sub(det[i], want)), 400 * EPS[dtype] * abs(want), what .. " det " .. i)
+          assert(l[i][1] > -math.huge, what .. " logabsdet " .. i)
+        end
+      end
+    end
+  end)
+
+  helpers.gpu_it("cholesky: L L^H = a for stacks of small matrices, either triangle; one indefinite named", function()
+    local s = gpu.Stream()
+    for _, dtype in ipairs(DTYPES) do
+      local eps = EPS[dtype]
+      for c, case in ipairs(STACKS) do
+        local batch, n = case[1], case[2]
+        local count = product(batch)
+        for _, upper in ipairs{false, true} do
+          local mats = {}
+          for i = 1, count do mats[i] = with_junk(hermitian(n, dtype, true), dtype, upper) end
+          local a, A = to_device(mats, shape_with(batch, n, n), dtype)
+          local what = ("cholesky %s case %d%s"):format(dtype, c, upper and " upper" or "")
+          local f = assert_batched("potrf", 1, what, L.cholesky, a,
+                                   {upper = upper or nil, stream = c % 2 == 0 and s or nil})
+          s:synchronize()
+          assert.are.same(shape_with(batch, n, n), f.shape, what)
+          assert.are.equal(dtype, f.dtype, what)
+          for i, F in ipairs(matrices_of(f)) do
+            local H = hermitian_of(A[i], upper)
+            -- exactly triangular: potrfBatched works in the other triangle, which is zeroed again
+            assert_triangular(F, upper, what .. " matrix " .. i)
+            local product_ = upper and matmul(ct(F), F) or matmul(F, ct(F))
+            assert_small(distance(product_, H), 30 * n * eps * norm(H), what .. " matrix " .. i)
+            for j = 1, n do assert(F[j][j][1] > 0, what .. ": the diagonal is positive") end
+          end
+        end
+      end
+      -- a sliced view: the lower triangles of the first 5 x 5 blocks of 5 x 6 matrices
+      local mats = {}
+      for i = 1, 9 do
+        local H = hermitian(5, dtype, true)
+        mats[i] = matrix(5, 6, function(r, col) return col <= 5 and H[r][col] or random_entry(dtype) end)
+      end
+      local w, W = to_device(mats, {9, 5, 6}, dtype)
+      local f = assert_batched("potrf", 1, "view " .. dtype, L.cholesky, w:narrow(3, 1, 5))
+      for i, F in ipairs(matrices_of(f)) do
+        local H = hermitian_of(matrix(5, 5, function(r, col) return W[i][r][col] end), false)
+        assert_small(distance(matmul(F, ct(F)), H), 30 * 5 * eps * norm(H), "view " .. dtype .. " " .. i)
+      end
+      -- indefinite: one matrix of 20
+      local bad = hermitian(4, dtype, true)
+      bad[3][3] = {-bad[3][3][1], 0.0}
+      for j = 1, 4 do
+        if j ~= 3 then bad[3][j], bad[j][3] = ZERO, ZERO end
+      end
+      local stack = {}
+      for i = 1, 20 do stack[i] = i == 11 and bad or hermitian(4, dtype, true) end
+      local a = to_device(stack, {20, 4, 4}, dtype)
+      for _, upper in ipairs{false, true} do
+        assert_batched("potrf", 1, "indefinite " .. dtype, helpers.assert_error,
+                       "bad argument #1 to 'cholesky' (Matrix is not positive definite)", L.cholesky, a,
+                       {upper = upper})
+      end
+      a:free()
+      helpers.assert_error("bad argument #1 to 'cholesky' (array has been freed)", L.cholesky, a)
+    end
+  end)
+
+  helpers.gpu_it("eigh and eigvalsh: a v = v diag(w), w ascending, for stacks of small matrices", function()
+    local s = gpu.Stream()
+    for _, dtype in ipairs(DTYPES) do
+      local eps = EPS[dtype]
+      for c, case in ipairs{{{200}, 4}, {{37}, 7}, {{3}, 32}, {{2, 2}, 2}} do
+        local batch, n = case[1], case[2]
+        local count = product(batch)
+        for _, uplo in ipairs{"L", "U"} do
+          local upper = uplo == "U"
+          local mats = {}
+          for i = 1, count do mats[i] = with_junk(hermitian(n, dtype, false), dtype, upper) end
+          local a, A = to_device(mats, shape_with(batch, n, n), dtype)
+          local opts = {UPLO = uplo, stream = c % 2 == 0 and s or nil}
+          local what = ("eigh %s case %d %s"):format(dtype, c, uplo)
+          local w, v = assert_batched("syevj", 1, what, L.eigh, a, opts)
+          local w_only = assert_batched("syevj", 1, what, L.eigvalsh, a, opts)
+          s:synchronize()
+          assert.are.same(shape_with(batch, n), w.shape, what)
+          assert.are.equal(REAL[dtype], w.dtype, what)
+          assert.are.same(shape_with(batch, n, n), v.shape, what)
+          assert.are.equal(dtype, v.dtype, what)
+          local W, V, WO = values_of(w), matrices_of(v), values_of(w_only)
+          for i = 1, count do
+            local H = hermitian_of(A[i], upper)
+            local bound = 30 * n * eps * norm(H)
+            local D = matrix(n, n, function(x, y) return x == y and W[(i - 1) * n + x] or ZERO end)
+            assert_small(distance(matmul(H, V[i]), matmul(V[i], D)), bound, what .. " a v = v w " .. i)
+            assert_small(distance(matmul(ct(V[i]), V[i]), identity(n)), 30 * n * eps, what .. " v orthonormal " .. i)
+            for j = 1, n do
+              local wj = W[(i - 1) * n + j][1]
+              if j > 1 then assert(W[(i - 1) * n + j - 1][1] <= wj, what .. ": ascending") end
+              assert_small(math.abs(WO[(i - 1) * n + j][1] - wj), bound, what .. " eigvalsh " .. i)
+            end
+          end
+        end
+      end
+    end
+    -- exactly enough: [[2, 1], [1, 2]] has 1 and 3, [[5, 0], [0, -1]] -1 and 5; a transposed stack
+    local a = R.reshaped(R.to_gpu({2, 1, 1, 2, 5, 0, 0, -1}, "float64"), {2, 2, 2})
+    local values = helpers.flat(R.get(assert_batched("syevj", 1, "exact", L.eigvalsh, a:transpose({1, 3, 2}))))
+    for i, want in ipairs{1, 3, -1, 5} do helpers.assert_close(want, values[i], 1e-14, "eigenvalue " .. i) end
+    a:free()
+    helpers.assert_error("bad argument #1 to 'eigh' (array has been freed)", L.eigh, a)
+    helpers.assert_error("bad argument #1 to 'eigvalsh' (array has been freed)", L.eigvalsh, a)
+  end)
+
+  helpers.gpu_it("a stack of one, and matrices of more than 32 rows, take the loop", function()
+    local a, A = to_device({dominant(33, "float64"), dominant(33, "float64")}, {2, 33, 33}, "float64")
+    local x = assert_batched("getrf", 0, "33 rows", L.inv, a)
+    for i, X in ipairs(matrices_of(x)) do
+      assert_small(distance(matmul(A[i], X), identity(33)), 30 * 33 * EPS.float64 * norm(A[i]) * norm(X), "33 " .. i)
+    end
+    assert_batched("getrf", 0, "one matrix", L.det, gpu.zeros({1, 4, 4}))
+    assert_batched("potrf", 0, "one matrix", L.cholesky, gpu.gpuarray.eye(4):reshape(1, 4, 4))
+    assert_batched("syevj", 0, "33 rows", L.eigvalsh, gpu.zeros({2, 33, 33}))
+    -- empty stacks: nothing to call
+    assert.are.same({0, 4, 4}, assert_batched("getrf", 0, "empty", L.inv, gpu.zeros({0, 4, 4})).shape)
+    assert.are.same({3, 0, 0}, assert_batched("potrf", 0, "empty", L.cholesky, gpu.zeros({3, 0, 0})).shape)
+  end)
+end)
+
+describe("gpu.linalg's batched routines without a GPU", function()
+  local function fake_run(code, env)
+    return helpers.run_with_fakes("local gpu = require 'gpu'\nlocal L = gpu.linalg\n" ..
+                                  "local function mark(s) io.stderr:write('== ' .. s .. '\\n') end\n" .. code, env)
+  end
+
+  -- The fakes' lines after each "== name" mark, by name (cuBLAS's prefixed "cublas ").
+  local function traces(out)
+    local by_name, current = {}, nil
+    for line in out:gmatch("[^\n]+") do
+      local name = line:match("^== (.*)$")
+      if name then
+        current = {}
+        by_name[name] = current
+      elseif current and line:match("^fakecusolver: ") then
+        current[#current + 1] = line:sub(15)
+      elseif current and line:match("^fakecublas: ") then
+        current[#current + 1] = "cublas " .. line:sub(13)
+      end
+    end
+    return by_name
+  end
+
+  it("hands each stack of small matrices to one batched call, its pointer arrays one matrix apart", function()
+    local out, ok = fake_run([[
+      local function call(name, f, ...)
+        mark(name)
+        local ok, err = pcall(f, ...)
+        if not ok and not tostring(err):find("Singular matrix") then error(err, 0) end
+      end
+      call("solve", L.solve, gpu.zeros({1000, 4, 4}, "float32"), gpu.zeros({1000, 4, 2}, "float32"))
+      call("solve vector", L.solve, gpu.zeros({2, 3, 5, 5}), gpu.zeros({5}))
+      call("inv", L.inv, gpu.zeros({37, 7, 7}, "complex128"))
+      call("det", L.det, gpu.zeros({2, 3, 3, 3}))
+      call("slogdet", L.slogdet, gpu.zeros({3, 32, 32}, "complex64"))
+      call("view", L.inv, gpu.zeros({4, 3, 5}):narrow(3, 2, 3))
+      call("cholesky", L.cholesky, gpu.zeros({3, 32, 32}), {upper = true})
+      call("cholesky lower", L.cholesky, gpu.zeros({5, 2, 2}, "complex64"))
+      call("eigh", L.eigh, gpu.zeros({5, 4, 4}, "complex64"))
+      call("eigvalsh", L.eigvalsh, gpu.zeros({2, 32, 32}, "float32"), {UPLO = "U"})
+      -- the loop: one matrix, more than 32 rows, cuBLAS off
+      call("one matrix", L.inv, gpu.zeros({1, 3, 3}))
+      call("33 rows", L.det, gpu.zeros({2, 33, 33}, "float32"))
+      call("eigh 33", L.eigvalsh, gpu.zeros({2, 33, 33}))
+      gpu.use_cublas(false)
+      call("cuBLAS off", L.solve, gpu.zeros({2, 3, 3}), gpu.zeros({2, 3, 1}))
+      call("cuBLAS off cholesky", L.cholesky, gpu.zeros({2, 3, 3}))
+      gpu.use_cublas(true)
+      call("empty", function() L.inv(gpu.zeros({0, 3, 3})); L.cholesky(gpu.zeros({4, 0, 0})) end)
+      mark("end")
+    ]], {FAKE_CUSOLVER_INFO = "0", FAKE_CUBLAS_INFO = "0"})
+    assert(ok, out)
+    local want = {
+      solve = {"cublas getrfBatched S n 4 lda 4 batch 1000 step 64",
+               "cublas getrsBatched T S n 4 nrhs 2 lda 4 ldb 4 batch 1000 step 64 32"},
+      ["solve vector"] = {"cublas getrfBatched D n 5 lda 5 batch 6 step 200",
+                          "cublas getrsBatched T D n 5 nrhs 1 lda 5 ldb 5 batch 6 step 200 40"},
+      inv = {"cublas getrfBatched Z n 7 lda 7 batch 37 step 784",
+             "cublas getriBatched Z n 7 lda 7 ldc 7 batch 37 step 784 784"},
+      det = {"cublas getrfBatched D n 3 lda 3 batch 6 step 72"},
+      slogdet = {"cublas getrfBatched C n 32 lda 32 batch 3 step 8192"},
+      view = {"cublas getrfBatched D n 3 lda 3 batch 4 step 72",
+              "cublas getriBatched D n 3 lda 3 ldc 3 batch 4 step 72 72"},
+      cholesky = {"potrfBatched L D n 32 lda 32 batch 3 step 8192"},
+      ["cholesky lower"] = {"potrfBatched U C n 2 lda 2 batch 5 step 32"},
+      eigh = {"syevjBatched vectors U C n 4 lda 4 batch 5"},
+      eigvalsh = {"syevjBatched novectors L S n 32 lda 32 batch 2"},
+      ["one matrix"] = {"Xgetrf R_64F m 3 n 3 lda 3", "Xgetrs N R_64F n 3 nrhs 3 lda 3 ldb 3"},
+      ["33 rows"] = {"Xgetrf R_32F m 33 n 33 lda 33", "Xgetrf R_32F m 33 n 33 lda 33"},
+      ["eigh 33"] = {"Xsyevd novectors U R_64F n 33 lda 33 W R_64F", "Xsyevd novectors U R_64F n 33 lda 33 W R_64F"},
+      ["cuBLAS off"] = {"Xgetrf R_64F m 3 n 3 lda 3", "Xgetrf R_64F m 3 n 3 lda 3",
+                        "Xgetrs T R_64F n 3 nrhs 1 lda 3 ldb 3", "Xgetrs T R_64F n 3 nrhs 1 lda 3 ldb 3"},
+      ["cuBLAS off cholesky"] = {"potrfBatched U D n 3 lda 3 batch 2 step 72"},
+      empty = {},
+      ["end"] = {"cublas handle destroyed", "syevjInfo destroyed", "handle destroyed"},
+    }
+    local got = traces(out)
+    for name, lines in pairs(want) do assert.are.same(lines, got[name], name .. "\n" .. out) end
+  end)
+
+  it("solves and inverts with the fake's own batched LU, through the pointer arrays", function()
+    -- contiguous float64 operands reach the fake as copies (no kernel runs there), and its
+    -- getrfBatched, getrsBatched and getriBatched compute as LAPACK's do
+    local out, ok = fake_run([[
+      local rows = {{{2, 1, 0}, {1, 3, 1}, {4, 0, 5}}, {{0, 2, 1}, {3, 0, 0}, {1, 1, 1}},
+                    {{1, 0, 0}, {0, 0, 2}, {0, 3, 0}}}
+      local a = gpu.to_gpu(rows, "float64")
+      local x = L.solve(a, gpu.to_gpu({{{1}, {2}, {3}}, {{4}, {5}, {6}}, {{7}, {8}, {9}}}, "float64")):get()
+      for i = 1, 9 do print(("x %.12f"):format(x[i])) end
+      local inv = L.inv(a):get()
+      for i = 1, 27 do print(("inv %.12f"):format(inv[i])) end
+      print(pcall(L.solve, gpu.zeros({2, 2, 2}), gpu.zeros({2, 2, 1})))
+      print(require("gpu.linalg").batched_calls.getrf)
+    ]])
+    assert(ok, out)
+    local A = {{{2, 1, 0}, {1, 3, 1}, {4, 0, 5}}, {{0, 2, 1}, {3, 0, 0}, {1, 1, 1}}, {{1, 0, 0}, {0, 0, 2}, {0, 3, 0}}}
+    local xs, invs = {}, {}
+    for v in out:gmatch("\nx (%S+)") do xs[#xs + 1] = tonumber(v) end
+    for v in out:gmatch("\ninv (%S+)") do invs[#invs + 1] = tonumber(v) end
+    assert.are.equal(9, #xs, out)
+    assert.are.equal(27, #invs, out)
+    for m = 1, 3 do
+      for i = 1, 3 do
+        local row = A[m][i]
+        local lhs = row[1] * xs[3 * m - 2] + row[2] * xs[3 * m - 1] + row[3] * xs[3 * m]
+        assert(math.abs(lhs - (3 * m - 3 + i)) < 1e-9, ("solve: matrix %d row %d: %g\n%s"):format(m, i, lhs, out))
+        for j = 1, 3 do       -- (a inv(a))[i][j]
+          local s = 0
+          for k = 1, 3 do s = s + row[k] * invs[9 * (m - 1) + 3 * (k - 1) + j] end
+          assert(math.abs(s - (i == j and 1 or 0)) < 1e-9, ("inv: matrix %d (%d, %d): %g\n%s"):format(m, i, j, s, out))
+        end
+      end
+    end
+    assert.truthy(out:find("false\t[^\n]*bad argument #1 to 'solve' %(Singular matrix%)\n"), out)
+    assert.truthy(out:find("\n3\n"), out)
+  end)
+
+  it("raises NumPy's errors from one matrix's info, names failed calls, falls back without cuBLAS", function()
+    local code = [[
+      for _, f in ipairs{"solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh"} do
+        local args = {gpu.zeros({3, 4, 4})}
+        if f == "solve" then args[2] = gpu.zeros({4}) end
+        local ok, err = pcall(L[f], table.unpack(args))
+        print(f, ok, ok and "" or err)
+      end
+    ]]
+    local out = fake_run(code, {FAKE_CUBLAS_INFO = "0,0,3", FAKE_CUSOLVER_INFO = "0,2,0"})
+    for _, line in ipairs{
+      "solve\tfalse\t[^\n]*bad argument #1 to 'solve' %(Singular matrix%)\n",
+      "inv\tfalse\t[^\n]*bad argument #1 to 'inv' %(Singular matrix%)\n",
+      "det\ttrue\t\n", "slogdet\ttrue\t\n",
+      "cholesky\tfalse\t[^\n]*bad argument #1 to 'cholesky' %(Matrix is not positive definite%)\n",
+      "eigh\tfalse\t[^\n]*bad argument #1 to 'eigh' %(Eigenvalues did not converge%)\n",
+      "eigvalsh\tfalse\t[^\n]*bad argument #1 to 'eigvalsh' %(Eigenvalues did not converge%)\n"} do
+      assert.truthy(out:find(line), line .. "\n" .. out)
+    end
+    -- all regular: no error
+    out = fake_run(code, {FAKE_CUBLAS_INFO = "0", FAKE_CUSOLVER_INFO = "0"})
+    for _, f in ipairs{"solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh"} do
+      assert.truthy(out:find("\n" .. f .. "\ttrue\t\n") or out:find("^" .. f .. "\ttrue\t\n"), f .. "\n" .. out)
+    end
+    out = fake_run("print(pcall(L.inv, gpu.zeros({2, 3, 3})))", {FAKE_CUBLAS_BATCHED = "fail"})
+    assert.truthy(out:find("false\tcublasDgetrfBatched: CUBLAS_STATUS_EXECUTION_FAILED (the GPU program failed "
+                           .. "to execute)\n", 1, true), out)
+    out = fake_run("print(pcall(L.cholesky, gpu.zeros({2, 3, 3}, 'float32')))", {FAKE_CUSOLVER_FAIL = "potrfBatched"})
+    assert.truthy(out:find("false\tcusolverDnSpotrfBatched: CUSOLVER_STATUS_EXECUTION_FAILED (the routine failed "
+                           .. "to run on the GPU)\n", 1, true), out)
+    out = fake_run("print(pcall(L.eigh, gpu.zeros({2, 3, 3}, 'complex128')))", {FAKE_CUSOLVER_FAIL = "ZheevjBatched"})
+    assert.truthy(out:find("false\tcusolverDnZheevjBatched: CUSOLVER_STATUS_EXECUTION_FAILED", 1, true), out)
+    -- no cuBLAS (none loaded, turned off, no handle): cuSOLVER's loop, as before
+    local loop = "mark('x'); print('det', (pcall(L.det, gpu.zeros({2, 3, 3})))); mark('end')"
+    for _, env in ipairs{{GPU_CUBLAS_LIBRARY = "/nonexistent/libcublas.so.12"}, {GPU_CUBLAS_DISABLE = "1"},
+                         {FAKE_CUBLAS_CREATE = "fail"}} do
+      env.FAKE_CUSOLVER_INFO = "0"
+      out = fake_run(loop, env)
+      assert.are.same({"Xgetrf R_64F m 3 n 3 lda 3", "Xgetrf R_64F m 3 n 3 lda 3"}, traces(out).x, out)
+      assert.truthy(out:find("det\ttrue\n"), out)
+    end
+  end)
+
+  it("checks the batched core functions' arguments", function()
+    local out, ok = fake_run([[
+      local core = require "gpu.core"
+      local a, ipiv, info = gpu.zeros({2, 3, 3}), gpu.zeros({2, 3}, "int32"), gpu.zeros({2}, "int32")
+      local function try(f, ...) print((select(2, pcall(f, ...)))) end
+      try(core.solver_getrf_batched, a, gpu.zeros({2, 3}, "int64"), info)
+      try(core.solver_getrf_batched, gpu.zeros({2, 3, 4}), ipiv, info)
+      try(core.solver_getrf_batched, a:transpose({1, 3, 2}), ipiv, info)
+      try(core.solver_getrs_batched, a, ipiv, gpu.zeros({7}), "T")
+      try(core.solver_getrs_batched, a, ipiv, gpu.zeros({2, 3}, "float32"), "T")
+      try(core.solver_getri_batched, a, ipiv, a)
+      try(core.solver_getri_batched, a, ipiv, gpu.zeros({2, 3, 3}, "float32"))
+      try(core.solver_potrf_batched, a, info, "upper")
+      try(core.solver_syevj_batched, gpu.zeros({2, 33, 33}), gpu.zeros({2, 33}), info, false, "L")
+      try(core.solver_syevj_batched, a, gpu.zeros({2, 3}, "float32"), info, false, "L")
+      local s = gpu.Stream()
+      s:begin_capture()
+      try(core.solver_getrf_batched, a, ipiv, info, s)
+      try(core.solver_potrf_batched, a, info, "L", s)
+      s:end_capture()
+      s:free()
+      try(core.solver_syevj_batched, a, gpu.zeros({2, 3}), info, true, "U", s)
+      a:free()
+      try(core.solver_getrf_batched, a, ipiv, info)
+      print("done")
+    ]])
+    assert(ok, out)
+    local lines = {}
+    for line in out:gmatch("[^\n]+") do
+      if not line:match("^fake%a+: ") then lines[#lines + 1] = line end
+    end
+    assert.are.same({
+      "bad argument #2 to 'gpu.core.solver_getrf_batched' (int32 array expected, got int64)",
+      "bad argument #1 to 'gpu.core.solver_getrf_batched' (square matrices expected, got 4 x 3)",
+      "bad argument #1 to 'gpu.core.solver_getrf_batched' (contiguous array expected)",
+      "bad argument #3 to 'gpu.core.solver_getrs_batched' (array of a multiple of 6 elements expected, got 7)",
+      "bad argument #3 to 'gpu.core.solver_getrs_batched' (float64 array expected, got float32)",
+      "bad argument #3 to 'gpu.core.solver_getri_batched' (array other than argument #1 expected)",
+      "bad argument #3 to 'gpu.core.solver_getri_batched' (float64 array expected, got float32)",
+      "bad argument #3 to 'gpu.core.solver_potrf_batched' (invalid option 'upper')",
+      "bad argument #1 to 'gpu.core.solver_syevj_batched' (matrices of at most 32 rows expected, got 33)",
+      "bad argument #2 to 'gpu.core.solver_syevj_batched' (float64 array expected, got float32)",
+      "bad argument #4 to 'gpu.core.solver_getrf_batched' (cuSOLVER's work cannot be captured in a graph)",
+      "bad argument #4 to 'gpu.core.solver_potrf_batched' (cuSOLVER's work cannot be captured in a graph)",
+      "bad argument #6 to 'gpu.core.solver_syevj_batched' (stream has been freed)",
+      "bad argument #1 to 'gpu.core.solver_getrf_batched' (array has been freed)",
+      "done",
+    }, lines)
+  end)
+end)

@@ -70,19 +70,18 @@ local EIGH = {UPLO = true, stream = true}
 local SVD = {full_matrices = true, compute_uv = true, stream = true}
 local RANK = {tol = true, rtol = true, stream = true}
 local QR_MODES = {reduced = true, complete = true, r = true, raw = true}
+local EPSILON = {float32 = 2.0 ^ -23, float64 = 2.0 ^ -52}
 
--- The most rows of the matrices of a stack that go to the batched routines.  A loop launches
--- a few kernels a matrix (tens of microseconds for a 4 x 4 one, nearly all of it launching);
--- the batched routines launch a few for the stack, a warp or a block a matrix, made for small
--- ones: syevjBatched takes 32 rows at most, and cuBLAS's batched LU keeps a matrix of up to
--- 32 in one warp's registers.  Beyond, a matrix is big enough for the loop's own routines
--- (blocked, many threads each) to do better than a block of the batched ones.  A stack of
--- one gains nothing: the loop's call.
+-- The most rows of the matrices of a stack that go to the batched routines.  The loop makes
+-- a few launches a matrix, nearly all of its time for a small one; the batched routines a few
+-- for the whole stack.  cuBLAS meant its batched LU for small matrices, where launching
+-- dominates, and syevjBatched takes 32 rows at most; past that a matrix has work enough for
+-- the loop's routines, made for big ones, so that one limit serves all (not measured at the
+-- edge: 32 is the bound the Jacobi routine sets).  A stack of one gains nothing: the loop's.
 local BATCHED_MAX = 32
 
 -- How often each batched routine ran (for the specs, which check that a stack took it).
 M.batched_calls = {getrf = 0, potrf = 0, syevj = 0}
-local EPSILON = {float32 = 2.0 ^ -23, float64 = 2.0 ^ -52}
 
 -- Dtypes -----------------------------------------------------------------------------------
 

@@ -122,6 +122,7 @@ local function narrow(dtype, e)
 end
 
 local HELPERS = core.kernel_sources["common.cu"] .. core.kernel_sources["elementwise.cu"]
+                .. core.kernel_sources["special.cu"]
 
 local LOOP = "  for (long long lg_i = (long long)blockIdx.x * blockDim.x + threadIdx.x; " ..
              "lg_i < lg_n;\n       lg_i += (long long)blockDim.x * gridDim.x) {\n"

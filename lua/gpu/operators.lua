@@ -78,15 +78,43 @@ local unary_math = {
   log1p = {"log1pf", "log1p"}, log2 = {"log2f", "log2"}, exp2 = {"exp2f", "exp2"},
   cbrt = {"cbrtf", "cbrt"}, asinh = {"asinhf", "asinh"}, acosh = {"acoshf", "acosh"},
   atanh = {"atanhf", "atanh"},
+  -- SciPy's special functions (lgamma is its gammaln, gamma C's tgamma, i0 also NumPy's)
+  erf = {"erff", "erf"}, erfc = {"erfcf", "erfc"}, erfinv = {"erfinvf", "erfinv"},
+  erfcinv = {"erfcinvf", "erfcinv"}, lgamma = {"lgammaf", "lgamma"}, gamma = {"tgammaf", "tgamma"},
+  i0 = {"cyl_bessel_i0f", "cyl_bessel_i0"}, i1 = {"cyl_bessel_i1f", "cyl_bessel_i1"},
+  j0 = {"j0f", "j0"}, j1 = {"j1f", "j1"}, y0 = {"y0f", "y0"}, y1 = {"y1f", "y1"},
+  -- kernels/special.cu's, overloaded for float and double
+  digamma = {"lg_digamma", "lg_digamma"}, expit = {"lg_expit", "lg_expit"},
+  logit = {"lg_logit", "lg_logit"}, deg2rad = {"lg_deg2rad", "lg_deg2rad"},
+  rad2deg = {"lg_rad2deg", "lg_rad2deg"},
 }
-M.cumath_unary = unary_math
+
+-- cumath's functions of one operand that follow their own typing rules: sinc (NumPy's,
+-- float64 for integers), signbit (bool), square and reciprocal (integers stay integers),
+-- bitwise_count (integers only, uint8 results).
+local unary_other = {sinc = true, signbit = true, square = true, reciprocal = true,
+                     bitwise_count = true}
+
+M.cumath_unary = {}
+for name in pairs(unary_math) do M.cumath_unary[name] = true end
+for name in pairs(unary_other) do M.cumath_unary[name] = true end
 
 -- Float functions of two operands: NumPy's arctan2 (as atan2, C's name, like cumath's
 -- others), hypot and copysign.
 local binary_math = {
   atan2 = {"atan2f", "atan2"}, hypot = {"hypotf", "hypot"}, copysign = {"copysignf", "copysign"},
+  -- NumPy's, from kernels/special.cu (nextafter of 16-bit floats too)
+  logaddexp = {"lg_logaddexp", "lg_logaddexp"}, logaddexp2 = {"lg_logaddexp2", "lg_logaddexp2"},
+  heaviside = {"lg_heaviside", "lg_heaviside"}, nextafter = {"nextafterf", "nextafter"},
 }
-M.cumath_binary = binary_math
+
+-- Of two operands with their own typing rules: float_power (NumPy's, always float64), gcd
+-- and lcm (integers only).
+local binary_other = {float_power = true, gcd = true, lcm = true}
+
+M.cumath_binary = {}
+for name in pairs(binary_math) do M.cumath_binary[name] = true end
+for name in pairs(binary_other) do M.cumath_binary[name] = true end
 
 -- The cumath functions defined for complex operands (kernels/common.cu's lg_<name>).
 local complex_math = {
@@ -106,7 +134,9 @@ local arity = {
   modf_integer = 1, fmax = 2, fmin = 2, clip = 3, isnan = 1, isinf = 1, isfinite = 1, sign = 1,
 }
 for name in pairs(unary_math) do arity[name] = 1 end
+for name in pairs(unary_other) do arity[name] = 1 end
 for name in pairs(binary_math) do arity[name] = 2 end
+for name in pairs(binary_other) do arity[name] = 2 end
 M.arity = arity
 
 local compare = {eq = "==", ne = "!=", lt = "<", le = "<=", gt = ">", ge = ">="}
@@ -210,15 +240,61 @@ function expression_of(op, types, exprs, target)
     return ("lg_%s(%s)"):format(op, x), op == "frexp_exponent" and "int32" or ft
   end
 
-  if binary_math[op] then
+  if binary_math[op] or op == "float_power" then
     local ft = float_for(promote.result_type(ta, tb))
     if is_complex(ft) then
       return nil, ("%s is not defined for complex operands (%s and %s)"):format(op, typename(ta),
                                                                                typename(tb)),
              is_complex(ta) and 1 or 2
     end
-    local f = binary_math[op][ft == "float64" and 2 or 1]   -- 16-bit floats in float
+    if op == "float_power" then ft = "float64" end
+    local f = binary_math[op] and binary_math[op][ft == "float64" and 2 or 1]  -- 16-bit in float
+    if op == "float_power" then f = "pow"
+    elseif op == "nextafter" and round16[ft] then   -- steps of the 16-bit type, not float's
+      f = ft == "float16" and "lg_nextafter_half" or "lg_nextafter_bf16"
+    end
     return ("%s(%s, %s)"):format(f, cast(a, ta, ft), cast(b, tb, ft)), ft
+  end
+
+  if op == "gcd" or op == "lcm" then
+    for i = 1, 2 do
+      local ki = promote.kind(types[i])
+      if ki == "f" or ki == "c" then
+        return nil, ("%s needs integer or bool operands, got %s"):format(op, typename(types[i])), i
+      end
+    end
+    local t = promote.result_type(ta, tb)
+    if promote.kind(t) == "f" then   -- a signed integer and uint64: no common integer type
+      return nil, ("%s needs a common integer type, and %s and %s have none"):format(op, ta, tb), 2
+    end
+    if promote.kind(t) == "b" then t = "int8" end      -- NumPy's bools count as int8 here
+    return ("lg_%s(%s, %s)"):format(op, cast(a, ta, t), cast(b, tb, t)), t
+  end
+
+  if unary_other[op] then
+    local k = promote.kind(ta)
+    if k == "c" and op ~= "square" and op ~= "reciprocal" then
+      return nil, ("%s is not defined for complex operands (%s)"):format(op, ta)
+    end
+    if op == "sinc" then    -- np.sinc computes in float64 for integers (pi * x)
+      local ft = k == "f" and ta or "float64"
+      return ("lg_sinc(%s)"):format(cast(a, ta, ft)), ft
+    elseif op == "signbit" then
+      if k == "f" then return ("(signbit(%s) != 0)"):format(a), "bool" end
+      return k == "i" and ("((%s) < 0)"):format(a) or "false", "bool"
+    elseif op == "bitwise_count" then
+      if k == "f" then
+        return nil, ("bitwise_count needs integer or bool operands, got %s"):format(ta)
+      end
+      return ("lg_bitwise_count(%s)"):format(k == "b" and cast(a, ta, "int8") or a), "uint8"
+    end
+    local t = k == "b" and "int8" or ta      -- square and reciprocal: bools as int8
+    local x = cast(a, ta, t)
+    if op == "square" then return expression_of("mul", {t, t}, {x, x}) end
+    if k == "f" or k == "c" then return expression_of("div", {"weak-float", t}, {"1.0", x}) end
+    -- reciprocal of an integer: C's 1 / x, and 0 for x = 0 (as the operators' 1 // 0)
+    if k == "u" then return ("((%s)((%s) == 1))"):format(ctype(t), x), t end
+    return ("((%s)((%s) == 1 ? 1 : (%s) == -1 ? -1 : 0))"):format(ctype(t), x, x), t
   end
 
   if op == "isnan" or op == "isinf" or op == "isfinite" then

@@ -10,6 +10,16 @@
 --   gpu.random.choice(n or a, size[, {replace =, p =, seed =, stream =}])
 --   gpu.random.seed(n)                                         reseeds the default generator
 --
+-- and NumPy's distributions, parameters in NumPy's order and with its defaults (nil for one):
+--   standard_exponential(size[, dtype][, opts]), exponential(scale = 1, size, ...),
+--   standard_gamma(shape, size, ...), gamma(shape, scale = 1, size, ...), beta(a, b, ...),
+--   chisquare(df, ...), standard_t(df, ...), f(dfnum, dfden, ...), lognormal(mean = 0,
+--   sigma = 1, ...), laplace, logistic and gumbel(loc = 0, scale = 1, ...), weibull(a, ...),
+--   pareto(a, ...), rayleigh(scale = 1, ...), standard_cauchy(size, ...) and
+--   dirichlet(alpha, size, ...) (a row of #alpha a value of size) in float32 or float64;
+--   poisson(lam = 1, size[, opts]), binomial(n, p, ...), geometric(p, ...),
+--   negative_binomial(n, p, ...) and multinomial(n, pvals, size[, opts]) in int64.
+--
 -- Float dtypes are float32 (the default) and float64; randint takes every integer dtype.
 -- Counter-based: the numbers are a pure function of (seed, counter).  With {seed = n} a call
 -- starts at counter 0, so the same seed gives the same numbers; without it the default
@@ -48,10 +58,8 @@ local function check_words(words, count, n)
   end
 end
 
-function M.philox(c, k)
-  check_words(c, 4, 1)
-  check_words(k, 2, 2)
-  local c0, c1, c2, c3, k0, k1 = c[1], c[2], c[3], c[4], k[1], k[2]
+-- The four words of Philox4x32-10 for counter (c0, c1, c2, c3) and key (k0, k1), unchecked.
+local function philox_words(c0, c1, c2, c3, k0, k1)
   for _ = 1, 10 do
     local p0, p1 = M0 * c0, M1 * c2          -- 64-bit products, exact as unsigned bits
     local hi0, lo0 = (p0 >> 32) & MASK, p0 & MASK
@@ -59,7 +67,13 @@ function M.philox(c, k)
     c0, c1, c2, c3 = hi1 ~ c1 ~ k0, lo1, hi0 ~ c3 ~ k1, lo0
     k0, k1 = (k0 + W0) & MASK, (k1 + W1) & MASK
   end
-  return {c0, c1, c2, c3}
+  return c0, c1, c2, c3
+end
+
+function M.philox(c, k)
+  check_words(c, 4, 1)
+  check_words(k, 2, 2)
+  return {philox_words(c[1], c[2], c[3], c[4], k[1], k[2])}
 end
 
 -- The four words of counter block `counter`, attempt `attempt` (random.cu's gpu_block_bits).
@@ -297,6 +311,9 @@ end
 M.seed(math.floor(os.time() * 1000003 + os.clock() * 1e6) ~ tonumber(tostring({}):match("0x(%x+)") or "0", 16))
 
 local BLOCK = 256
+-- The kernels of random_distributions.cu (which follows random.cu in their source).
+local DISTRIBUTION_KERNELS = {gpu_variates_f32 = true, gpu_variates_f64 = true, gpu_variates_i64 = true,
+                              gpu_dirichlet_f32 = true, gpu_dirichlet_f64 = true, gpu_multinomial = true}
 local OPTIONS = {seed = true, stream = true}
 local FLOAT_KERNELS = {float32 = {per = 4, suffix = "f32"}, float64 = {per = 2, suffix = "f64"}}
 
@@ -337,7 +354,12 @@ local function draw(name, per, out, opts, ...)
   end
   if n == 0 then return out end
   local f = kernel_cache.get("random|" .. name, function()
-    return core.kernel_sources["random.cu"], name, nil, {no_extern_c = true, name = "random.cu"}
+    if not DISTRIBUTION_KERNELS[name] then
+      return core.kernel_sources["random.cu"], name, nil, {no_extern_c = true, name = "random.cu"}
+    end
+    -- no fused multiply-adds, so that the Lua twin rounds every operation as the kernel does
+    return core.kernel_sources["random.cu"] .. "\n" .. core.kernel_sources["random_distributions.cu"], name,
+           nil, {no_extern_c = true, name = "random_distributions.cu", options = {"--fmad=false"}}
   end)
   local arguments = {out, n, seed & MASK, (seed >> 32) & MASK, base, ...}
   arguments[#arguments + 1] = {block = BLOCK, grid = reduction.grid_stride_blocks(blocks, BLOCK),
@@ -686,6 +708,502 @@ function M.choice(x, size, opts)
   return result
 end
 
+-- Distributions ------------------------------------------------------------------------------
+--
+-- NumPy's distributions (random_distributions.cu): each element, or each row of dirichlet and
+-- multinomial, owns one counter and draws 53-bit uniforms from its own stream of blocks (the
+-- block number in the counter's third word), so rejection samplers need no coordination.
+-- The twin below repeats the kernels operation for operation in float64.
+
+-- The stream of element counter `counter` under seed: a function giving the next 53 bits.
+local function stream_at(seed, counter)
+  local k0, k1, c0, c1 = seed & MASK, (seed >> 32) & MASK, counter & MASK, (counter >> 32) & MASK
+  local block, second, r2, r3 = 0, false, 0, 0
+  return function()
+    if second then
+      second = false
+      return ((r2 << 32) | r3) >> 11
+    end
+    local r0, r1
+    r0, r1, r2, r3 = philox_words(c0, c1, block, 0, k0, k1)
+    block, second = block + 1, true
+    return ((r0 << 32) | r1) >> 11
+  end
+end
+
+local function uniform(s) return s() * 2.0^-53 end
+local function uniform_open(s) return (s() | 1) * 2.0^-53 end     -- in (0, 1)
+local function exponential(s) return -math.log(1.0 - uniform(s)) end
+
+-- cos(pi x) and sin(pi x) for x in [0, 2), as CUDA's cospi and sinpi: reduced (exactly) to
+-- arguments of at most a quarter before pi multiplies them.
+local function cospi(x)
+  if x > 1 then x = 2.0 - x end
+  local sign = 1.0
+  if x > 0.5 then x, sign = 1.0 - x, -1.0 end
+  if x > 0.25 then return sign * math.sin(math.pi * (0.5 - x)) end
+  return sign * math.cos(math.pi * x)
+end
+local function sinpi_half(x)                  -- x in [0, 1/2]
+  if x > 0.25 then return math.cos(math.pi * (0.5 - x)) end
+  return math.sin(math.pi * x)
+end
+
+local function normal(s)
+  local u1, u2 = uniform(s), uniform(s)
+  return math.sqrt(-2.0 * math.log(1.0 - u1)) * cospi(2.0 * u2)
+end
+
+local function gamma_large(a, s)
+  local d = a - 1.0 / 3.0
+  local c = 1.0 / math.sqrt(9.0 * d)
+  while true do
+    local x, v
+    repeat
+      x = normal(s)
+      v = 1.0 + c * x
+    until not (v <= 0.0)
+    v = v * v * v
+    local u = uniform(s)
+    if u < 1.0 - 0.0331 * (x * x) * (x * x) then return d * v end
+    if math.log(u) < 0.5 * x * x + d * (1.0 - v + math.log(v)) then return d * v end
+  end
+end
+
+local function gamma(a, s)
+  if a == 0.0 then return 0.0 end
+  if a >= 1.0 then return gamma_large(a, s) end
+  local g = gamma_large(a + 1.0, s)
+  return g * (1.0 - uniform(s)) ^ (1.0 / a)
+end
+
+local function log_gamma_variate(a, s)
+  if a >= 1.0 then return math.log(gamma_large(a, s)) end
+  local g = gamma_large(a + 1.0, s)
+  return math.log(g) + math.log(1.0 - uniform(s)) / a
+end
+
+local function log_gamma(x)
+  local product = 1.0
+  while x < 10.0 do
+    product = product * x
+    x = x + 1.0
+  end
+  local r = 1.0 / x
+  local r2 = r * r
+  local series = r * (1.0 / 12.0 - r2 * (1.0 / 360.0 - r2 * (1.0 / 1260.0 - r2 * (1.0 / 1680.0
+                 - r2 * (1.0 / 1188.0 - r2 * (691.0 / 360360.0))))))
+  return (x - 0.5) * math.log(x) - x + 0.91893853320467274178 + series - math.log(product)
+end
+
+local function poisson(lam, s)
+  if lam == 0.0 then return 0.0 end
+  if lam < 10.0 then
+    local u = uniform(s)
+    local p, k = math.exp(-lam), 0.0
+    local total = p
+    while u > total do
+      k = k + 1.0
+      p = p * lam / k
+      if total + p == total then break end
+      total = total + p
+    end
+    return k
+  end
+  local root, log_lam = math.sqrt(lam), math.log(lam)
+  local b = 0.931 + 2.53 * root
+  local a = -0.059 + 0.02483 * b
+  local inverse_alpha, v_r = 1.1239 + 1.1328 / (b - 3.4), 0.9277 - 3.6224 / (b - 2.0)
+  while true do
+    local u = uniform(s) - 0.5
+    local v = uniform(s)
+    local us = 0.5 - math.abs(u)
+    local k = math.floor((2.0 * a / us + b) * u + lam + 0.43) + 0.0
+    if us >= 0.07 and v <= v_r then return k end
+    if not (k < 0.0 or (us < 0.013 and v > us)) and
+       math.log(v) + math.log(inverse_alpha) - math.log(a / (us * us) + b)
+         <= -lam + k * log_lam - log_gamma(k + 1.0) then
+      return k
+    end
+  end
+end
+
+local function binomial(n, p, s)
+  if n == 0.0 or p == 0.0 then return 0.0 end
+  if p == 1.0 then return n end
+  local flip = p > 0.5
+  if flip then p = 1.0 - p end
+  local q = 1.0 - p
+  local k = 0.0
+  if n * p < 10.0 then
+    local u, ratio = uniform(s), p / q
+    local term = q ^ n
+    local total = term
+    while u > total and k < n do
+      k = k + 1.0
+      term = term * (ratio * (n - k + 1.0) / k)
+      if total + term == total then break end
+      total = total + term
+    end
+  else
+    local spq = math.sqrt(n * p * q)
+    local b = 1.15 + 2.53 * spq
+    local a, c = -0.0873 + 0.0248 * b + 0.01 * p, n * p + 0.5
+    local alpha, v_r = (2.83 + 5.1 / b) * spq, 0.92 - 4.2 / b
+    local m, log_odds = math.floor((n + 1.0) * p) + 0.0, math.log(p / q)
+    local h = log_gamma(m + 1.0) + log_gamma(n - m + 1.0)
+    while true do
+      local u = uniform(s) - 0.5
+      local v = uniform(s)
+      local us = 0.5 - math.abs(u)
+      k = math.floor((2.0 * a / us + b) * u + c) + 0.0
+      if not (k < 0.0 or k > n) then
+        if us >= 0.07 and v <= v_r then break end
+        if math.log(v * alpha / (a / (us * us) + b)) <=
+           h - log_gamma(k + 1.0) - log_gamma(n - k + 1.0) + (k - m) * log_odds then
+          break
+        end
+      end
+    end
+  end
+  if flip then return n - k end
+  return k
+end
+
+-- random_distributions.cu's kinds, and their values in float64 (p1 and p2 floats).
+local KIND = {exponential = 0, gamma = 1, beta = 2, standard_t = 3, f = 4, lognormal = 5, laplace = 6,
+              logistic = 7, gumbel = 8, weibull = 9, pareto = 10, rayleigh = 11, cauchy = 12, poisson = 13,
+              binomial = 14, geometric = 15, negative_binomial = 16}
+
+local VARIATES = {
+  [KIND.exponential] = function(scale, _, s) return scale * exponential(s) end,
+  [KIND.gamma] = function(shape, scale, s) return scale * gamma(shape, s) end,
+  [KIND.beta] = function(a, b, s)
+    local x = log_gamma_variate(a, s)
+    local y = log_gamma_variate(b, s)
+    return 1.0 / (1.0 + math.exp(y - x))
+  end,
+  [KIND.standard_t] = function(df, _, s)
+    local z = normal(s)
+    local g = gamma(0.5 * df, s)
+    return z * math.sqrt(0.5 * df / g)
+  end,
+  [KIND.f] = function(dfnum, dfden, s)
+    local x = gamma(0.5 * dfnum, s)
+    local y = gamma(0.5 * dfden, s)
+    return (x * dfden) / (y * dfnum)
+  end,
+  [KIND.lognormal] = function(mean, sigma, s) return math.exp(mean + sigma * normal(s)) end,
+  [KIND.laplace] = function(loc, scale, s)
+    local u = uniform_open(s)
+    if u < 0.5 then return loc + scale * math.log(2.0 * u) end
+    return loc - scale * math.log(2.0 - 2.0 * u)
+  end,
+  [KIND.logistic] = function(loc, scale, s)
+    local u = uniform_open(s)
+    return loc + scale * math.log(u / (1.0 - u))
+  end,
+  [KIND.gumbel] = function(loc, scale, s) return loc - scale * math.log(-math.log(uniform_open(s))) end,
+  [KIND.weibull] = function(a, _, s)
+    if a == 0.0 then return 0.0 end
+    return exponential(s) ^ (1.0 / a)
+  end,
+  [KIND.pareto] = function(a, _, s) return math.exp(exponential(s) / a) - 1.0 end,
+  [KIND.rayleigh] = function(scale, _, s) return scale * math.sqrt(2.0 * exponential(s)) end,
+  [KIND.cauchy] = function(_, _, s)
+    local u = uniform_open(s)
+    local t = u <= 0.5 and u or 1.0 - u
+    local cot = cospi(t) / sinpi_half(t)
+    return u <= 0.5 and -cot or cot
+  end,
+  [KIND.poisson] = function(lam, _, s) return poisson(lam, s) end,
+  [KIND.binomial] = function(n, p, s) return binomial(n, p, s) end,
+  [KIND.geometric] = function(inverse_rate, _, s)
+    local k = math.ceil(exponential(s) * inverse_rate) + 0.0
+    return k < 1.0 and 1.0 or k
+  end,
+  [KIND.negative_binomial] = function(n, p, s) return poisson(gamma(n, s) * ((1.0 - p) / p), s) end,
+}
+
+-- A whole float as an int64 (the kernel's gpu_count).
+local function count_of(k)
+  if k >= 2.0 ^ 63 then return math.maxinteger end
+  if k ~= k then return math.mininteger end      -- CUDA's conversion of NaN (never made)
+  return math.tointeger(k)
+end
+
+-- log(1 + x), accurate for small x (Lua has no log1p): the rounding of 1 + x undone.
+local function log1p(x)
+  local y = 1.0 + x
+  if y == 1.0 then return x end
+  return math.log(y) * x / (y - 1.0)
+end
+
+-- The parameters' rules: what each must be (after being a finite number).
+local RULES = {
+  any = {function() return true end, "must not be NaN"},
+  ["non-negative"] = {function(v) return v >= 0 end, "must be non-negative"},
+  positive = {function(v) return v > 0 end, "must be positive"},
+  probability = {function(v) return v >= 0 and v <= 1 end, "must be in [0, 1]"},
+  ["positive probability"] = {function(v) return v > 0 and v <= 1 end, "must be in (0, 1]"},
+  trials = {function(v) return v >= 0 and v == math.floor(v) and v < 2.0 ^ 63 end,
+            "must be a whole number in [0, 2^63)"},
+}
+local LAM_MAX = 2.0 ^ 62        -- poisson's values stay within int64 (NumPy's limit is near 2^63)
+
+-- A parameter's value in a message: whole floats without a fraction, as in randint's.
+local function parameter_text(v)
+  if math.type(v) == "float" and v == math.floor(v) and math.abs(v) < 2.0 ^ 53 then
+    return ("%.0f"):format(v)
+  end
+  return tostring(v)
+end
+
+-- Parameter `spec` ({name, default, rule}) of fname, argument n: the number, checked.
+local function check_parameter(v, spec, n, fname)
+  local name, default, rule = spec[1], spec[2], RULES[spec[3]]
+  if v == nil and default ~= nil then return default end
+  if type(v) ~= "number" then
+    argerror(n, fname, ("%s must be a number, got %s"):format(name, typename(v)), 3)
+  end
+  if not rule[1](v) or v ~= v then
+    argerror(n, fname, ("%s %s, got %s"):format(name, rule[2], parameter_text(v)), 3)
+  end
+  if math.abs(v) == math.huge then
+    argerror(n, fname, ("%s must be finite, got %s"):format(name, parameter_text(v)), 3)
+  end
+  if name == "lam" and v > LAM_MAX then
+    argerror(n, fname, ("lam must be at most 2^62, got %s"):format(parameter_text(v)), 3)
+  end
+  return v
+end
+
+-- NumPy's distributions of one value an element: their parameters ({name, default, rule}, in
+-- NumPy's order and with its defaults), whether their values are int64, and the kernel's kind
+-- and two parameters for them (by default the kind of the name and the parameters as given).
+local DISTRIBUTIONS = {
+  standard_exponential = {params = {}, kernel = function() return KIND.exponential, 1, 0 end},
+  exponential = {params = {{"scale", 1, "non-negative"}}},
+  standard_gamma = {params = {{"shape", nil, "non-negative"}},
+                    kernel = function(shape) return KIND.gamma, shape, 1 end},
+  gamma = {params = {{"shape", nil, "non-negative"}, {"scale", 1, "non-negative"}}},
+  beta = {params = {{"a", nil, "positive"}, {"b", nil, "positive"}}},
+  chisquare = {params = {{"df", nil, "positive"}}, kernel = function(df) return KIND.gamma, 0.5 * df, 2 end},
+  standard_t = {params = {{"df", nil, "positive"}}},
+  f = {params = {{"dfnum", nil, "positive"}, {"dfden", nil, "positive"}}},
+  lognormal = {params = {{"mean", 0, "any"}, {"sigma", 1, "non-negative"}}},
+  laplace = {params = {{"loc", 0, "any"}, {"scale", 1, "non-negative"}}},
+  logistic = {params = {{"loc", 0, "any"}, {"scale", 1, "non-negative"}}},
+  gumbel = {params = {{"loc", 0, "any"}, {"scale", 1, "non-negative"}}},
+  weibull = {params = {{"a", nil, "non-negative"}}},
+  pareto = {params = {{"a", nil, "positive"}}},
+  rayleigh = {params = {{"scale", 1, "non-negative"}}},
+  standard_cauchy = {params = {}, kernel = function() return KIND.cauchy, 0, 0 end},
+  poisson = {params = {{"lam", 1, "non-negative"}}, integer = true},
+  binomial = {params = {{"n", nil, "trials"}, {"p", nil, "probability"}}, integer = true},
+  -- the kernel takes -1 / log(1 - p), computed here once
+  geometric = {params = {{"p", nil, "positive probability"}}, integer = true,
+               kernel = function(p) return KIND.geometric, -1.0 / log1p(-p), 0 end},
+  negative_binomial = {params = {{"n", nil, "positive"}, {"p", nil, "positive probability"}}, integer = true},
+}
+
+-- The kernel's kind and float parameters for distribution d of the checked parameters.
+local function kernel_parameters(name, d, p1, p2)
+  local kind, q1, q2
+  if d.kernel then kind, q1, q2 = d.kernel(p1, p2) else kind, q1, q2 = KIND[name], p1 or 0, p2 or 0 end
+  return kind, q1 + 0.0, q2 + 0.0
+end
+
+-- The checked parameters of distribution d (arguments first .. first + #params - 1 of fname).
+local function distribution_parameters(d, fname, first, ...)
+  local p1, p2
+  if d.params[1] then p1 = check_parameter((...), d.params[1], first, fname) end
+  if d.params[2] then p2 = check_parameter((select(2, ...)), d.params[2], first + 1, fname) end
+  return p1, p2
+end
+
+-- The public function of distribution `name`: (params..., size[, dtype][, opts]), dtype only
+-- for float results.
+local function distribution_function(name, d)
+  local count = #d.params
+  return function(...)
+    local p1, p2 = distribution_parameters(d, name, 1, ...)
+    local size, after_size, opts = select(count + 1, ...)
+    if size == nil then argerror(count + 1, name, "size expected, got no value") end
+    if d.integer then                               -- int64 only: the options follow size
+      local shape = args.check_shape(size, count + 1, name)
+      opts = random_options(after_size, count + 2, name)
+      return draw("gpu_variates_i64", 1, core.array_empty(shape, "int64"), opts,
+                  kernel_parameters(name, d, p1, p2))
+    end
+    local shape, dtype
+    shape, dtype, opts = float_arguments(name, size, after_size, opts, count + 1)
+    return draw("gpu_variates_" .. FLOAT_KERNELS[dtype].suffix, 1, core.array_empty(shape, dtype), opts,
+                kernel_parameters(name, d, p1, p2))
+  end
+end
+
+-- Its twin: reference_<name>(count, params...[, dtype], seed[, base]), the first count values
+-- name(params..., count[, dtype], {seed = seed}) gives (from counter base), as Lua numbers.
+local function distribution_reference(name, d)
+  local fname = "reference_" .. name
+  local count = #d.params
+  return function(n, ...)
+    check_count(fname, n)
+    local p1, p2 = distribution_parameters(d, fname, 2, ...)
+    local dtype, seed, base
+    if d.integer then
+      seed, base = select(count + 1, ...)
+      base = check_seed(fname, seed, base, count + 2)
+    else
+      dtype, seed, base = select(count + 1, ...)
+      check_float_dtype(fname, dtype, count + 2)
+      base = check_seed(fname, seed, base, count + 3)
+    end
+    local kind, q1, q2 = kernel_parameters(name, d, p1, p2)
+    local variate = VARIATES[kind]
+    local out = {}
+    for e = 0, n - 1 do
+      local v = variate(q1, q2, stream_at(seed, base + e))
+      if d.integer then v = count_of(v) elseif dtype == "float32" then v = f32(v) end
+      out[e + 1] = v
+    end
+    return out
+  end
+end
+
+for name, d in pairs(DISTRIBUTIONS) do
+  M[name] = distribution_function(name, d)
+  M["reference_" .. name] = distribution_reference(name, d)
+end
+
+-- Argument n of fname: a table of numbers (pvals or alpha), at least one, each as rule says;
+-- returned as a list of floats.
+local function check_vector(t, n, fname, what, rule)
+  if type(t) ~= "table" or getmetatable(t) ~= nil then
+    argerror(n, fname, ("%s must be a table of numbers, got %s"):format(what, typename(t)), 3)
+  end
+  if #t == 0 then argerror(n, fname, what .. " must not be empty", 3) end
+  local values = {}
+  for i = 1, #t do
+    local v = t[i]
+    if type(v) ~= "number" then
+      argerror(n, fname, ("%s[%d] must be a number, got %s"):format(what, i, typename(v)), 3)
+    end
+    if not RULES[rule][1](v) or v ~= v or math.abs(v) == math.huge then
+      argerror(n, fname, ("%s[%d] %s, got %s"):format(what, i, RULES[rule][2], parameter_text(v)), 3)
+    end
+    values[i] = v + 0.0
+  end
+  return values
+end
+
+-- multinomial's n and pvals (arguments first and first + 1): NumPy's checks, the probabilities
+-- in [0, 1] and those before the last summing to at most 1 + 1e-12 (the last is what is left).
+local function multinomial_parameters(trials, pvals, fname, first)
+  trials = check_parameter(trials, {"n", nil, "trials"}, first, fname)
+  local p = check_vector(pvals, first + 1, fname, "pvals", "probability")
+  local sum = 0.0
+  for i = 1, #p - 1 do sum = sum + p[i] end
+  if sum > 1.0 + 1e-12 then
+    argerror(first + 1, fname, ("pvals before the last sum to %.17g, more than 1"):format(sum), 2)
+  end
+  return trials + 0.0, p
+end
+
+local function multinomial_row(trials, p, s, out)
+  local left, mass = trials, 1.0
+  for j = 1, #p - 1 do
+    local x = 0.0
+    if left > 0.0 and p[j] > 0.0 then
+      if p[j] >= mass then x = left else x = binomial(left, p[j] / mass, s) end
+    end
+    out[#out + 1] = count_of(x)
+    left, mass = left - x, mass - p[j]
+  end
+  out[#out + 1] = count_of(left)
+end
+
+local function dirichlet_row(alpha, seed, counter, dtype, out)
+  local s = stream_at(seed, counter)
+  local largest, total = -math.huge, 0.0
+  for j = 1, #alpha do
+    local l = log_gamma_variate(alpha[j], s)
+    if l > largest then
+      total, largest = total * math.exp(largest - l) + 1.0, l
+    else
+      total = total + math.exp(l - largest)
+    end
+  end
+  s = stream_at(seed, counter)
+  for j = 1, #alpha do
+    local v = math.exp(log_gamma_variate(alpha[j], s) - largest) / total
+    out[#out + 1] = dtype == "float32" and f32(v) or v
+  end
+end
+
+-- Argument n of fname, size, as a shape followed by k (multinomial's and dirichlet's rows).
+local function rows_shape(size, k, n, fname)
+  if size == nil then argerror(n, fname, "size expected, got no value", 2) end
+  local shape = args.check_shape(size, n, fname, 2)
+  shape[#shape + 1] = k
+  return shape
+end
+
+-- Draws kernel `name` over out's rows of k, with the float64 vector values on the device.
+local function draw_rows(name, out, opts, values, ...)
+  local k = #values
+  local vector = ga.to_gpu(core.host.from_table(values, "float64"))
+  draw(name, k, out, opts, vector, k, ...)
+  core.free_after(vector, opts.stream)
+  return out
+end
+
+-- multinomial(n, pvals, size[, opts]): NumPy's, int64 counts of n trials among #pvals
+-- outcomes, a row of them (the last axis) per element of size.
+function M.multinomial(trials, pvals, size, opts)
+  local p
+  trials, p = multinomial_parameters(trials, pvals, "multinomial", 1)
+  local shape = rows_shape(size, #p, 3, "multinomial")
+  opts = random_options(opts, 4, "multinomial")
+  return draw_rows("gpu_multinomial", core.array_empty(shape, "int64"), opts, p, trials)
+end
+
+-- dirichlet(alpha, size[, dtype][, opts]): NumPy's, rows (the last axis) of #alpha values
+-- summing to 1, one per element of size; float32 or float64.
+function M.dirichlet(alpha, size, dtype, opts)
+  alpha = check_vector(alpha, 1, "dirichlet", "alpha", "positive")
+  if size == nil then argerror(2, "dirichlet", "size expected, got no value") end
+  local shape
+  shape, dtype, opts = float_arguments("dirichlet", size, dtype, opts, 2)
+  shape[#shape + 1] = #alpha
+  return draw_rows("gpu_dirichlet_" .. FLOAT_KERNELS[dtype].suffix, core.array_empty(shape, dtype), opts, alpha)
+end
+
+-- reference_multinomial(count, n, pvals, seed[, base]): the first count rows, flattened.
+function M.reference_multinomial(count, trials, pvals, seed, base)
+  local fname = "reference_multinomial"
+  check_count(fname, count)
+  local p
+  trials, p = multinomial_parameters(trials, pvals, fname, 2)
+  base = check_seed(fname, seed, base, 4)
+  local out = {}
+  for row = 0, count - 1 do multinomial_row(trials, p, stream_at(seed, base + row), out) end
+  return out
+end
+
+-- reference_dirichlet(count, alpha, dtype, seed[, base]): the first count rows, flattened.
+function M.reference_dirichlet(count, alpha, dtype, seed, base)
+  local fname = "reference_dirichlet"
+  check_count(fname, count)
+  alpha = check_vector(alpha, 2, fname, "alpha", "positive")
+  check_float_dtype(fname, dtype, 3)
+  base = check_seed(fname, seed, base, 4)
+  local out = {}
+  for row = 0, count - 1 do dirichlet_row(alpha, seed, base + row, dtype, out) end
+  return out
+end
+
 -- gpu.random holds the public functions only (not install).
 function M.install(gpu)
   ga = gpu.gpuarray
@@ -693,7 +1211,13 @@ function M.install(gpu)
                 randint = M.randint, permutation = M.permutation, shuffle = M.shuffle,
                 choice = M.choice, seed = M.seed, philox = M.philox, reference = M.reference,
                 reference_uniform = M.reference_uniform, reference_normal = M.reference_normal,
-                reference_randint = M.reference_randint}
+                reference_randint = M.reference_randint, multinomial = M.multinomial,
+                dirichlet = M.dirichlet, reference_multinomial = M.reference_multinomial,
+                reference_dirichlet = M.reference_dirichlet}
+  for name in pairs(DISTRIBUTIONS) do
+    gpu.random[name] = M[name]
+    gpu.random["reference_" .. name] = M["reference_" .. name]
+  end
 end
 
 return M

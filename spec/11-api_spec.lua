@@ -63,7 +63,11 @@ describe("API.md", function()
                           "bitwise_count"} do
       assert.are.equal("function", type(gpu.cumath[name]), "cumath." .. name)
     end
-    for _, name in ipairs{"rand", "randn", "uniform", "normal", "randint", "permutation", "shuffle", "choice"} do
+    for _, name in ipairs{"rand", "randn", "uniform", "normal", "randint", "permutation", "shuffle", "choice",
+                          "standard_exponential", "exponential", "standard_gamma", "gamma", "beta", "chisquare",
+                          "standard_t", "f", "lognormal", "laplace", "logistic", "gumbel", "weibull", "pareto",
+                          "rayleigh", "standard_cauchy", "poisson", "binomial", "geometric", "negative_binomial",
+                          "multinomial", "dirichlet"} do
       assert.are.equal("function", type(gpu.random[name]), "random." .. name)
     end
     for _, name in ipairs{"solve", "inv", "det", "slogdet", "cholesky", "qr", "eigh", "eigvalsh", "svd",
@@ -82,9 +86,19 @@ describe("API.md", function()
     local names = {}
     for name in pairs(gpu.random) do names[#names + 1] = name end
     table.sort(names)
-    assert.are.same({"choice", "normal", "permutation", "philox", "rand", "randint", "randn", "reference",
-                     "reference_normal", "reference_randint", "reference_uniform", "seed", "shuffle",
-                     "uniform"}, names)
+    assert.are.same({"beta", "binomial", "chisquare", "choice", "dirichlet", "exponential", "f", "gamma",
+                     "geometric", "gumbel", "laplace", "logistic", "lognormal", "multinomial",
+                     "negative_binomial", "normal", "pareto", "permutation", "philox", "poisson", "rand",
+                     "randint", "randn", "rayleigh", "reference", "reference_beta", "reference_binomial",
+                     "reference_chisquare", "reference_dirichlet", "reference_exponential", "reference_f",
+                     "reference_gamma", "reference_geometric", "reference_gumbel", "reference_laplace",
+                     "reference_logistic", "reference_lognormal", "reference_multinomial",
+                     "reference_negative_binomial", "reference_normal", "reference_pareto",
+                     "reference_poisson", "reference_randint", "reference_rayleigh",
+                     "reference_standard_cauchy", "reference_standard_exponential", "reference_standard_gamma",
+                     "reference_standard_t", "reference_uniform", "reference_weibull", "seed", "shuffle",
+                     "standard_cauchy", "standard_exponential", "standard_gamma", "standard_t", "uniform",
+                     "weibull"}, names)
     -- gpu.gpuarray is the module itself, installer included: that checks its argument
     helpers.assert_error("bad argument #1 to 'install' (table expected, got number)", gpu.gpuarray.install, 1)
   end)

@@ -84,17 +84,27 @@ __device__ double gpu_log_gamma_variate(double a, gpu_stream &s) {
   return log(g) + log(1.0 - gpu_uniform(s)) / a;
 }
 
-// log Gamma(x) for x > 0: Stirling's series from 10 up, shifted there by a product below.
-__device__ __noinline__ double gpu_log_gamma(double x) {
-  double product = 1.0;
-  while (x < 10.0) {
-    product = product * x;
-    x = x + 1.0;
+// log Gamma(x) - ((x - 1/2) log x - x + log sqrt(2 pi)) for x > 0: Stirling's series from 10
+// up, shifted there by a product below.  The rejection tests below take differences of
+// log Gamma through it, with the large terms cancelled by hand: log Gamma itself, near
+// 3e13 at 1e12, would leave an ulp of 0.004 in a log-density.
+#define GPU_LOG_SQRT_2PI 0.91893853320467274178
+__device__ __noinline__ double gpu_stirling_correction(double x) {
+  double y = x, product = 1.0;
+  while (y < 10.0) {
+    product = product * y;
+    y = y + 1.0;
   }
-  const double r = 1.0 / x, r2 = r * r;
+  const double r = 1.0 / y, r2 = r * r;
   const double series = r * (1.0 / 12.0 - r2 * (1.0 / 360.0 - r2 * (1.0 / 1260.0 - r2 * (1.0 / 1680.0
                         - r2 * (1.0 / 1188.0 - r2 * (691.0 / 360360.0))))));
-  return (x - 0.5) * log(x) - x + 0.91893853320467274178 + series - log(product);
+  if (y == x) return series;
+  return (y - 0.5) * log(y) - y + series - log(product) - ((x - 0.5) * log(x) - x);
+}
+
+// (y + 1/2) log(y + 1) - (z + 1/2) log(z + 1), for whole y, z >= 0 whose difference is small.
+__device__ double gpu_stirling_difference(double y, double z) {
+  return (y + 0.5) * log1p((y - z) / (z + 1.0)) + (y - z) * log(z + 1.0);
 }
 
 // Poisson of mean lam >= 0: inversion by sequential search below 10, else Hormann's PTRS
@@ -112,7 +122,7 @@ __device__ __noinline__ double gpu_poisson(double lam, gpu_stream &s) {
     }
     return k;
   }
-  const double root = sqrt(lam), log_lam = log(lam);
+  const double root = sqrt(lam);
   const double b = 0.931 + 2.53 * root, a = -0.059 + 0.02483 * b;
   const double inverse_alpha = 1.1239 + 1.1328 / (b - 3.4), v_r = 0.9277 - 3.6224 / (b - 2.0);
   for (;;) {
@@ -121,7 +131,11 @@ __device__ __noinline__ double gpu_poisson(double lam, gpu_stream &s) {
     const double k = floor((2.0 * a / us + b) * u + lam + 0.43);
     if (us >= 0.07 && v <= v_r) return k;
     if (k < 0.0 || (us < 0.013 && v > us)) continue;
-    if (log(v) + log(inverse_alpha) - log(a / (us * us) + b) <= -lam + k * log_lam - gpu_log_gamma(k + 1.0)) {
+    // log(lam^k e^-lam / k!), its terms of size k log lam cancelled
+    const double excess = k + 1.0 - lam;
+    if (log(v) + log(inverse_alpha) - log(a / (us * us) + b) <=
+        excess - k * log1p(excess / lam) - 0.5 * log(k + 1.0) - GPU_LOG_SQRT_2PI
+        - gpu_stirling_correction(k + 1.0)) {
       return k;
     }
   }
@@ -150,15 +164,17 @@ __device__ __noinline__ double gpu_binomial(double n, double p, gpu_stream &s) {
     const double b = 1.15 + 2.53 * spq, a = -0.0873 + 0.0248 * b + 0.01 * p, c = n * p + 0.5;
     const double alpha = (2.83 + 5.1 / b) * spq, v_r = 0.92 - 4.2 / b;
     const double m = floor((n + 1.0) * p), log_odds = log(p / q);
-    const double h = gpu_log_gamma(m + 1.0) + gpu_log_gamma(n - m + 1.0);
+    const double h = gpu_stirling_correction(m + 1.0) + gpu_stirling_correction(n - m + 1.0);
     for (;;) {
       const double u = gpu_uniform(s) - 0.5, v = gpu_uniform(s);
       const double us = 0.5 - fabs(u);
       k = floor((2.0 * a / us + b) * u + c);
       if (k < 0.0 || k > n) continue;
       if (us >= 0.07 && v <= v_r) break;
+      // log of f(k) / f(m), f the binomial's probabilities: log m! (n - m)! / k! (n - k)! + ...
       if (log(v * alpha / (a / (us * us) + b)) <=
-          h - gpu_log_gamma(k + 1.0) - gpu_log_gamma(n - k + 1.0) + (k - m) * log_odds) {
+          gpu_stirling_difference(m, k) + gpu_stirling_difference(n - m, n - k) + h -
+          gpu_stirling_correction(k + 1.0) - gpu_stirling_correction(n - k + 1.0) + (k - m) * log_odds) {
         break;
       }
     }

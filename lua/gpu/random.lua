@@ -783,17 +783,31 @@ local function log_gamma_variate(a, s)
   return math.log(g) + math.log(1.0 - uniform(s)) / a
 end
 
-local function log_gamma(x)
-  local product = 1.0
-  while x < 10.0 do
-    product = product * x
-    x = x + 1.0
+-- log(1 + x), accurate for small x (Lua has no log1p): the rounding of 1 + x undone.
+local function log1p(x)
+  local y = 1.0 + x
+  if y == 1.0 then return x end
+  return math.log(y) * x / (y - 1.0)
+end
+
+local LOG_SQRT_2PI = 0.91893853320467274178
+
+local function stirling_correction(x)
+  local y, product = x, 1.0
+  while y < 10.0 do
+    product = product * y
+    y = y + 1.0
   end
-  local r = 1.0 / x
+  local r = 1.0 / y
   local r2 = r * r
   local series = r * (1.0 / 12.0 - r2 * (1.0 / 360.0 - r2 * (1.0 / 1260.0 - r2 * (1.0 / 1680.0
                  - r2 * (1.0 / 1188.0 - r2 * (691.0 / 360360.0))))))
-  return (x - 0.5) * math.log(x) - x + 0.91893853320467274178 + series - math.log(product)
+  if y == x then return series end
+  return (y - 0.5) * math.log(y) - y + series - math.log(product) - ((x - 0.5) * math.log(x) - x)
+end
+
+local function stirling_difference(y, z)
+  return (y + 0.5) * log1p((y - z) / (z + 1.0)) + (y - z) * math.log(z + 1.0)
 end
 
 local function poisson(lam, s)
@@ -810,7 +824,7 @@ local function poisson(lam, s)
     end
     return k
   end
-  local root, log_lam = math.sqrt(lam), math.log(lam)
+  local root = math.sqrt(lam)
   local b = 0.931 + 2.53 * root
   local a = -0.059 + 0.02483 * b
   local inverse_alpha, v_r = 1.1239 + 1.1328 / (b - 3.4), 0.9277 - 3.6224 / (b - 2.0)
@@ -820,10 +834,13 @@ local function poisson(lam, s)
     local us = 0.5 - math.abs(u)
     local k = math.floor((2.0 * a / us + b) * u + lam + 0.43) + 0.0
     if us >= 0.07 and v <= v_r then return k end
-    if not (k < 0.0 or (us < 0.013 and v > us)) and
-       math.log(v) + math.log(inverse_alpha) - math.log(a / (us * us) + b)
-         <= -lam + k * log_lam - log_gamma(k + 1.0) then
-      return k
+    if not (k < 0.0 or (us < 0.013 and v > us)) then
+      local excess = k + 1.0 - lam
+      if math.log(v) + math.log(inverse_alpha) - math.log(a / (us * us) + b) <=
+         excess - k * log1p(excess / lam) - 0.5 * math.log(k + 1.0) - LOG_SQRT_2PI
+         - stirling_correction(k + 1.0) then
+        return k
+      end
     end
   end
 end
@@ -851,7 +868,7 @@ local function binomial(n, p, s)
     local a, c = -0.0873 + 0.0248 * b + 0.01 * p, n * p + 0.5
     local alpha, v_r = (2.83 + 5.1 / b) * spq, 0.92 - 4.2 / b
     local m, log_odds = math.floor((n + 1.0) * p) + 0.0, math.log(p / q)
-    local h = log_gamma(m + 1.0) + log_gamma(n - m + 1.0)
+    local h = stirling_correction(m + 1.0) + stirling_correction(n - m + 1.0)
     while true do
       local u = uniform(s) - 0.5
       local v = uniform(s)
@@ -860,7 +877,8 @@ local function binomial(n, p, s)
       if not (k < 0.0 or k > n) then
         if us >= 0.07 and v <= v_r then break end
         if math.log(v * alpha / (a / (us * us) + b)) <=
-           h - log_gamma(k + 1.0) - log_gamma(n - k + 1.0) + (k - m) * log_odds then
+           stirling_difference(m, k) + stirling_difference(n - m, n - k) + h -
+           stirling_correction(k + 1.0) - stirling_correction(n - k + 1.0) + (k - m) * log_odds then
           break
         end
       end
@@ -932,12 +950,6 @@ local function count_of(k)
   return math.tointeger(k)
 end
 
--- log(1 + x), accurate for small x (Lua has no log1p): the rounding of 1 + x undone.
-local function log1p(x)
-  local y = 1.0 + x
-  if y == 1.0 then return x end
-  return math.log(y) * x / (y - 1.0)
-end
 
 -- The parameters' rules: what each must be (after being a finite number).
 local RULES = {

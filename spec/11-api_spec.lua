@@ -50,7 +50,10 @@ describe("API.md", function()
                           "hstack", "vstack", "dstack", "column_stack", "around", "round",
                           "nan_to_num", "isin", "digitize", "average", "cov", "corrcoef",
                           "cross", "kron", "convolve", "correlate", "argwhere", "flatnonzero",
-                          "trapezoid", "trapz", "tensordot", "inner", "einsum"} do
+                          "trapezoid", "trapz", "tensordot", "inner", "einsum", "intersect1d",
+                          "union1d", "setdiff1d", "setxor1d", "in1d", "lexsort", "unravel_index",
+                          "ravel_multi_index", "insert", "delete", "append", "resize", "trim_zeros",
+                          "sort_complex"} do
       assert.are.equal("function", type(gpu.gpuarray[name]), "gpuarray." .. name)
     end
     assert.are.equal("function", type(gpu.gpuarray.linalg.norm), "gpuarray.linalg.norm")

@@ -473,6 +473,15 @@ describe("special functions (CPU: types, errors, NVRTC)", function()
       add("gcd", {t, t}); add("lcm", {t, t}); add("bitwise_count", {t})
     end
     assert.is_true(#gpu.compile(ew.combined_source(list), {arch = "sm_90", no_extern_c = true}) > 0)
+    -- each kernel alone: kernels/special.cu only in those that call it
+    local digamma = ew.source(list[31][1], "c")   -- digamma of float32
+    assert.is_truthy(digamma:find("lg_digamma(double x)", 1, true))
+    assert.is_true(#gpu.compile(digamma, {arch = "sm_90", no_extern_c = true}) > 0)
+    local e = operators.try_expression("add", {"float32", "float32"}, {"a", "b"})
+    local plain = ew.source(ew.program{expr = e, out = "float32", name = "add_f32",
+                                       operands = {{name = "a", dtype = "float32"},
+                                                   {name = "b", dtype = "float32"}}}, "c")
+    assert.is_nil(plain:find("lg_digamma", 1, true))
   end)
 
   it("check options as the other cumath functions", function()

@@ -122,7 +122,21 @@ local function narrow(dtype, e)
 end
 
 local HELPERS = core.kernel_sources["common.cu"] .. core.kernel_sources["elementwise.cu"]
-                .. core.kernel_sources["special.cu"]
+
+-- kernels/special.cu (digamma, gcd, logaddexp, ...) goes into a program's source only where its
+-- expression calls one of its functions: few do, and NVRTC would parse it for every kernel.
+local SPECIAL = core.kernel_sources["special.cu"]
+local special_names = {}
+for name in SPECIAL:gmatch("lg_[%w_]+") do
+  if not HELPERS:find(name, 1, true) then special_names[name] = true end
+end
+
+local function special_for(expr)
+  for name in expr:gmatch("lg_[%w_]+") do
+    if special_names[name] then return SPECIAL end
+  end
+  return ""
+end
 
 local LOOP = "  for (long long lg_i = (long long)blockIdx.x * blockDim.x + threadIdx.x; " ..
              "lg_i < lg_n;\n       lg_i += (long long)blockDim.x * gridDim.x) {\n"
@@ -319,7 +333,7 @@ function M.source(p, layout)
     for d = 0, nd - 1 do params[#params + 1] = ("long long lg_s_%s_%d"):format(op.name, d) end
   end
   return table.concat{
-    HELPERS, "\n", p.preamble, "\n",
+    HELPERS, "\n", special_for(p.expr), p.preamble, "\n",
     'extern "C" __global__ void ', kernel_name(p, layout), "(", table.concat(params, ", "), ") {\n",
     table.concat(prelude), nd == 0 and contiguous_body(p, arrays)
                            or staged and tiled_body(p, arrays, nd, b, staged)
@@ -331,10 +345,15 @@ end
 -- One translation unit holding the kernels of many (program, layout) pairs (the helpers
 -- once): lets CPU specs compile every variant class with a single NVRTC call.
 function M.combined_source(list)
-  local parts = {HELPERS}
+  local parts, special = {HELPERS, "\n", ""}, false
   for _, item in ipairs(list) do
-    parts[#parts + 1] = M.source(item[1], item[2]):sub(#HELPERS + 1)
+    local own = M.source(item[1], item[2]):sub(#HELPERS + 2)   -- past the helpers' newline
+    if own:sub(1, #SPECIAL) == SPECIAL and #SPECIAL > 0 then
+      own, special = own:sub(#SPECIAL + 1), true
+    end
+    parts[#parts + 1] = own
   end
+  if special then parts[3] = SPECIAL end
   return table.concat(parts)
 end
 

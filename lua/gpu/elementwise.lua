@@ -131,9 +131,11 @@ for name in SPECIAL:gmatch("lg_[%w_]+") do
   if not HELPERS:find(name, 1, true) then special_names[name] = true end
 end
 
-local function special_for(expr)
-  for name in expr:gmatch("lg_[%w_]+") do
-    if special_names[name] then return SPECIAL end
+local function special_for(p)
+  for _, text in ipairs{p.expr, p.preamble} do     -- gpu.fuse's function is in the preamble
+    for name in text:gmatch("lg_[%w_]+") do
+      if special_names[name] then return SPECIAL end
+    end
   end
   return ""
 end
@@ -333,7 +335,7 @@ function M.source(p, layout)
     for d = 0, nd - 1 do params[#params + 1] = ("long long lg_s_%s_%d"):format(op.name, d) end
   end
   return table.concat{
-    HELPERS, "\n", special_for(p.expr), p.preamble, "\n",
+    HELPERS, "\n", special_for(p), p.preamble, "\n",
     'extern "C" __global__ void ', kernel_name(p, layout), "(", table.concat(params, ", "), ") {\n",
     table.concat(prelude), nd == 0 and contiguous_body(p, arrays)
                            or staged and tiled_body(p, arrays, nd, b, staged)

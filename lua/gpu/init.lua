@@ -395,6 +395,7 @@ require("gpu.shape").install(gpu)
 require("gpu.compact").install(gpu)
 require("gpu.numeric").install(gpu)
 require("gpu.sets").install(gpu)
+require("gpu.polynomial").install(gpu)
 require("gpu.fuse").install(gpu)
 gpu.ones_like = gpu.gpuarray.ones_like      -- beside empty_like and zeros_like
 

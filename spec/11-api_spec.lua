@@ -18,7 +18,7 @@ describe("API.md", function()
       "memcpy_dtod_async", "memset_d8", "memset_d16", "memset_d32", "to_device", "from_device",
       "In", "Out", "InOut", "SourceModule", "compile", "module_from_buffer", "module_from_file",
       "Stream", "Event", "to_gpu", "empty", "zeros", "ones", "full", "arange", "empty_like",
-      "zeros_like", "ones_like", "ElementwiseKernel", "ReductionKernel", "InclusiveScanKernel",
+      "zeros_like", "ones_like", "full_like", "logspace", "geomspace", "ElementwiseKernel", "ReductionKernel", "InclusiveScanKernel",
       "ExclusiveScanKernel", "cumsum", "fuse", "from_dlpack", "capture",
       "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32",
       "float64",
@@ -53,7 +53,11 @@ describe("API.md", function()
                           "trapezoid", "trapz", "tensordot", "inner", "einsum", "intersect1d",
                           "union1d", "setdiff1d", "setxor1d", "in1d", "lexsort", "unravel_index",
                           "ravel_multi_index", "insert", "delete", "append", "resize", "trim_zeros",
-                          "sort_complex"} do
+                          "sort_complex", "identity", "tri",
+                          "diagflat", "vander", "logspace", "geomspace", "full_like",
+                          "broadcast_arrays", "rollaxis", "ediff1d", "gradient", "polyval",
+                          "polyadd", "polysub", "polymul", "polyder", "polyint", "polyfit",
+                          "roots"} do
       assert.are.equal("function", type(gpu.gpuarray[name]), "gpuarray." .. name)
     end
     assert.are.equal("function", type(gpu.gpuarray.linalg.norm), "gpuarray.linalg.norm")

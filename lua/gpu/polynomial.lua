@@ -320,7 +320,7 @@ function M.broadcast_arrays(...)
     local a = check_array(arrays[i], i, "broadcast_arrays")
     local s = promote.broadcast_shapes({shape, a.shape})
     if s == nil then
-      argerror(i, "broadcast_arrays", ("shape %s does not broadcast with %s, the arrays' before it")
+      argerror(i, "broadcast_arrays", ("shape %s does not broadcast with the shape %s of the arrays before it")
                                      :format(promote.shape_text(a.shape), promote.shape_text(shape)))
     end
     shape = s
@@ -493,8 +493,9 @@ local function spacings(f, axes, given, n)
     for k = 1, count do list[k] = 1.0 end
     return list
   end
-  if n == 1 and type(given[1]) == "number" then
-    for k = 1, count do list[k] = given[1] end
+  local single = args.is_scalar(given[1]) and args.scalar_number(given[1]) or given[1]
+  if n == 1 and type(single) == "number" then
+    for k = 1, count do list[k] = single end
     return list
   end
   if n ~= count then
@@ -616,7 +617,7 @@ function M.gradient(f, ...)
     local seen = {}
     for k, a in ipairs(opts.axis) do
       axes[k] = args.check_axis(a, f.ndim, opts_at, "gradient")
-      if seen[axes[k]] then argerror(opts_at, "gradient", ("repeated axis %d"):format(a)) end
+      if seen[axes[k]] then argerror(opts_at, "gradient", ("repeated axis %d"):format(axes[k])) end
       seen[axes[k]] = true
     end
   else

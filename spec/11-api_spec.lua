@@ -57,7 +57,7 @@ describe("API.md", function()
                           "diagflat", "vander", "logspace", "geomspace", "full_like",
                           "broadcast_arrays", "rollaxis", "ediff1d", "gradient", "polyval",
                           "polyadd", "polysub", "polymul", "polyder", "polyint", "polyfit",
-                          "roots"} do
+                          "roots", "histogram2d"} do
       assert.are.equal("function", type(gpu.gpuarray[name]), "gpuarray." .. name)
     end
     assert.are.equal("function", type(gpu.gpuarray.linalg.norm), "gpuarray.linalg.norm")

@@ -13,6 +13,7 @@
 --     results for several axes); spacing Lua numbers or 1-d coordinate arrays
 --   polyval(p, x[, {stream =}]), polyadd(a1, a2[, opts]), polysub, polymul, polyder(p[, m[,
 --     opts]]), polyint(p[, m[, k[, opts]]]), polyfit(x, y, deg[, opts]), roots(p[, opts])
+--   histogram2d(x, y[, {bins =, range =, weights =, stream =}]) -> H, xedges, yedges
 -- Every value is computed as NumPy computes it, step by step in the same dtype, so that
 -- integer and most float results match NumPy's exactly: polyval's Horner steps unfused
 -- (__dmul_rn, __dadd_rn; 16-bit floats rounded after each operation), polyder's falling
@@ -1001,9 +1002,126 @@ function M.roots(p, opts)
   return result
 end
 
+-- histogram2d ------------------------------------------------------------------------------------
+
+-- NumPy's histogramdd bin of v among the n + 1 increasing edges: searchsorted's count of the
+-- edges at or below v (side "right"; a NaN goes after every edge), less one on the last edge;
+-- 0 and n + 1 lie outside.  A point's flat bin: row-major in the nx x ny bins, or nx * ny
+-- where either coordinate lies outside.
+local BIN_PREAMBLE = [[
+__device__ __forceinline__ long long lg_bin_of(double v, const double *edges, long long n) {
+  if (v == edges[n]) return n;
+  long long low = 0, high = n + 1;
+  while (low < high) {
+    const long long middle = low + (high - low) / 2;
+    if (!(v < edges[middle])) low = middle + 1; else high = middle;
+  }
+  return low;
+}]]
+
+local flat_bin_kernel
+local function flat_bins()
+  flat_bin_kernel = flat_bin_kernel or ew.ElementwiseKernel(
+    "long long *out, const double *x, const double *y, const double *xe, const double *ye, "
+    .. "long long nx, long long ny",
+    "const long long bx = lg_bin_of(x[i], xe, nx), by = lg_bin_of(y[i], ye, ny); "
+    .. "out[i] = (bx >= 1 && bx <= nx && by >= 1 && by <= ny) ? (bx - 1) * ny + by - 1 : nx * ny",
+    "histogram2d_bins", {preamble = BIN_PREAMBLE})
+  return flat_bin_kernel
+end
+
+local HISTOGRAM2D_OPTIONS = {bins = true, range = true, weights = true, stream = true}
+
+-- The outer edges of one axis (NumPy's _get_outer_edges): the range given, else the values'
+-- least and greatest (read back), 0 and 1 for no values; widened by 0.5 each way where equal.
+local function outer_edges(a, range, which)
+  local first, last
+  if range ~= nil then
+    if not is_list(range) or math.type(range[1]) == nil or math.type(range[2]) == nil then
+      argerror(3, "histogram2d", ("option 'range' must be {{xmin, xmax}, {ymin, ymax}}, numbers"), 3)
+    end
+    first, last = range[1] + 0.0, range[2] + 0.0
+    if first > last then
+      argerror(3, "histogram2d", ("option 'range': the %s range's max must be larger than its min"):format(which), 3)
+    end
+    if first ~= first or last ~= last or math.abs(first) == math.huge or math.abs(last) == math.huge then
+      argerror(3, "histogram2d", ("option 'range': the %s range [%s, %s] is not finite")
+                                 :format(which, tostring(first), tostring(last)), 3)
+    end
+  elseif a.size == 0 then
+    first, last = 0.0, 1.0
+  else
+    first, last = a:min() + 0.0, a:max() + 0.0
+    if first ~= first or last ~= last or math.abs(first) == math.huge or math.abs(last) == math.huge then
+      argerror(which == "x" and 1 or 2, "histogram2d", ("the autodetected range of [%s, %s] is not finite")
+                                                       :format(tostring(first), tostring(last)), 3)
+    end
+  end
+  if first == last then first, last = first - 0.5, last + 0.5 end
+  return first, last
+end
+
+-- gpuarray.histogram2d(x, y[, {bins = 10, range =, weights =, stream =}]) -> H, xedges,
+-- yedges: NumPy's, the float64 counts (sums of the weights) of the points (x[i], y[i]) in
+-- bins[1] x bins[2] equal bins (bins a whole number for both, or a pair) over range
+-- {{xmin, xmax}, {ymin, ymax}} or the values' own (each axis's edges linspace's, float64; a
+-- point on the last edge counts in the last bin, one outside or NaN nowhere).  One kernel
+-- finds each point's flat bin (a binary search an axis), bincount counts them.  Without a
+-- range the edges come from the least and greatest values in float64 (NumPy computes those
+-- of a float32 x in float32).
+function M.histogram2d(x, y, opts)
+  check_array(x, 1, "histogram2d")
+  check_array(y, 2, "histogram2d")
+  opts = check_options(opts, 3, "histogram2d", HISTOGRAM2D_OPTIONS)
+  refuse_complex(x, 1, "histogram2d")
+  refuse_complex(y, 2, "histogram2d")
+  if x.ndim ~= 1 then
+    argerror(1, "histogram2d", ("x must be a 1-d array, got shape %s"):format(promote.shape_text(x.shape)))
+  end
+  if y.ndim ~= 1 or y.size ~= x.size then
+    argerror(2, "histogram2d", ("y must be a 1-d array of x's %d points, got shape %s")
+                               :format(x.size, promote.shape_text(y.shape)))
+  end
+  local bins = opts.bins == nil and 10 or opts.bins
+  local counts = is_list(bins) and bins or {bins, bins}
+  if #counts ~= 2 then
+    argerror(3, "histogram2d", "option 'bins' must be a whole number or a pair of them")
+  end
+  for _, n in ipairs(counts) do
+    if math.type(n) ~= "integer" or n < 1 then
+      argerror(3, "histogram2d", "option 'bins' must be a whole number or a pair of them, each 1 or more")
+    end
+  end
+  local range = opts.range
+  if range ~= nil and (not is_list(range) or #range ~= 2) then
+    argerror(3, "histogram2d", "option 'range' must be {{xmin, xmax}, {ymin, ymax}}, numbers")
+  end
+  local weights = opts.weights
+  if weights ~= nil and (getmetatable(weights) ~= GPUArray or weights.freed or weights.ndim ~= 1
+                         or weights.size ~= x.size) then
+    argerror(3, "histogram2d", ("option 'weights' must be a 1-d GPUArray of x's %d points"):format(x.size))
+  end
+  local stream = opts.stream
+  local nx, ny = counts[1], counts[2]
+  local x0, x1 = outer_edges(x, range and range[1], "x")
+  local y0, y1 = outer_edges(y, range and range[2], "y")
+  local xedges, yedges = ga.linspace(x0, x1, nx + 1), ga.linspace(y0, y1, ny + 1)
+  local flat = core.array_empty({x.size}, "int64")
+  if x.size > 0 then
+    local xs, x_copy = contiguous_as(x, "float64", stream)
+    local ys, y_copy = contiguous_as(y, "float64", stream)
+    flat_bins()(flat, xs, ys, xedges, yedges, nx, ny, {stream = stream})
+    release(stream, x_copy, y_copy)
+  end
+  local sums = ga.bincount(flat, {minlength = nx * ny + 1, weights = weights, stream = stream})
+  local h = sums:narrow(1, 1, nx * ny):astype("float64", {stream = stream})
+  release(stream, flat, sums)
+  return h:reshape(nx, ny), xedges, yedges
+end
+
 local FUNCTIONS = {"identity", "tri", "diagflat", "vander", "logspace", "geomspace", "full_like",
                    "broadcast_arrays", "rollaxis", "ediff1d", "gradient", "polyval", "polyadd",
-                   "polysub", "polymul", "polyder", "polyint", "polyfit", "roots"}
+                   "polysub", "polymul", "polyder", "polyint", "polyfit", "roots", "histogram2d"}
 
 -- The constructors that gpu has beside gpuarray's (as linspace and zeros_like).
 local ON_GPU = {"full_like", "logspace", "geomspace"}

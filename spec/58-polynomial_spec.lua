@@ -263,11 +263,13 @@ describe("polynomial module's constructors", function()
         want_int[i] = v == v and (v < 0 and math.ceil(v) or math.floor(v)) + 0.0 or 0.0
         slack[i] = bounds[i] > 0 and 1 or 0        -- a value a few ulp off a whole number truncates either way
       end
-      if VALUES and values[#values] == values[#values] then
+      if VALUES then
         local h = R.get(truncated)
         for i = 1, num do
-          assert(math.abs(h[i] - want_int[i]) <= slack[i], ("int32 geomspace at %d: %s, expected %s")
-                                                          :format(i, h[i], want_int[i]))
+          if values[i] == values[i] then            -- NaN's conversion is not NumPy's business here
+            assert(math.abs(h[i] - want_int[i]) <= slack[i], ("int32 geomspace at %d: %s, expected %s")
+                                                            :format(i, h[i], want_int[i]))
+          end
         end
       end
     end

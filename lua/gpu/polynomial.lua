@@ -437,7 +437,7 @@ local fuse_programs = {}      -- gradient's fused expressions, by name and dtype
 local function fused(name, fn)
   local f = fuse_programs[name]
   if f == nil then
-    f = require("gpu.fuse").fuse(fn, name:gsub("[^%w_]", "_"))
+    f = require("gpu.fuse").fuse(fn, (name:gsub("[^%w_]", "_")))
     fuse_programs[name] = f
   end
   return f

@@ -535,10 +535,13 @@ describe("NumPy's poly* functions", function()
   helpers.gpu_it("polyval evaluates by Horner's rule in promote_types(p, x), as NumPy's steps round", function()
     local cases = {
       {"float64", float_in(2), "float64", float_in(1.5)}, {"float32", float_in(2), "float32", float_in(1.5)},
-      {"float16", sixteenths, "float16", sixteenths}, {"int32", integer_in(-1e6, 1e6), "int32", integer_in(-3000, 3000)},
-      {"int8", integer_in(-128, 127), "uint8", integer_in(0, 255)}, {"int64", integer_in(-2 ^ 40, 2 ^ 40), "int16", integer_in(-30000, 30000)},
+      {"float16", sixteenths, "float16", sixteenths},
+      {"int32", integer_in(-1e6, 1e6), "int32", integer_in(-3000, 3000)},
+      {"int8", integer_in(-128, 127), "uint8", integer_in(0, 255)},
+      {"int64", integer_in(-2 ^ 40, 2 ^ 40), "int16", integer_in(-30000, 30000)},
       {"bool", function() return math.random() < 0.5 end, "bool", function() return math.random() < 0.5 end},
-      {"complex128", complex_unit, "float64", float_in(1.2)}, {"float32", float_in(1), "int16", integer_in(-5, 5)},
+      {"complex128", complex_unit, "float64", float_in(1.2)},
+      {"float32", float_in(1), "int16", integer_in(-5, 5)},
       {"complex64", complex_unit, "complex64", complex_unit},
     }
     for _, case in ipairs(cases) do
@@ -555,7 +558,8 @@ describe("NumPy's poly* functions", function()
         assert.are.equal(dtype, got.dtype)
         assert_shape({7, 6}, got, "polyval")
         local what = ("polyval %s p of degree %d at %s x"):format(p_dtype, degree, x_dtype)
-        if promote_kind(dtype) == "c" then assert_near(want, bounds, got, what) else assert_exact(want, got, what) end
+        if promote_kind(dtype) == "c" then assert_near(want, bounds, got, what)
+        else assert_exact(want, got, what) end
       end
     end
     local p = ga.to_gpu({2.0, -3.0, 0.5})
@@ -577,7 +581,8 @@ describe("NumPy's poly* functions", function()
                    {"uint8", 3, integer_in(0, 255), "int16", 6, integer_in(-30000, 30000)},
                    {"float16", 4, sixteenths, "float16", 4, sixteenths},
                    {"complex64", 3, complex_unit, "float32", 5, float_in(1)},
-                   {"bool", 2, function() return math.random() < 0.5 end, "bool", 3, function() return true end}}
+                   {"bool", 2, function() return math.random() < 0.5 end,
+                    "bool", 3, function() return true end}}
     for _, case in ipairs(cases) do
       local d1, n1, g1, d2, n2, g2 = table.unpack(case)
       local dtype = require("gpu.promote").promote_types(d1, d2)
@@ -594,7 +599,8 @@ describe("NumPy's poly* functions", function()
             local x = k1 >= 1 and convert(v1[2 * k1 - 1], dtype, d1) or zero
             local y = k2 >= 1 and convert(v2[k2], dtype, d2) or zero
             if promote_kind(dtype) == "c" then
-              local c = complex(re(x) + (op == "add" and 1 or -1) * re(y), im(x) + (op == "add" and 1 or -1) * im(y))
+              local sign = op == "add" and 1 or -1
+              local c = complex(re(x) + sign * re(y), im(x) + sign * im(y))
               want[i] = complex(f32(c.re), f32(c.im))
             elseif dtype == "float16" then
               want[i] = to_half(f32(op == "add" and x + y or x - y))
@@ -838,7 +844,8 @@ describe("polyfit and roots", function()
         local got = ga.polyfit(x, y, deg)
         assert.are.equal("float64", got.dtype)
         assert_shape({deg + 1}, got, "polyfit")
-        assert_near(want, bounds, got, ("polyfit %s x, %s y, deg %d, noise %g"):format(x_dtype, y_dtype, deg, noise))
+        assert_near(want, bounds, got, ("polyfit %s x, %s y, deg %d, noise %g")
+                                       :format(x_dtype, y_dtype, deg, noise))
       end
     end
     -- a 2-d y: a fit a column, on a stream
@@ -924,7 +931,8 @@ describe("polyfit and roots", function()
       end
       used[best] = true
       if distance > bounds[i] then
-        error(("%s: root %s: nearest %s at %.3g, bound %.3g"):format(what, show(r), show(h[best]), distance, bounds[i]), 2)
+        error(("%s: root %s: nearest %s at %.3g, bound %.3g")
+              :format(what, show(r), show(h[best]), distance, bounds[i]), 2)
       end
     end
   end
@@ -968,7 +976,8 @@ describe("polyfit and roots", function()
         local stored = {}
         for _ = 1, leading do stored[#stored + 1] = complex_p and complex(0, 0) or 0 end
         for _, v in ipairs(p) do
-          stored[#stored + 1] = complex_p and complex(re(v), im(v)) or (dtype == "int64" and math.tointeger(re(v)) or re(v))
+          local real = dtype == "int64" and math.tointeger(re(v)) or re(v)
+          stored[#stored + 1] = complex_p and complex(re(v), im(v)) or real
         end
         for _ = 1, trailing do stored[#stored + 1] = complex_p and complex(0, 0) or 0 end
         local array = ga.to_gpu(gpu.host.from_table(stored, dtype))
@@ -985,7 +994,8 @@ describe("polyfit and roots", function()
         local separation = math.huge
         for i = 1, #list do
           for j = i + 1, #list do
-            separation = math.min(separation, cabs(complex(re(list[i]) - re(list[j]), im(list[i]) - im(list[j]))))
+            local gap = complex(re(list[i]) - re(list[j]), im(list[i]) - im(list[j]))
+            separation = math.min(separation, cabs(gap))
           end
           assert(bounds[i] < separation / 4, "the case's roots are told apart by their bounds")
         end

@@ -102,7 +102,8 @@ local function coefficients(a, n, fname, zero_d)
   check_array(a, n, fname)
   if a.ndim == 0 and zero_d then return a:reshape(1) end
   if a.ndim ~= 1 then
-    argerror(n, fname, ("a 1-d array of coefficients expected, got shape %s"):format(promote.shape_text(a.shape)), 2)
+    argerror(n, fname, ("a 1-d array of coefficients expected, got shape %s")
+                       :format(promote.shape_text(a.shape)), 2)
   end
   return a
 end
@@ -147,7 +148,8 @@ function M.tri(n, m, opts)
   local p = program("tri|" .. dtype, {
     expr = ("lg_i %% columns - lg_i / columns <= k ? (%s)1 : (%s)0"):format(t, t),
     out = dtype, name = "tri_" .. dtype,
-    operands = {{name = "columns", dtype = "int64", scalar = true}, {name = "k", dtype = "int64", scalar = true}}})
+    operands = {{name = "columns", dtype = "int64", scalar = true},
+                {name = "k", dtype = "int64", scalar = true}}})
   return ew.launch(p, out, nil, "tri", m, k)
 end
 
@@ -423,7 +425,9 @@ function M.ediff1d(ary, opts)
   if n > 0 then
     ga.sub(flat:narrow(1, 2, n), flat:narrow(1, 1, n), {out = out:narrow(1, nb + 1, n), stream = stream})
   end
-  if nb > 0 then ga._apply("astype", "ediff1d", {begin_values}, {out = out:narrow(1, 1, nb), stream = stream}, dtype) end
+  if nb > 0 then
+    ga._apply("astype", "ediff1d", {begin_values}, {out = out:narrow(1, 1, nb), stream = stream}, dtype)
+  end
   if ne > 0 then
     ga._apply("astype", "ediff1d", {end_values_}, {out = out:narrow(1, nb + n + 1, ne), stream = stream}, dtype)
   end
@@ -510,10 +514,12 @@ local function spacings(f, axes, given, n)
       if v.freed then argerror(at, "gradient", "array has been freed", 2) end
       local length = f.shape[axes[k]]
       if v.ndim ~= 1 then
-        argerror(at, "gradient", ("coordinates must be a 1-d array, got shape %s"):format(promote.shape_text(v.shape)), 2)
+        argerror(at, "gradient", ("coordinates must be a 1-d array, got shape %s")
+                                 :format(promote.shape_text(v.shape)), 2)
       end
       if v.size ~= length then
-        argerror(at, "gradient", ("coordinates of %d points, f has %d along axis %d"):format(v.size, length, axes[k]), 2)
+        argerror(at, "gradient", ("coordinates of %d points, f has %d along axis %d")
+                                 :format(v.size, length, axes[k]), 2)
       end
       local vk = kind(v.dtype)
       if vk == "b" or vk == "c" then
@@ -733,7 +739,9 @@ local function combined(fname, op, a1, a2, opts)
   a2 = coefficients(a2, 2, fname, true)
   opts = check_options(opts, 3, fname, STREAM)
   local dtype = promote.promote_types(a1.dtype, a2.dtype)
-  if op == "sub" and dtype == "bool" then argerror(1, fname, "differences of bool arrays are not defined", 2) end
+  if op == "sub" and dtype == "bool" then
+    argerror(1, fname, "differences of bool arrays are not defined", 2)
+  end
   local stream = opts.stream
   local n1, n2 = a1.size, a2.size
   if n1 == n2 then return ga[op](a1, a2, {stream = stream}) end
@@ -1042,7 +1050,8 @@ local function outer_edges(a, range, which)
     end
     first, last = range[1] + 0.0, range[2] + 0.0
     if first > last then
-      argerror(3, "histogram2d", ("option 'range': the %s range's max must be larger than its min"):format(which), 3)
+      argerror(3, "histogram2d", ("option 'range': the %s range's max must be larger than its min")
+                                 :format(which), 3)
     end
     if first ~= first or last ~= last or math.abs(first) == math.huge or math.abs(last) == math.huge then
       argerror(3, "histogram2d", ("option 'range': the %s range [%s, %s] is not finite")

@@ -321,6 +321,17 @@ describe("matmul (CPU: NVRTC only)", function()
     assert.is_false(matmul.takes_cublas("narrow", 8192, 8192, 8, 1, "float32"))
     assert.is_true(matmul.takes_cublas("narrow", 8192, 8192, 9, 1, "float32"))
     assert.is_true(matmul.takes_cublas("across", 16, 8192, 8192, 1, "float64"))
+    -- a long k under few tiles (or rows) of out, which the kernels would not spread (an H200's
+    -- 132 multiprocessors, without asking a device)
+    local reduction = require "gpu.reduction"
+    local multiprocessors = reduction.multiprocessors
+    reduction.multiprocessors = function() return 132 end
+    assert.is_true(matmul.takes_cublas("tile", 64, 32768, 32, 1, "float32"))
+    assert.is_false(matmul.takes_cublas("tile", 64, 1024, 32, 1, "float32"))
+    reduction.multiprocessors = multiprocessors
+    assert.is_true(matmul.takes_cublas("narrow", 64, 32768, 4, 1, "float32"))
+    assert.is_false(matmul.takes_cublas("narrow", 64, 1024, 4, 1, "float32"))
+    assert.is_false(matmul.takes_cublas("narrow", 2048, 32768, 4, 1, "float32"))
   end)
 end)
 

@@ -35,6 +35,8 @@ local m32 = random.rand({4096, 4096}, "float32")
 local batch64 = random.rand({256, 64, 64}, "float32")
 local t3 = random.rand({64, 128, 256}, "float32")
 local t3b = random.rand({128, 256, 32}, "float32")
+local deep, deep_cols4 = random.rand({64, 32768}, "float32"), random.rand({32768, 4}, "float32")
+local wide, wide_cols = random.rand({512, 16384}, "float32"), random.rand({16384, 512}, "float32")
 local n = 1 << 26
 local u = random.rand(n, "float32")
 local signal, taps = random.rand(1 << 20, "float32"), random.rand(1000, "float32")
@@ -76,6 +78,8 @@ local cases = {   -- {name, call}
   {"einsum ij->ji copy", function() return ga.einsum("ij->ji", m32):copy() end},
   {"einsum ii->i", function() return ga.einsum("ii->i", m32):copy() end},
   {"tensordot 2 axes", function() return ga.tensordot(t3, t3b, 2) end},
+  {"matmul 64x32768x4", function() return ga.matmul(deep, deep_cols4) end},
+  {"matmul 512x16384x512", function() return ga.matmul(wide, wide_cols) end},
   {"normal 2^26", function() return random.normal(0, 1, n, "float32") end},
   {"uniform 2^26", function() return random.uniform(-1, 1, n, "float32") end},
   {"randint 2^26", function() return random.randint(0, 1000, n, "int32") end},

@@ -34,6 +34,8 @@ m32 = cp.random.rand(4096, 4096, dtype=cp.float32)
 batch64 = cp.random.rand(256, 64, 64, dtype=cp.float32)
 t3 = cp.random.rand(64, 128, 256, dtype=cp.float32)
 t3b = cp.random.rand(128, 256, 32, dtype=cp.float32)
+deep, deep_cols4 = cp.random.rand(64, 32768, dtype=cp.float32), cp.random.rand(32768, 4, dtype=cp.float32)
+wide, wide_cols = cp.random.rand(512, 16384, dtype=cp.float32), cp.random.rand(16384, 512, dtype=cp.float32)
 n = 1 << 26
 u = cp.random.rand(n, dtype=cp.float32)
 signal, taps = cp.random.rand(1 << 20, dtype=cp.float32), cp.random.rand(1000, dtype=cp.float32)
@@ -66,6 +68,8 @@ cases = [
     ("einsum ij->ji copy", lambda: cp.einsum("ij->ji", m32).copy()),
     ("einsum ii->i", lambda: cp.einsum("ii->i", m32).copy()),
     ("tensordot 2 axes", lambda: cp.tensordot(t3, t3b, 2)),
+    ("matmul 64x32768x4", lambda: deep @ deep_cols4),
+    ("matmul 512x16384x512", lambda: wide @ wide_cols),
     ("normal 2^26", lambda: cp.random.normal(0, 1, n, dtype=cp.float32)),
     ("uniform 2^26", lambda: cp.random.uniform(-1, 1, n, dtype=cp.float32)),
     ("randint 2^26", lambda: cp.random.randint(0, 1000, n, dtype=cp.int32)),

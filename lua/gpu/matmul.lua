@@ -270,7 +270,7 @@ local ACROSS_GROUPS = MATVEC_BLOCK // 4   -- kernels/matvec.cu's GPU_ACROSS_GROU
 -- ("a" or "b"); else "tile".  Tests change the limits to reach each kernel.
 -- A write to a limit forgets the launches planned under the old ones (plans, below).
 local limit_values = {small_elements = 1024, small_k = 256, cublas_work = 2 ^ 24,
-                      cublas_work_float32 = 2 ^ 27, cublas_matvec = 2 ^ 22}
+                      cublas_work_float32 = 2 ^ 27, cublas_matvec = 2 ^ 22, cublas_deep_k = 2048}
 local plans, nplans = {}, 0
 M.limits = setmetatable({}, {
   __index = limit_values,
@@ -311,6 +311,18 @@ end
 function M.takes_cublas(how, n, k, m, batches, out_dtype)
   if how == "matvec" then return n * k * m * batches >= M.limits.cublas_matvec end
   if how == "small" then return false end
+  -- Over a long k, fewer 64 x 64 tiles of out than multiprocessors, or fewer than 1024 rows
+  -- for the narrow and across kernels (four a warp): those kernels do not split k, so most of
+  -- the device would idle (64 x 32768 by 32768 x 32: 1.47 ms in tiles, 0.06 on cuBLAS)
+  if k >= M.limits.cublas_deep_k then
+    local few
+    if how == "tile" then
+      few = ((n + 63) // 64) * ((m + 63) // 64) * batches < reduction.multiprocessors()
+    else
+      few = math.max(n, m) * batches < 1024
+    end
+    if few then return true end
+  end
   if how ~= "tile" and math.min(n, m) <= 8 then return false end   -- narrow or across
   local limits = M.limits
   return n * k * m * batches >= (out_dtype == "float32" and limits.cublas_work_float32

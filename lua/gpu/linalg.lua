@@ -262,15 +262,22 @@ end
 
 -- Raises "bad argument #1 to 'fname' (message)" where a matrix's info (the int32 array info,
 -- written on the stream) is positive, after freeing the arrays that follow (the results);
--- frees info either way.  The one read back of a call: of the infos' largest (reading a
--- stack's infos one by one into Lua took a millisecond for 10000 matrices).
+-- frees info either way.  The one read back of a call.  Its bytes are searched for one not
+-- zero before any info is read into Lua (reading 10000 of them one by one took a millisecond).
 local function check_info(info, stream, fname, message, ...)
   local failed = false
   if info.size > 0 then
-    local largest = ga.max(info, {stream = stream})
     if stream then stream:synchronize() end
-    failed = largest[1] > 0
-    largest:free()
+    local h = info:get()
+    if h:bytes():find("[^%z]") then
+      for i = 1, h.size do
+        if h[i] > 0 then
+          failed = true
+          break
+        end
+      end
+    end
+    h:free()
   end
   info:free()
   if failed then

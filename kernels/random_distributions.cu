@@ -152,7 +152,7 @@ __device__ __noinline__ double gpu_binomial(double n, double p, gpu_stream &s) {
   double k = 0.0;
   if (n * p < 10.0) {
     const double u = gpu_uniform(s), ratio = p / q;
-    double term = pow(q, n), total = term;
+    double term = exp(n * log1p(-p)), total = term;   // q^n without q's rounding (tiny p)
     while (u > total && k < n) {
       k = k + 1.0;
       term = term * (ratio * (n - k + 1.0) / k);
@@ -222,7 +222,7 @@ __device__ __noinline__ double gpu_variate(int kind, double p1, double p2, gpu_s
   }
   case GPU_GUMBEL: return p1 - p2 * log(-log(gpu_uniform_open(s)));            // loc, scale
   case GPU_WEIBULL: return p1 == 0.0 ? 0.0 : pow(gpu_exponential(s), 1.0 / p1);   // a
-  case GPU_PARETO: return exp(gpu_exponential(s) / p1) - 1.0;                  // a
+  case GPU_PARETO: return expm1(gpu_exponential(s) / p1);                      // a
   case GPU_RAYLEIGH: return p1 * sqrt(2.0 * gpu_exponential(s));               // scale
   case GPU_CAUCHY: {                                   // tan(pi (u - 1/2)) as a cotangent near 0
     const double u = gpu_uniform_open(s), t = u <= 0.5 ? u : 1.0 - u;

@@ -790,6 +790,15 @@ local function log1p(x)
   return math.log(y) * x / (y - 1.0)
 end
 
+-- exp(x) - 1, accurate for small x (Lua has no expm1): Kahan's (u - 1) x / log(u), u = exp(x).
+local function expm1(x)
+  local u = math.exp(x)
+  if u == 1.0 then return x end
+  if u - 1.0 == -1.0 then return -1.0 end
+  if u == math.huge then return u end
+  return (u - 1.0) * x / math.log(u)
+end
+
 local LOG_SQRT_2PI = 0.91893853320467274178
 
 local function stirling_correction(x)
@@ -854,7 +863,7 @@ local function binomial(n, p, s)
   local k = 0.0
   if n * p < 10.0 then
     local u, ratio = uniform(s), p / q
-    local term = q ^ n
+    local term = math.exp(n * log1p(-p))   -- q^n without q's rounding (tiny p)
     local total = term
     while u > total and k < n do
       k = k + 1.0
@@ -926,7 +935,7 @@ local VARIATES = {
     if a == 0.0 then return 0.0 end
     return exponential(s) ^ (1.0 / a)
   end,
-  [KIND.pareto] = function(a, _, s) return math.exp(exponential(s) / a) - 1.0 end,
+  [KIND.pareto] = function(a, _, s) return expm1(exponential(s) / a) end,
   [KIND.rayleigh] = function(scale, _, s) return scale * math.sqrt(2.0 * exponential(s)) end,
   [KIND.cauchy] = function(_, _, s)
     local u = uniform_open(s)

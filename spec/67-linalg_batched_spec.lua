@@ -575,6 +575,10 @@ describe("gpu.linalg's batched routines without a GPU", function()
       call("cholesky lower", L.cholesky, gpu.zeros({5, 2, 2}, "complex64"))
       call("eigh", L.eigh, gpu.zeros({5, 4, 4}, "complex64"))
       call("eigvalsh", L.eigvalsh, gpu.zeros({2, 32, 32}, "float32"), {UPLO = "U"})
+      -- syevjBatched's int work size: a big stack in pieces (here of two 4 x 4 matrices)
+      require("gpu.linalg").syevj_chunk = 32
+      call("eigh in pieces", L.eigvalsh, gpu.zeros({5, 4, 4}))
+      require("gpu.linalg").syevj_chunk = 1 << 24
       -- the loop: one matrix, more than 32 rows, cuBLAS off
       call("one matrix", L.inv, gpu.zeros({1, 3, 3}))
       call("33 rows", L.det, gpu.zeros({2, 33, 33}, "float32"))
@@ -602,6 +606,9 @@ describe("gpu.linalg's batched routines without a GPU", function()
       ["cholesky lower"] = {"potrfBatched U C n 2 lda 2 batch 5 step 32"},
       eigh = {"syevjBatched vectors U C n 4 lda 4 batch 5"},
       eigvalsh = {"syevjBatched novectors L S n 32 lda 32 batch 2"},
+      ["eigh in pieces"] = {"syevjBatched novectors U D n 4 lda 4 batch 2",
+                            "syevjBatched novectors U D n 4 lda 4 batch 2",
+                            "syevjBatched novectors U D n 4 lda 4 batch 1"},
       ["one matrix"] = {"Xgetrf R_64F m 3 n 3 lda 3", "Xgetrs N R_64F n 3 nrhs 3 lda 3 ldb 3"},
       ["33 rows"] = {"Xgetrf R_32F m 33 n 33 lda 33", "Xgetrf R_32F m 33 n 33 lda 33"},
       ["eigh 33"] = {"Xsyevd novectors U R_64F n 33 lda 33 W R_64F", "Xsyevd novectors U R_64F n 33 lda 33 W R_64F"},

@@ -82,6 +82,7 @@ local BATCHED_MAX = 32
 
 -- How often each batched routine ran (for the specs, which check that a stack took it).
 M.batched_calls = {getrf = 0, potrf = 0, syevj = 0}
+M.syevj_chunk = 1 << 24     -- the most elements of a stack one syevjBatched call takes
 
 -- Dtypes -----------------------------------------------------------------------------------
 
@@ -526,8 +527,16 @@ local function eigen_of(a, n, uplo, dtype, stream, fname, vectors)
   if copy.size > 0 then
     local info = core.array_empty(batch, "int32")
     if batched(n, batch) then
-      core.solver_syevj_batched(copy, w, info, vectors, uplo == "L" and "U" or "L", stream)
-      M.batched_calls.syevj = M.batched_calls.syevj + 1
+      -- syevjBatched counts its work area in an int of elements, which grows with the stack:
+      -- stacks of more than syevj_chunk elements go in pieces, well under 2^31
+      local count, per = product(batch), math.max(1, M.syevj_chunk // (n * n))
+      local matrices, values, infos = copy:reshape(count, n, n), w:reshape(count, n), info:reshape(count)
+      for first = 1, count, per do
+        local length = math.min(per, count - first + 1)
+        core.solver_syevj_batched(matrices:narrow(1, first, length), values:narrow(1, first, length),
+                                  infos:narrow(1, first, length), vectors, uplo == "L" and "U" or "L", stream)
+        M.batched_calls.syevj = M.batched_calls.syevj + 1
+      end
     else
       core.solver_syevd(copy, w, info, vectors, uplo == "L" and "U" or "L", stream)
     end
@@ -1125,7 +1134,7 @@ function M.tensorsolve(a, b, opts)
 end
 
 -- What install leaves out of gpu.linalg (chain_order, batched_calls: for the specs).
-local INTERNAL = {install = true, chain_order = true, batched_calls = true}
+local INTERNAL = {install = true, chain_order = true, batched_calls = true, syevj_chunk = true}
 
 function M.install(gpu)
   ga = gpu.gpuarray

@@ -229,6 +229,7 @@ typedef struct gpu_Context {
   void *solver;           /* this state's cuSOLVER handle in this context, made on first use */
   void *solver_params;    /* and its cusolverDnParams */
   void *solver_syevj;     /* and the syevjInfo of its syevjBatched, made on first use */
+  void *solver_gesvdj;    /* and the gesvdjInfo of its gesvdjBatched, made on first use */
   int ref;                /* registry reference: hot paths push it without a table lookup */
 } gpu_Context;
 

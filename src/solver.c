@@ -97,14 +97,17 @@
      cudaDataType, void *, int64_t, cudaDataType, void *, size_t, void *, size_t, int *)) \
   X(cusolverDnCreateSyevjInfo, cusolverStatus_t, (syevjInfo_t *))                          \
   X(cusolverDnDestroySyevjInfo, cusolverStatus_t, (syevjInfo_t))                           \
-  GPU_CUSOLVER_BATCHED(X, Spotrf, Ssyevj, float, float)                                    \
-  GPU_CUSOLVER_BATCHED(X, Dpotrf, Dsyevj, double, double)                                  \
-  GPU_CUSOLVER_BATCHED(X, Cpotrf, Cheevj, cuComplex, float)                                \
-  GPU_CUSOLVER_BATCHED(X, Zpotrf, Zheevj, cuDoubleComplex, double)
+  X(cusolverDnCreateGesvdjInfo, cusolverStatus_t, (gesvdjInfo_t *))                        \
+  X(cusolverDnDestroyGesvdjInfo, cusolverStatus_t, (gesvdjInfo_t))                         \
+  GPU_CUSOLVER_BATCHED(X, Spotrf, Ssyevj, Sgesvdj, float, float)                           \
+  GPU_CUSOLVER_BATCHED(X, Dpotrf, Dsyevj, Dgesvdj, double, double)                         \
+  GPU_CUSOLVER_BATCHED(X, Cpotrf, Cheevj, Cgesvdj, cuComplex, float)                       \
+  GPU_CUSOLVER_BATCHED(X, Zpotrf, Zheevj, Zgesvdj, cuDoubleComplex, double)
 
 /* The batched routines of one element type, for stacks of small matrices: Cholesky on device
-** arrays of the matrices' addresses; Jacobi eigenvalues (n <= 32) on the stack itself. */
-#define GPU_CUSOLVER_BATCHED(X, potrf, syevj, T, R)                                        \
+** arrays of the matrices' addresses; Jacobi eigenvalues and singular values (m, n <= 32) on
+** the stack itself. */
+#define GPU_CUSOLVER_BATCHED(X, potrf, syevj, gesvdj, T, R)                                \
   X(cusolverDn##potrf##Batched, cusolverStatus_t,                                          \
     (cusolverDnHandle_t, cublasFillMode_t, int, T *[], int, int *, int))                   \
   X(cusolverDn##syevj##Batched_bufferSize, cusolverStatus_t,                               \
@@ -112,7 +115,13 @@
      const R *, int *, syevjInfo_t, int))                                                  \
   X(cusolverDn##syevj##Batched, cusolverStatus_t,                                          \
     (cusolverDnHandle_t, cusolverEigMode_t, cublasFillMode_t, int, T *, int, R *, T *,     \
-     int, int *, syevjInfo_t, int))
+     int, int *, syevjInfo_t, int))                                                        \
+  X(cusolverDn##gesvdj##Batched_bufferSize, cusolverStatus_t,                              \
+    (cusolverDnHandle_t, cusolverEigMode_t, int, int, const T *, int, const R *,           \
+     const T *, int, const T *, int, int *, gesvdjInfo_t, int))                            \
+  X(cusolverDn##gesvdj##Batched, cusolverStatus_t,                                         \
+    (cusolverDnHandle_t, cusolverEigMode_t, int, int, T *, int, R *, T *, int, T *, int,   \
+     T *, int, int *, gesvdjInfo_t, int))
 
 /* What cuSOLVER 11.6 (CUDA 12.6) added: resolved where there, NULL where not (the rest serve
 ** all the same). */
@@ -218,8 +227,9 @@ static cusolverDnHandle_t context_solver (lua_State *L, gpu_Context *c) {
 
 void gpu_solver_release (gpu_Context *c) {
   CUcontext prev;           /* not restored: the state is closing (see context_release) */
-  if ((c->solver != NULL || c->solver_params != NULL || c->solver_syevj != NULL) &&
-      gpu_context_try_enter(c, &prev)) {
+  if ((c->solver != NULL || c->solver_params != NULL || c->solver_syevj != NULL ||
+       c->solver_gesvdj != NULL) && gpu_context_try_enter(c, &prev)) {
+    if (c->solver_gesvdj != NULL) sv.cusolverDnDestroyGesvdjInfo(c->solver_gesvdj);
     if (c->solver_syevj != NULL) sv.cusolverDnDestroySyevjInfo(c->solver_syevj);
     if (c->solver_params != NULL) sv.cusolverDnDestroyParams(c->solver_params);
     if (c->solver != NULL) sv.cusolverDnDestroy(c->solver);
@@ -227,6 +237,7 @@ void gpu_solver_release (gpu_Context *c) {
   c->solver = NULL;
   c->solver_params = NULL;
   c->solver_syevj = NULL;
+  c->solver_gesvdj = NULL;
 }
 
 /* ---------------------------------------------------------------- operands */
@@ -818,7 +829,8 @@ static int gpu_solver_gesvd (lua_State *L) {
 /*
 ** Stacks of small matrices in one call for the whole stack (lua/gpu/linalg.lua chooses when):
 ** cuBLAS's getrfBatched, getrsBatched and getriBatched and cuSOLVER's potrfBatched, which take
-** device arrays of the matrices' addresses, and cuSOLVER's syevjBatched, which takes the stack.
+** device arrays of the matrices' addresses, and cuSOLVER's syevjBatched and gesvdjBatched,
+** which take the stack.
 ** The addresses are computed here and copied on the call's stream with cuMemcpyHtoDAsync: a
 ** kernel would need a module compiled and loaded for what is a copy of 8 bytes a matrix, and
 ** from pageable memory the copy has taken the host's bytes (into a staging buffer) when it
@@ -1095,6 +1107,94 @@ static int gpu_solver_syevj_batched (lua_State *L) {
   return 0;
 }
 
+/* This state's gesvdjInfo in the call's Context (cuSOLVER's defaults: tolerance the machine's
+** precision, 100 sweeps, singular values descending), made on first use. */
+static gesvdjInfo_t call_gesvdj_info (lua_State *L, Call *call) {
+  if (call->ctx->solver_gesvdj == NULL) {
+    gesvdjInfo_t params = NULL;
+    check_status(L, sv.cusolverDnCreateGesvdjInfo(&params), "cusolverDnCreateGesvdjInfo");
+    call->ctx->solver_gesvdj = params;
+  }
+  return (gesvdjInfo_t)call->ctx->solver_gesvdj;
+}
+
+/*
+** solver_gesvdj_batched(a, s, u, v, info, vectors[, stream]): A = U S V^H for the m x n
+** matrices of a (shape (..., n, m), m and n at most 32; either may be the larger) by Jacobi's
+** method, in one gesvdjBatched, which overwrites a: the singular values, descending, into s
+** (the real dtype, batch * min(m, n)); U into u (a's dtype, batch * m * m) and V itself, not
+** V^H, into v (batch * n * n), each column-major and always whole (gesvdjBatched has no
+** economy mode).  u and v are needed even without vectors (jobz NOVECTOR: s alone), as
+** cuSOLVER's documentation does not say that it leaves them alone then.  info (int32,
+** batch): min(m, n) + 1 where a matrix did not converge.
+*/
+static int gpu_solver_gesvdj_batched (lua_State *L) {
+  Stack st;
+  gpu_Array *s, *u, *v, *info;
+  cusolverEigMode_t jobz;
+  CUstream stream;
+  Call call;
+  gesvdjInfo_t params;
+  cusolverStatus_t status;
+  const char *name;
+  int m, n, batch, lwork = 0;
+  void *a, *values, *left, *right;
+  check_stack(L, 1, 0, &st);
+  if (st.rows > 32 || st.cols > 32)
+    luaL_argerror(L, 1, lua_pushfstring(L, "matrices of at most 32 rows and columns expected, "
+                                        "got %I x %I", (lua_Integer)st.rows, (lua_Integer)st.cols));
+  check_int_sizes(L, 1, &st);
+  s = check_operand(L, 2, &st, real_dtype(&st), st.batch * (st.rows < st.cols ? st.rows : st.cols));
+  u = check_operand(L, 3, &st, st.a->dtype, st.batch * st.rows * st.rows);
+  v = check_operand(L, 4, &st, st.a->dtype, st.batch * st.cols * st.cols);
+  info = check_operand(L, 5, &st, GPU_INT32, st.batch);
+  jobz = lua_toboolean(L, 6) ? CUSOLVER_EIG_MODE_VECTOR : CUSOLVER_EIG_MODE_NOVECTOR;
+  stream = check_stream(L, 7, &st);
+  if (st.batch == 0 || st.rows == 0 || st.cols == 0) return 0;
+  m = (int)st.rows;
+  n = (int)st.cols;
+  batch = (int)st.batch;
+  a = (void *)st.a->ptr;
+  values = (void *)s->ptr;
+  left = (void *)u->ptr;
+  right = (void *)v->ptr;
+  call_begin(L, &st, stream, &call);
+  params = call_gesvdj_info(L, &call);
+  switch (st.type) {
+#define GPU_GESVDJ_WORK(type, t)                                                             \
+    case type:                                                                               \
+      name = "cusolverDn" #t "gesvdjBatched_bufferSize";                                     \
+      status = sv.cusolverDn##t##gesvdjBatched_bufferSize(call.handle, jobz, m, n, a, m,      \
+                                                          values, left, m, right, n, &lwork, \
+                                                          params, batch);                    \
+      break;
+    GPU_GESVDJ_WORK(CUDA_R_32F, S)
+    GPU_GESVDJ_WORK(CUDA_R_64F, D)
+    GPU_GESVDJ_WORK(CUDA_C_32F, C)
+    default: GPU_GESVDJ_WORK(CUDA_C_64F, Z)
+#undef GPU_GESVDJ_WORK
+  }
+  check_status(L, status, name);
+  call_work(L, &call, (size_t)lwork * st.itemsize, 0);
+  switch (st.type) {
+#define GPU_GESVDJ(type, t)                                                                  \
+    case type:                                                                               \
+      name = "cusolverDn" #t "gesvdjBatched";                                                \
+      status = sv.cusolverDn##t##gesvdjBatched(call.handle, jobz, m, n, a, m, values, left,   \
+                                               m, right, n, call.device, lwork,              \
+                                               (int *)info->ptr, params, batch);             \
+      break;
+    GPU_GESVDJ(CUDA_R_32F, S)
+    GPU_GESVDJ(CUDA_R_64F, D)
+    GPU_GESVDJ(CUDA_C_32F, C)
+    default: GPU_GESVDJ(CUDA_C_64F, Z)
+#undef GPU_GESVDJ
+  }
+  check_status(L, status, name);
+  call_end(&call);
+  return 0;
+}
+
 /* ---------------------------------------------------------------- module functions */
 
 /* cusolver_version() -> version (major * 10000 + minor * 100 + patch), path; or nil, why */
@@ -1121,6 +1221,7 @@ void gpu_solver_open (lua_State *L) {
     {"solver_getri_batched", gpu_solver_getri_batched},
     {"solver_potrf_batched", gpu_solver_potrf_batched},
     {"solver_syevj_batched", gpu_solver_syevj_batched},
+    {"solver_gesvdj_batched", gpu_solver_gesvdj_batched},
     {"cusolver_version", gpu_cusolver_version}, {NULL, NULL},
   };
   luaL_setfuncs(L, functions, 0);

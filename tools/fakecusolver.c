@@ -11,7 +11,8 @@
 **   fakecusolver: Xgeev novectors vectors C_64F n 4 lda 4 ldvr 4
 **   fakecusolver: potrfBatched U D n 4 lda 4 batch 2 step 128   (bytes between A[0] and A[1])
 **   fakecusolver: syevjBatched vectors L C n 4 lda 4 batch 3    (Ssyevj, Dsyevj, Cheevj, Zheevj)
-**   fakecusolver: syevjInfo destroyed
+**   fakecusolver: gesvdjBatched vectors Z m 4 n 3 lda 4 ldu 4 ldv 3 batch 5   (or novectors)
+**   fakecusolver: syevjInfo destroyed                (gesvdjInfo too)
 **   fakecusolver: handle destroyed
 ** one line a matrix (a stack for the batched routines).  getrf and getrs compute, on float32
 ** and float64 matrices, as LAPACK's dgetrf and dgetrs do (partial pivoting, the first largest
@@ -21,7 +22,8 @@
 ** number (the last one repeated).
 ** Every routine checks that it got a stream, work areas of the sizes its _bufferSize asked
 ** for (256 bytes on the device, 32 on the host) and leading dimensions of at least its rows.
-**   FAKE_CUSOLVER_FAIL=name   that routine (e.g. Xsyevd, potrfBatched, DsyevjBatched) fails:
+**   FAKE_CUSOLVER_FAIL=name   that routine (e.g. Xsyevd, potrfBatched, DsyevjBatched,
+**                             CgesvdjBatched) fails:
 **                             CUSOLVER_STATUS_EXECUTION_FAILED
 **   FAKE_CUSOLVER_CREATE=fail cusolverDnCreate fails (CUSOLVER_STATUS_NOT_INITIALIZED)
 */
@@ -516,3 +518,61 @@ FAKE_BATCHED(S, Ssyevj, float, float)
 FAKE_BATCHED(D, Dsyevj, double, double)
 FAKE_BATCHED(C, Cheevj, cuComplex, float)
 FAKE_BATCHED(Z, Zheevj, cuDoubleComplex, double)
+
+EXPORT cusolverStatus_t cusolverDnCreateGesvdjInfo (gesvdjInfo_t *info) {
+  *info = (gesvdjInfo_t)calloc(1, 16);
+  return *info != NULL ? CUSOLVER_STATUS_SUCCESS : CUSOLVER_STATUS_ALLOC_FAILED;
+}
+
+EXPORT cusolverStatus_t cusolverDnDestroyGesvdjInfo (gesvdjInfo_t info) {
+  free(info);
+  fprintf(stderr, "fakecusolver: gesvdjInfo destroyed\n");
+  return CUSOLVER_STATUS_SUCCESS;
+}
+
+/* gesvdjBatched's checks: those of every routine, and ldu >= m, ldv >= n, m, n <= 32, and the
+** arrays, U and V too (its documentation has them without vectors as well). */
+static cusolverStatus_t gesvdj_batched (cusolverDnHandle_t h, char t, cusolverEigMode_t jobz,
+                                        int m, int n, const void *a, int lda, const void *s,
+                                        const void *u, int ldu, const void *v, int ldv,
+                                        const void *work, size_t work_bytes, int *info,
+                                        gesvdjInfo_t params, int batch) {
+  static char dummy[HOST_BYTES];
+  char name[] = "?gesvdjBatched";
+  cusolverStatus_t status;
+  int k;
+  name[0] = t;
+  status = checked(h, m, lda, work, work_bytes, dummy, HOST_BYTES, name);
+  fprintf(stderr, "fakecusolver: gesvdjBatched %s %c m %d n %d lda %d ldu %d ldv %d batch %d\n",
+          jobz == CUSOLVER_EIG_MODE_VECTOR ? "vectors" : "novectors", t, m, n, lda, ldu, ldv, batch);
+  if (status != CUSOLVER_STATUS_SUCCESS) return status;
+  if (m > 32 || n > 32 || ldu < m || ldv < n || a == NULL || s == NULL || u == NULL || v == NULL ||
+      info == NULL || params == NULL || batch < 0)
+    return CUSOLVER_STATUS_INVALID_VALUE;
+  for (k = 0; k < batch; k++) info[k] = fake_info_at(k);
+  return CUSOLVER_STATUS_SUCCESS;
+}
+
+#define FAKE_GESVDJ(t, T, R)                                                                 \
+  EXPORT cusolverStatus_t cusolverDn##t##gesvdjBatched_bufferSize (                           \
+      cusolverDnHandle_t h, cusolverEigMode_t jobz, int m, int n, const T *a, int lda,       \
+      const R *s, const T *u, int ldu, const T *v, int ldv, int *lwork, gesvdjInfo_t params, \
+      int batch) {                                                                           \
+    (void)h; (void)jobz; (void)m; (void)n; (void)a; (void)lda; (void)s; (void)u; (void)ldu;  \
+    (void)v; (void)ldv; (void)params; (void)batch;                                           \
+    *lwork = DEVICE_BYTES;                                                                   \
+    return CUSOLVER_STATUS_SUCCESS;                                                          \
+  }                                                                                          \
+  EXPORT cusolverStatus_t cusolverDn##t##gesvdjBatched (                                      \
+      cusolverDnHandle_t h, cusolverEigMode_t jobz, int m, int n, T *a, int lda, R *s, T *u, \
+      int ldu, T *v, int ldv, T *work, int lwork, int *info, gesvdjInfo_t params,            \
+      int batch) {                                                                           \
+    if (lwork < DEVICE_BYTES) return CUSOLVER_STATUS_INVALID_WORKSPACE;                      \
+    return gesvdj_batched(h, #t[0], jobz, m, n, a, lda, s, u, ldu, v, ldv, work,             \
+                          (size_t)lwork * sizeof(T), info, params, batch);                   \
+  }
+
+FAKE_GESVDJ(S, float, float)
+FAKE_GESVDJ(D, double, double)
+FAKE_GESVDJ(C, cuComplex, float)
+FAKE_GESVDJ(Z, cuDoubleComplex, double)

@@ -22,6 +22,7 @@ local internal = {
   solver_geqrf = true, solver_orgqr = true, solver_syevd = true, solver_gesvd = true,
   solver_geev = true, solver_getrf_batched = true, solver_getrs_batched = true,
   solver_getri_batched = true, solver_potrf_batched = true, solver_syevj_batched = true,
+  solver_gesvdj_batched = true,
 }
 for name, value in pairs(core) do
   if not internal[name] then gpu[name] = value end

@@ -46,8 +46,9 @@
 -- Stacks of small matrices (2 or more of at most BATCHED_MAX rows) take one batched call for
 -- the whole stack rather than one call a matrix: cuBLAS's getrfBatched, getrsBatched and
 -- getriBatched (32-bit pivots) for solve, inv, det and slogdet, where cuBLAS is there and on
--- (gpu.use_cublas(false) turns it off: the loop then), cuSOLVER's potrfBatched for cholesky and
--- syevjBatched (Jacobi's method) for eigh and eigvalsh.
+-- (gpu.use_cublas(false) turns it off: the loop then), cuSOLVER's potrfBatched for cholesky,
+-- syevjBatched (Jacobi's method) for eigh and eigvalsh, and gesvdjBatched (Jacobi's too; M and
+-- N both at most BATCHED_MAX) for svd and what rests on it (matrix_rank, pinv, cond).
 
 local core = require "gpu.core"
 local args = require "gpu.args"
@@ -81,7 +82,7 @@ local EPSILON = {float32 = 2.0 ^ -23, float64 = 2.0 ^ -52}
 local BATCHED_MAX = 32
 
 -- How often each batched routine ran (for the specs, which check that a stack took it).
-M.batched_calls = {getrf = 0, potrf = 0, syevj = 0}
+M.batched_calls = {getrf = 0, potrf = 0, syevj = 0, gesvdj = 0}
 M.syevj_chunk = 1 << 24     -- the most elements of a stack one syevjBatched call takes
 
 -- Dtypes -----------------------------------------------------------------------------------
@@ -614,6 +615,37 @@ end
 
 -- Singular values --------------------------------------------------------------------------
 
+-- singular's stacks of small matrices (batched): gesvdjBatched of a's copy, which holds a^T
+-- column-major (N x M) whatever the shape, into s and info; with uv, a's u and vh.  For
+-- a^T = U' S V'^H, a = conj(V') S U'^T: cuSOLVER's whole U' read row-major is vh, and its V'
+-- (V itself, not V^H as gesvd's) read row-major is V'^T, whose transpose, conjugated, is u
+-- (a copy for complex dtypes, a view for real ones).  full_matrices false keeps the first K
+-- columns of u and rows of vh (views: gesvdjBatched has no economy mode).  Without uv,
+-- cuSOLVER still gets U' and V' to write into (see solver_gesvdj_batched), freed after.
+local function singular_batched(a, s, info, uv, full, dtype, stream)
+  local m, n = a.shape[a.ndim - 1], a.shape[a.ndim]
+  local nb = a.ndim - 2
+  local k = math.min(m, n)
+  local copy = fresh(a, dtype, stream)
+  local u_cols = core.array_empty(shape_of(a.shape, nb, n, n), dtype)     -- U', row-major: vh
+  local v_cols = core.array_empty(shape_of(a.shape, nb, m, m), dtype)     -- V', row-major: V'^T
+  core.solver_gesvdj_batched(copy, s, u_cols, v_cols, info, uv, stream)
+  M.batched_calls.gesvdj = M.batched_calls.gesvdj + 1
+  core.free_after(copy, stream)
+  if not uv then
+    free_all(stream, u_cols, v_cols)
+    return nil, nil
+  end
+  local u, vh = transposed(v_cols), u_cols
+  if not full and k < m then u = u:narrow(nb + 2, 1, k) end
+  if not full and k < n then vh = vh:narrow(nb + 1, 1, k) end
+  if core.dtype(dtype).kind == "c" then
+    u = ga.conj(u, {stream = stream})
+    core.free_after(v_cols, stream)
+  end
+  return u, vh
+end
+
 -- The singular values of a's matrices (K = min(M, N) each, descending) and, with uv,
 -- u and vh (full: square; else K columns and rows).
 -- (dtype: compute_dtype's of a where nil).
@@ -634,7 +666,9 @@ local function singular(a, uv, full, stream, fname, dtype)
   local job = not uv and "N" or full and "A" or "S"
   local info = core.array_empty(batch, "int32")
   local u, vh
-  if n >= m then
+  if batched(math.max(m, n), batch) then
+    u, vh = singular_batched(a, s, info, uv, full, dtype, stream)
+  elseif n >= m then
     -- a^T is tall (N x M column-major): a^T = U' S V'^H, so a = conj(V') S U'^T, and
     -- cuSOLVER's V'^H and U' read row-major are a's u and vh
     local copy = fresh(a, dtype, stream)

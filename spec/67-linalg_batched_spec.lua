@@ -1,20 +1,24 @@
 -- gpu.linalg's batched routines (lua/gpu/linalg.lua, src/solver.c): stacks of 2 or more
 -- matrices of at most 32 rows go to one batched call for the whole stack (cuBLAS's
 -- getrfBatched, getrsBatched, getriBatched for solve, inv, det and slogdet; cuSOLVER's
--- potrfBatched for cholesky, syevjBatched for eigh and eigvalsh).  On a GPU: results checked
--- in Lua, in doubles, against the values the device was given, as spec/54 checks the loop's
--- (a x = b, a inv(a) = I, determinants against a Lua LU, L L^H = a, a v = v diag(w)), for
--- each dtype, stacks of 1000 4 x 4, 37 7 x 7 and 3 32 x 32 matrices, views, streams, one
--- singular or indefinite matrix among regular ones; linalg.batched_calls counts the batched
--- calls, so that a silent fall back to the loop fails.  Without a GPU, the stand-ins' traces
+-- potrfBatched for cholesky, syevjBatched for eigh and eigvalsh, gesvdjBatched for svd,
+-- matrix_rank, pinv and cond).  On a GPU: results checked in Lua, in doubles, against the
+-- values the device was given, as spec/54 checks the loop's (a x = b, a inv(a) = I,
+-- determinants against a Lua LU, L L^H = a, a v = v diag(w), u diag(s) vh = a with singular
+-- values against a Lua one-sided Jacobi's), for each dtype, stacks of 1000 4 x 4, 37 7 x 7
+-- and 3 32 x 32 matrices (1000 4 x 3, 37 5 x 7, 3 32 x 32, 2 32 x 20 for svd), views,
+-- streams, one singular or indefinite matrix among regular ones; linalg.batched_calls
+-- counts the batched calls, so that a silent fall back to the loop fails.  Without a GPU, the stand-ins' traces
 -- (tools/fakecublas.c, tools/fakecusolver.c): the pointer arrays' steps, the choice between
 -- the batched call and the loop, the infos and failed calls.
 --
 -- Tolerances as spec/54's: backward-stable factorizations leave residuals within a small
 -- multiple of n eps times the norms (Frobenius; eps the dtype's), and the bounds take 30 n eps
 -- (100 n eps for determinants of well-conditioned matrices), far below what a wrong layout,
--- pivot or triangle gives (errors of the order of the norms themselves).  syevjBatched stops
--- at cuSOLVER's default tolerance, the machine's precision, as syevd converges.
+-- pivot or triangle gives (errors of the order of the norms themselves).  syevjBatched and
+-- gesvdjBatched stop at cuSOLVER's default tolerance, the machine's precision, as syevd and
+-- gesvd converge; singular values move by at most the backward error's norm (Weyl), so that
+-- they take the same 30 max(M, N) eps |a| bound.
 local helpers = require "helpers"
 local R = require "reduction_helpers"
 local gpu = helpers.gpu
@@ -174,6 +178,85 @@ local function det_reference(A)
     end
   end
   return det
+end
+
+-- A's singular values, descending, by one-sided Jacobi (Hestenes) in doubles: the columns of A
+-- (of A^H where A is wide) rotated pairwise until orthogonal, their norms then the values; a
+-- complex pair is first made real by turning the phase of the second column.  Accurate to
+-- about the double's eps times |A|, far below the bounds it is compared within.
+local function singular_reference(A)
+  local rows, cols = #A, #A[1]
+  local wide = rows < cols
+  if wide then rows, cols = cols, rows end
+  local re, im = {}, {}         -- re[j][i]: column j, row i
+  for j = 1, cols do
+    re[j], im[j] = {}, {}
+    for i = 1, rows do
+      local z = wide and conj(A[j][i]) or A[i][j]
+      re[j][i], im[j][i] = z[1], z[2]
+    end
+  end
+  for _ = 1, 60 do
+    local rotated = false
+    for p = 1, cols - 1 do
+      for q = p + 1, cols do
+        local rp, ip, rq, iq = re[p], im[p], re[q], im[q]
+        local alpha, beta, gr, gi = 0, 0, 0, 0     -- |a_p|^2, |a_q|^2, a_p^H a_q
+        for i = 1, rows do
+          alpha = alpha + rp[i] * rp[i] + ip[i] * ip[i]
+          beta = beta + rq[i] * rq[i] + iq[i] * iq[i]
+          gr = gr + rp[i] * rq[i] + ip[i] * iq[i]
+          gi = gi + rp[i] * iq[i] - ip[i] * rq[i]
+        end
+        local g = math.sqrt(gr * gr + gi * gi)
+        if g > 1e-17 * math.sqrt(alpha * beta) and g > 0 then
+          rotated = true
+          local cr, ci = gr / g, -gi / g      -- a_q times conj(gamma) / |gamma|: a_p^H a_q = g
+          local zeta = (beta - alpha) / (2 * g)
+          local t = (zeta >= 0 and 1 or -1) / (math.abs(zeta) + math.sqrt(1 + zeta * zeta))
+          local c = 1 / math.sqrt(1 + t * t)
+          local sn = c * t
+          for i = 1, rows do
+            local xr, xi = rq[i] * cr - iq[i] * ci, rq[i] * ci + iq[i] * cr
+            rp[i], ip[i], rq[i], iq[i] = c * rp[i] - sn * xr, c * ip[i] - sn * xi,
+                                         sn * rp[i] + c * xr, sn * ip[i] + c * xi
+          end
+        end
+      end
+    end
+    if not rotated then break end
+  end
+  local values = {}
+  for j = 1, cols do
+    local sum = 0
+    for i = 1, rows do sum = sum + re[j][i] * re[j][i] + im[j][i] * im[j][i] end
+    values[j] = math.sqrt(sum)
+  end
+  table.sort(values, function(x, y) return x > y end)
+  return values
+end
+
+-- A Householder reflector I - 2 v v^H / (v^H v) of order n, v random: unitary.
+local function reflector(n, dtype)
+  local v = random_matrix(n, 1, dtype)
+  local vv = 0
+  for i = 1, n do vv = vv + v[i][1][1] ^ 2 + v[i][1][2] ^ 2 end
+  return matrix(n, n, function(i, j)
+    local z = mul(v[i][1], conj(v[j][1]))
+    return sub(i == j and ONE or ZERO, {2 * z[1] / vv, 2 * z[2] / vv})
+  end)
+end
+
+-- An m x n matrix whose singular values are the list d (descending, min(m, n) of them):
+-- P diag(d) Q for reflectors P and Q.
+local function with_singular_values(m, n, d, dtype)
+  local D = matrix(m, n, function(i, j) return i == j and {d[i], 0.0} or ZERO end)
+  return matmul(matmul(reflector(m, dtype), D), reflector(n, dtype))
+end
+
+local function assert_orthonormal(Q, eps, what)
+  local k = #Q[1]
+  assert_small(distance(matmul(ct(Q), Q), identity(k)), 30 * math.max(#Q, k) * eps, what)
 end
 
 -- Device arrays --------------------------------------------------------------------------------
@@ -520,6 +603,155 @@ describe("gpu.linalg's batched routines", function()
     helpers.assert_error("bad argument #1 to 'eigvalsh' (array has been freed)", L.eigvalsh, a)
   end)
 
+  -- Checks svd's results for the matrices A (as stored) of a stack: shapes, dtypes, s against
+  -- singular_reference's and descending, u and vh orthonormal, u diag(s) vh = A.
+  local function check_svd(A, batch, m, n, dtype, results, what)
+    local eps, k = EPS[dtype], math.min(m, n)
+    local u, s, vh, ur, sr, vhr, s_only = table.unpack(results)
+    assert.are.same(shape_with(batch, m, m), u.shape, what)
+    assert.are.same(shape_with(batch, k), s.shape, what)
+    assert.are.same(shape_with(batch, n, n), vh.shape, what)
+    assert.are.same(shape_with(batch, m, k), ur.shape, what)
+    assert.are.same(shape_with(batch, k, n), vhr.shape, what)
+    assert.are.same(shape_with(batch, k), s_only.shape, what)
+    assert.are.equal(dtype, u.dtype, what)
+    assert.are.equal(dtype, vh.dtype, what)
+    assert.are.equal(dtype, ur.dtype, what)
+    assert.are.equal(REAL[dtype], s.dtype, what)
+    assert.are.equal(REAL[dtype], s_only.dtype, what)
+    local U, S, VH = matrices_of(u), values_of(s), matrices_of(vh)
+    local UR, SR, VHR, SO = matrices_of(ur), values_of(sr), matrices_of(vhr), values_of(s_only)
+    for i = 1, #A do
+      local bound = 30 * math.max(m, n) * eps * norm(A[i])
+      local want = singular_reference(A[i])
+      for j = 1, k do
+        local at = (i - 1) * k + j
+        local sj = S[at][1]
+        assert_small(math.abs(sj - want[j]), bound, ("%s matrix %d s %d"):format(what, i, j))
+        if j > 1 then assert(S[at - 1][1] >= sj, what .. ": descending") end
+        assert_small(math.abs(SR[at][1] - want[j]), bound, ("%s matrix %d reduced s %d"):format(what, i, j))
+        assert_small(math.abs(SO[at][1] - want[j]), bound, ("%s matrix %d s alone %d"):format(what, i, j))
+      end
+      local D = matrix(k, k, function(x, y) return x == y and S[(i - 1) * k + x] or ZERO end)
+      local DR = matrix(k, k, function(x, y) return x == y and SR[(i - 1) * k + x] or ZERO end)
+      assert_orthonormal(U[i], eps, what .. " u " .. i)
+      assert_orthonormal(ct(VH[i]), eps, what .. " vh " .. i)
+      assert_orthonormal(UR[i], eps, what .. " reduced u " .. i)
+      assert_orthonormal(ct(VHR[i]), eps, what .. " reduced vh " .. i)
+      local first_k = matrix(m, k, function(x, y) return U[i][x][y] end)
+      local first_rows = matrix(k, n, function(x, y) return VH[i][x][y] end)
+      assert_small(distance(matmul(matmul(first_k, D), first_rows), A[i]), bound, what .. " u s vh " .. i)
+      assert_small(distance(matmul(matmul(UR[i], DR), VHR[i]), A[i]), bound, what .. " reduced u s vh " .. i)
+    end
+  end
+
+  -- svd's three calls (full, reduced, s alone) on a, each one gesvdjBatched call.
+  local function svd_calls(a, stream, what)
+    local results = {}
+    results[1], results[2], results[3] = assert_batched("gesvdj", 1, what, L.svd, a, {stream = stream})
+    results[4], results[5], results[6] = assert_batched("gesvdj", 1, what, L.svd, a,
+                                                        {full_matrices = false, stream = stream})
+    results[7] = assert_batched("gesvdj", 1, what, L.svd, a, {compute_uv = false, stream = stream})
+    if stream then stream:synchronize() end
+    return results
+  end
+
+  helpers.gpu_it("svd: u diag(s) vh = a, s descending as Lua's Jacobi's, for stacks of small matrices", function()
+    local s = gpu.Stream()
+    for _, dtype in ipairs(DTYPES) do
+      for c, case in ipairs{{{1000}, 4, 3}, {{37}, 5, 7}, {{3}, 32, 32}, {{2}, 32, 20}, {{2, 2}, 3, 3}} do
+        local batch, m, n = table.unpack(case)
+        local mats = {}
+        for i = 1, product(batch) do mats[i] = random_matrix(m, n, dtype) end
+        local a, A = to_device(mats, shape_with(batch, m, n), dtype)
+        local what = ("svd %s case %d"):format(dtype, c)
+        check_svd(A, batch, m, n, dtype, svd_calls(a, c % 2 == 0 and s or nil, what), what)
+      end
+    end
+  end)
+
+  helpers.gpu_it("svd of views (sliced, transposed), of known singular values, of empty stacks", function()
+    for _, dtype in ipairs(DTYPES) do
+      local m, n, count = 7, 5, 37
+      -- (37, 7, 9) sliced to its columns 2 .. 6, and that transposed: (37, 5, 7)
+      local wide = {}
+      for i = 1, count do wide[i] = random_matrix(m, n + 4, dtype) end
+      local w, W = to_device(wide, {count, m, n + 4}, dtype)
+      local sliced = w:narrow(3, 2, n)
+      local A, AT = {}, {}
+      for i = 1, count do
+        A[i] = matrix(m, n, function(r, col) return W[i][r][col + 1] end)
+        AT[i] = transpose(A[i])
+      end
+      local what = "views " .. dtype
+      check_svd(A, {count}, m, n, dtype, svd_calls(sliced, nil, what), what .. " sliced")
+      check_svd(AT, {count}, n, m, dtype, svd_calls(sliced:transpose({1, 3, 2}), nil, what),
+                what .. " transposed")
+      w.gpudata:free()
+      helpers.assert_error("bad argument #1 to 'svd' (array has been freed)", L.svd, sliced)
+      -- singular values known: 3, 2, 0.5, 0.25 and a repeated pair 1, 1 with a zero
+      local eps = EPS[dtype]
+      local lists = {{3, 2, 0.5, 0.25}, {1, 1, 0.5, 0}, {4, 1e-3, 1e-3, 0}}
+      local known = {}
+      for i = 1, 30 do known[i] = with_singular_values(6, 4, lists[(i - 1) % 3 + 1], dtype) end
+      local a, K = to_device(known, {30, 6, 4}, dtype)
+      local values = values_of(assert_batched("gesvdj", 1, "known " .. dtype, L.svd, a, {compute_uv = false}))
+      for i = 1, 30 do
+        for j, want in ipairs(lists[(i - 1) % 3 + 1]) do
+          assert_small(math.abs(values[(i - 1) * 4 + j][1] - want), 30 * 6 * eps * norm(K[i]),
+                       ("known %s matrix %d s %d"):format(dtype, i, j))
+        end
+      end
+      a:free()
+    end
+    -- empty stacks and matrices: no call (identities where full, as NumPy's)
+    local u, s, vh = assert_batched("gesvdj", 0, "empty", L.svd, gpu.zeros({0, 4, 3}))
+    assert.are.same({0, 4, 4}, u.shape)
+    assert.are.same({0, 3}, s.shape)
+    assert.are.same({0, 3, 3}, vh.shape)
+    u, s, vh = assert_batched("gesvdj", 0, "empty matrices", L.svd, gpu.zeros({3, 2, 0}))
+    assert.are.same({3, 2, 2}, u.shape)
+    assert.are.same({3, 0}, s.shape)
+    assert.are.same({1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0}, helpers.flat(R.get(u)))
+  end)
+
+  helpers.gpu_it("matrix_rank, pinv and cond of stacks of small matrices take gesvdjBatched", function()
+    for _, dtype in ipairs(DTYPES) do
+      local eps = EPS[dtype]
+      -- ranks 4, 3, 2 and 1 of 6 x 4 matrices with known singular values
+      local lists = {{3, 2, 1, 0.5}, {3, 2, 1, 0}, {2, 1, 0, 0}, {1, 0, 0, 0}}
+      local mats = {}
+      for i = 1, 40 do mats[i] = with_singular_values(6, 4, lists[(i - 1) % 4 + 1], dtype) end
+      local a, A = to_device(mats, {40, 6, 4}, dtype)
+      local what = "rank " .. dtype
+      local ranks = helpers.flat(R.get(assert_batched("gesvdj", 1, what, L.matrix_rank, a, {tol = 0.25})))
+      for i = 1, 40 do assert.are.equal(5 - ((i - 1) % 4 + 1), ranks[i], what .. " " .. i) end
+      -- cond: the largest singular value over the smallest, of the first list's matrices
+      local full_rank = R.reshaped(a, {10, 4, 6, 4}):narrow(2, 1, 1)
+      local conds = values_of(assert_batched("gesvdj", 1, "cond " .. dtype, L.cond, full_rank))
+      assert.are.equal(10, #conds)
+      for i = 1, 10 do
+        assert_small(math.abs(conds[i][1] - 6), 100 * 6 * eps * 6 * norm(A[4 * i - 3]),
+                     "cond " .. dtype .. " " .. i)
+      end
+      -- pinv of the same: a x a = a and x a x = x (Penrose), x (4 x 6); of full rank only, as
+      -- a zero singular value computed as a rounding error may come out above pinv's cutoff
+      local x = assert_batched("gesvdj", 1, "pinv " .. dtype, L.pinv, full_rank)
+      assert.are.same({10, 1, 4, 6}, x.shape)
+      assert.are.equal(dtype, x.dtype)
+      for i, X in ipairs(matrices_of(x)) do
+        local B = A[4 * i - 3]
+        local bound = 30 * 6 * eps * norm(B) * norm(X)
+        local what_ = ("pinv %s %d"):format(dtype, i)
+        assert_small(distance(matmul(matmul(B, X), B), B), bound * norm(B), what_ .. " a x a")
+        assert_small(distance(matmul(matmul(X, B), X), X), bound * norm(X), what_ .. " x a x")
+      end
+      a:free()
+      helpers.assert_error("bad argument #1 to 'matrix_rank' (array has been freed)", L.matrix_rank, a)
+      helpers.assert_error("bad argument #1 to 'pinv' (array has been freed)", L.pinv, a)
+    end
+  end)
+
   helpers.gpu_it("a stack of one, and matrices of more than 32 rows, take the loop", function()
     local a, A = to_device({dominant(33, "float64"), dominant(33, "float64")}, {2, 33, 33}, "float64")
     local x = assert_batched("getrf", 0, "33 rows", L.inv, a)
@@ -529,6 +761,9 @@ describe("gpu.linalg's batched routines", function()
     assert_batched("getrf", 0, "one matrix", L.det, gpu.zeros({1, 4, 4}))
     assert_batched("potrf", 0, "one matrix", L.cholesky, gpu.gpuarray.eye(4):reshape(1, 4, 4))
     assert_batched("syevj", 0, "33 rows", L.eigvalsh, gpu.zeros({2, 33, 33}))
+    assert_batched("gesvdj", 0, "33 rows", L.svd, gpu.zeros({2, 33, 4}))
+    assert_batched("gesvdj", 0, "33 columns", L.svd, gpu.zeros({2, 4, 33}), {compute_uv = false})
+    assert_batched("gesvdj", 0, "one matrix", L.svd, gpu.zeros({1, 4, 3}))
     -- empty stacks: nothing to call
     assert.are.same({0, 4, 4}, assert_batched("getrf", 0, "empty", L.inv, gpu.zeros({0, 4, 4})).shape)
     assert.are.same({3, 0, 0}, assert_batched("potrf", 0, "empty", L.cholesky, gpu.zeros({3, 0, 0})).shape)
@@ -563,7 +798,10 @@ describe("gpu.linalg's batched routines without a GPU", function()
       local function call(name, f, ...)
         mark(name)
         local ok, err = pcall(f, ...)
-        if not ok and not tostring(err):find("Singular matrix") then error(err, 0) end
+        -- the stand-in runs no kernel: the largest info of more than 64 is what memory held
+        if not ok and not tostring(err):find("Singular matrix") and not tostring(err):find("did not converge") then
+          error(err, 0)
+        end
       end
       call("solve", L.solve, gpu.zeros({1000, 4, 4}, "float32"), gpu.zeros({1000, 4, 2}, "float32"))
       call("solve vector", L.solve, gpu.zeros({2, 3, 5, 5}), gpu.zeros({5}))
@@ -579,10 +817,18 @@ describe("gpu.linalg's batched routines without a GPU", function()
       require("gpu.linalg").syevj_chunk = 32
       call("eigh in pieces", L.eigvalsh, gpu.zeros({5, 4, 4}))
       require("gpu.linalg").syevj_chunk = 1 << 24
+      call("svd", L.svd, gpu.zeros({1000, 4, 3}, "float32"))
+      call("svd reduced", L.svd, gpu.zeros({37, 5, 7}, "complex128"), {full_matrices = false})
+      call("svd values", L.svd, gpu.zeros({3, 32, 32}), {compute_uv = false})
+      call("matrix_rank", L.matrix_rank, gpu.zeros({2, 32, 20}, "complex64"))
+      call("cond", L.cond, gpu.zeros({2, 3, 3}, "int32"))
+      call("svd view", L.svd, gpu.zeros({4, 3, 5}):narrow(3, 2, 2), {compute_uv = false})
       -- the loop: one matrix, more than 32 rows, cuBLAS off
       call("one matrix", L.inv, gpu.zeros({1, 3, 3}))
       call("33 rows", L.det, gpu.zeros({2, 33, 33}, "float32"))
       call("eigh 33", L.eigvalsh, gpu.zeros({2, 33, 33}))
+      call("svd 33", L.svd, gpu.zeros({2, 33, 4}))
+      call("svd one matrix", L.svd, gpu.zeros({1, 4, 3}), {compute_uv = false})
       gpu.use_cublas(false)
       call("cuBLAS off", L.solve, gpu.zeros({2, 3, 3}), gpu.zeros({2, 3, 1}))
       call("cuBLAS off cholesky", L.cholesky, gpu.zeros({2, 3, 3}))
@@ -612,11 +858,20 @@ describe("gpu.linalg's batched routines without a GPU", function()
       ["one matrix"] = {"Xgetrf R_64F m 3 n 3 lda 3", "Xgetrs N R_64F n 3 nrhs 3 lda 3 ldb 3"},
       ["33 rows"] = {"Xgetrf R_32F m 33 n 33 lda 33", "Xgetrf R_32F m 33 n 33 lda 33"},
       ["eigh 33"] = {"Xsyevd novectors U R_64F n 33 lda 33 W R_64F", "Xsyevd novectors U R_64F n 33 lda 33 W R_64F"},
+      -- svd: gesvdjBatched of the copy of a, a^T column-major (N x M)
+      svd = {"gesvdjBatched vectors S m 3 n 4 lda 3 ldu 3 ldv 4 batch 1000"},
+      ["svd reduced"] = {"gesvdjBatched vectors Z m 7 n 5 lda 7 ldu 7 ldv 5 batch 37"},
+      ["svd values"] = {"gesvdjBatched novectors D m 32 n 32 lda 32 ldu 32 ldv 32 batch 3"},
+      matrix_rank = {"gesvdjBatched novectors C m 20 n 32 lda 20 ldu 20 ldv 32 batch 2"},
+      cond = {"gesvdjBatched novectors D m 3 n 3 lda 3 ldu 3 ldv 3 batch 2"},
+      ["svd view"] = {"gesvdjBatched novectors D m 2 n 3 lda 2 ldu 2 ldv 3 batch 4"},
+      ["svd 33"] = {"Xgesvd A A R_64F m 33 n 4 lda 33 ldu 33 ldvt 4", "Xgesvd A A R_64F m 33 n 4 lda 33 ldu 33 ldvt 4"},
+      ["svd one matrix"] = {"Xgesvd N N R_64F m 4 n 3 lda 4 ldu 4 ldvt 3"},
       ["cuBLAS off"] = {"Xgetrf R_64F m 3 n 3 lda 3", "Xgetrf R_64F m 3 n 3 lda 3",
                         "Xgetrs T R_64F n 3 nrhs 1 lda 3 ldb 3", "Xgetrs T R_64F n 3 nrhs 1 lda 3 ldb 3"},
       ["cuBLAS off cholesky"] = {"potrfBatched U D n 3 lda 3 batch 2 step 72"},
       empty = {},
-      ["end"] = {"cublas handle destroyed", "syevjInfo destroyed", "handle destroyed"},
+      ["end"] = {"cublas handle destroyed", "gesvdjInfo destroyed", "syevjInfo destroyed", "handle destroyed"},
     }
     local got = traces(out)
     for name, lines in pairs(want) do assert.are.same(lines, got[name], name .. "\n" .. out) end
@@ -661,7 +916,8 @@ describe("gpu.linalg's batched routines without a GPU", function()
 
   it("raises NumPy's errors from one matrix's info, names failed calls, falls back without cuBLAS", function()
     local code = [[
-      for _, f in ipairs{"solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh"} do
+      for _, f in ipairs{"solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "svd", "matrix_rank",
+                         "pinv", "cond"} do
         local args = {gpu.zeros({3, 4, 4})}
         if f == "solve" then args[2] = gpu.zeros({4}) end
         local ok, err = pcall(L[f], table.unpack(args))
@@ -675,12 +931,17 @@ describe("gpu.linalg's batched routines without a GPU", function()
       "det\ttrue\t\n", "slogdet\ttrue\t\n",
       "cholesky\tfalse\t[^\n]*bad argument #1 to 'cholesky' %(Matrix is not positive definite%)\n",
       "eigh\tfalse\t[^\n]*bad argument #1 to 'eigh' %(Eigenvalues did not converge%)\n",
-      "eigvalsh\tfalse\t[^\n]*bad argument #1 to 'eigvalsh' %(Eigenvalues did not converge%)\n"} do
+      "eigvalsh\tfalse\t[^\n]*bad argument #1 to 'eigvalsh' %(Eigenvalues did not converge%)\n",
+      "svd\tfalse\t[^\n]*bad argument #1 to 'svd' %(SVD did not converge%)\n",
+      "matrix_rank\tfalse\t[^\n]*bad argument #1 to 'matrix_rank' %(SVD did not converge%)\n",
+      "pinv\tfalse\t[^\n]*bad argument #1 to 'pinv' %(SVD did not converge%)\n",
+      "cond\tfalse\t[^\n]*bad argument #1 to 'cond' %(SVD did not converge%)\n"} do
       assert.truthy(out:find(line), line .. "\n" .. out)
     end
     -- all regular: no error
     out = fake_run(code, {FAKE_CUBLAS_INFO = "0", FAKE_CUSOLVER_INFO = "0"})
-    for _, f in ipairs{"solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh"} do
+    for _, f in ipairs{"solve", "inv", "det", "slogdet", "cholesky", "eigh", "eigvalsh", "svd", "matrix_rank", "pinv",
+                       "cond"} do
       assert.truthy(out:find("\n" .. f .. "\ttrue\t\n") or out:find("^" .. f .. "\ttrue\t\n"), f .. "\n" .. out)
     end
     out = fake_run("print(pcall(L.inv, gpu.zeros({2, 3, 3})))", {FAKE_CUBLAS_BATCHED = "fail"})
@@ -691,6 +952,8 @@ describe("gpu.linalg's batched routines without a GPU", function()
                            .. "to run on the GPU)\n", 1, true), out)
     out = fake_run("print(pcall(L.eigh, gpu.zeros({2, 3, 3}, 'complex128')))", {FAKE_CUSOLVER_FAIL = "ZheevjBatched"})
     assert.truthy(out:find("false\tcusolverDnZheevjBatched: CUSOLVER_STATUS_EXECUTION_FAILED", 1, true), out)
+    out = fake_run("print(pcall(L.svd, gpu.zeros({2, 3, 4}, 'complex64')))", {FAKE_CUSOLVER_FAIL = "CgesvdjBatched"})
+    assert.truthy(out:find("false\tcusolverDnCgesvdjBatched: CUSOLVER_STATUS_EXECUTION_FAILED", 1, true), out)
     -- no cuBLAS (none loaded, turned off, no handle): cuSOLVER's loop, as before
     local loop = "mark('x'); print('det', (pcall(L.det, gpu.zeros({2, 3, 3})))); mark('end')"
     for _, env in ipairs{{GPU_CUBLAS_LIBRARY = "/nonexistent/libcublas.so.12"}, {GPU_CUBLAS_DISABLE = "1"},
@@ -717,6 +980,12 @@ describe("gpu.linalg's batched routines without a GPU", function()
       try(core.solver_potrf_batched, a, info, "upper")
       try(core.solver_syevj_batched, gpu.zeros({2, 33, 33}), gpu.zeros({2, 33}), info, false, "L")
       try(core.solver_syevj_batched, a, gpu.zeros({2, 3}, "float32"), info, false, "L")
+      local s3, u3 = gpu.zeros({2, 3}), gpu.zeros({2, 3, 3})
+      try(core.solver_gesvdj_batched, gpu.zeros({2, 33, 4}), gpu.zeros({2, 4}), gpu.zeros({2, 4, 4}),
+          gpu.zeros({2, 33, 33}), info, true)
+      try(core.solver_gesvdj_batched, a, gpu.zeros({2, 3}, "float32"), u3, u3, info, true)
+      try(core.solver_gesvdj_batched, gpu.zeros({2, 2, 3}), gpu.zeros({2, 2}), u3, gpu.zeros({2, 2, 3}), info, false)
+      try(core.solver_gesvdj_batched, a, s3, u3, u3, gpu.zeros({2}, "int64"), false)
       local s = gpu.Stream()
       s:begin_capture()
       try(core.solver_getrf_batched, a, ipiv, info, s)
@@ -744,6 +1013,11 @@ describe("gpu.linalg's batched routines without a GPU", function()
       "bad argument #3 to 'gpu.core.solver_potrf_batched' (invalid option 'upper')",
       "bad argument #1 to 'gpu.core.solver_syevj_batched' (matrices of at most 32 rows expected, got 33)",
       "bad argument #2 to 'gpu.core.solver_syevj_batched' (float64 array expected, got float32)",
+      "bad argument #1 to 'gpu.core.solver_gesvdj_batched' (matrices of at most 32 rows and columns expected, "
+        .. "got 4 x 33)",
+      "bad argument #2 to 'gpu.core.solver_gesvdj_batched' (float64 array expected, got float32)",
+      "bad argument #4 to 'gpu.core.solver_gesvdj_batched' (array of 8 elements expected, got 12)",
+      "bad argument #5 to 'gpu.core.solver_gesvdj_batched' (int32 array expected, got int64)",
       "bad argument #4 to 'gpu.core.solver_getrf_batched' (cuSOLVER's work cannot be captured in a graph)",
       "bad argument #4 to 'gpu.core.solver_potrf_batched' (cuSOLVER's work cannot be captured in a graph)",
       "bad argument #6 to 'gpu.core.solver_syevj_batched' (stream has been freed)",

@@ -816,6 +816,7 @@ describe("gpu.linalg's batched routines without a GPU", function()
       -- syevjBatched's int work size: a big stack in pieces (here of two 4 x 4 matrices)
       require("gpu.linalg").syevj_chunk = 32
       call("eigh in pieces", L.eigvalsh, gpu.zeros({5, 4, 4}))
+      call("svd in pieces", L.svd, gpu.zeros({5, 4, 3}), {compute_uv = false})
       require("gpu.linalg").syevj_chunk = 1 << 24
       call("svd", L.svd, gpu.zeros({1000, 4, 3}, "float32"))
       call("svd reduced", L.svd, gpu.zeros({37, 5, 7}, "complex128"), {full_matrices = false})
@@ -864,6 +865,9 @@ describe("gpu.linalg's batched routines without a GPU", function()
       ["svd values"] = {"gesvdjBatched novectors D m 32 n 32 lda 32 ldu 32 ldv 32 batch 3"},
       matrix_rank = {"gesvdjBatched novectors C m 20 n 32 lda 20 ldu 20 ldv 32 batch 2"},
       cond = {"gesvdjBatched novectors D m 3 n 3 lda 3 ldu 3 ldv 3 batch 2"},
+      ["svd in pieces"] = {"gesvdjBatched novectors D m 3 n 4 lda 3 ldu 3 ldv 4 batch 2",
+                           "gesvdjBatched novectors D m 3 n 4 lda 3 ldu 3 ldv 4 batch 2",
+                           "gesvdjBatched novectors D m 3 n 4 lda 3 ldu 3 ldv 4 batch 1"},
       ["svd view"] = {"gesvdjBatched novectors D m 2 n 3 lda 2 ldu 2 ldv 3 batch 4"},
       ["svd 33"] = {"Xgesvd A A R_64F m 33 n 4 lda 33 ldu 33 ldvt 4", "Xgesvd A A R_64F m 33 n 4 lda 33 ldu 33 ldvt 4"},
       ["svd one matrix"] = {"Xgesvd N N R_64F m 4 n 3 lda 4 ldu 4 ldvt 3"},

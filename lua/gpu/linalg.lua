@@ -83,7 +83,7 @@ local BATCHED_MAX = 32
 
 -- How often each batched routine ran (for the specs, which check that a stack took it).
 M.batched_calls = {getrf = 0, potrf = 0, syevj = 0, gesvdj = 0}
-M.syevj_chunk = 1 << 24     -- the most elements of a stack one syevjBatched call takes
+M.syevj_chunk = 1 << 24     -- the most elements of a stack one syevjBatched or gesvdjBatched takes
 
 -- Dtypes -----------------------------------------------------------------------------------
 
@@ -144,6 +144,26 @@ local function product(list)
   local p = 1
   for _, n in ipairs(list) do p = p * n end
   return p
+end
+
+-- f(pieces of arrays...) for the count matrices of the contiguous stacks in arrays (their
+-- last tails[i] axes a matrix's), at most syevj_chunk // elements matrices a call: syevjBatched
+-- and gesvdjBatched count their work areas in an int of elements, which grows with the stack
+-- (at 32 x 32, past 2^31 from about two million matrices).
+local function in_pieces(count, elements, arrays, tails, f)
+  local per = math.max(1, M.syevj_chunk // elements)
+  if count <= per then return f(table.unpack(arrays)) end
+  local flat = {}
+  for i, x in ipairs(arrays) do
+    local shape = {count}
+    for d = x.ndim - tails[i] + 1, x.ndim do shape[#shape + 1] = x.shape[d] end
+    flat[i] = x:reshape(shape)
+  end
+  for first = 1, count, per do
+    local pieces = {}
+    for i, x in ipairs(flat) do pieces[i] = x:narrow(1, first, math.min(per, count - first + 1)) end
+    f(table.unpack(pieces))
+  end
 end
 
 -- Whether a stack of shape batch_shape of n x n matrices goes to the batched routines.
@@ -528,16 +548,10 @@ local function eigen_of(a, n, uplo, dtype, stream, fname, vectors)
   if copy.size > 0 then
     local info = core.array_empty(batch, "int32")
     if batched(n, batch) then
-      -- syevjBatched counts its work area in an int of elements, which grows with the stack:
-      -- stacks of more than syevj_chunk elements go in pieces, well under 2^31
-      local count, per = product(batch), math.max(1, M.syevj_chunk // (n * n))
-      local matrices, values, infos = copy:reshape(count, n, n), w:reshape(count, n), info:reshape(count)
-      for first = 1, count, per do
-        local length = math.min(per, count - first + 1)
-        core.solver_syevj_batched(matrices:narrow(1, first, length), values:narrow(1, first, length),
-                                  infos:narrow(1, first, length), vectors, uplo == "L" and "U" or "L", stream)
+      in_pieces(product(batch), n * n, {copy, w, info}, {2, 1, 0}, function(part, values, infos)
+        core.solver_syevj_batched(part, values, infos, vectors, uplo == "L" and "U" or "L", stream)
         M.batched_calls.syevj = M.batched_calls.syevj + 1
-      end
+      end)
     else
       core.solver_syevd(copy, w, info, vectors, uplo == "L" and "U" or "L", stream)
     end
@@ -629,8 +643,11 @@ local function singular_batched(a, s, info, uv, full, dtype, stream)
   local copy = fresh(a, dtype, stream)
   local u_cols = core.array_empty(shape_of(a.shape, nb, n, n), dtype)     -- U', row-major: vh
   local v_cols = core.array_empty(shape_of(a.shape, nb, m, m), dtype)     -- V', row-major: V'^T
-  core.solver_gesvdj_batched(copy, s, u_cols, v_cols, info, uv, stream)
-  M.batched_calls.gesvdj = M.batched_calls.gesvdj + 1
+  in_pieces(product(shape_of(a.shape, nb)), math.max(m, n) * math.max(m, n), {copy, s, u_cols, v_cols, info},
+            {2, 1, 2, 2, 0}, function(part, values, u_part, v_part, infos)
+    core.solver_gesvdj_batched(part, values, u_part, v_part, infos, uv, stream)
+    M.batched_calls.gesvdj = M.batched_calls.gesvdj + 1
+  end)
   core.free_after(copy, stream)
   if not uv then
     free_all(stream, u_cols, v_cols)

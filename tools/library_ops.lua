@@ -42,6 +42,9 @@ local u = random.rand(n, "float32")
 local signal, taps = random.rand(1 << 20, "float32"), random.rand(1000, "float32")
 local obs = random.rand({64, 1 << 20}, "float64")
 local bins = ga.linspace(0, 1, 101)
+local ints = (random.rand(1 << 24, "float64") * (1 << 26)):astype("int32")
+local ints2 = (random.rand(1 << 24, "float64") * (1 << 26)):astype("int32")
+local poly = random.rand(9, "float32")
 local tests = random.rand(1000, "float32")
 local vec3 = random.rand({1 << 24, 3}, "float32")
 
@@ -85,6 +88,20 @@ local cases = {   -- {name, call}
   {"randint 2^26", function() return random.randint(0, 1000, n, "int32") end},
   {"permutation 2^24", function() return random.permutation(1 << 24) end},
   {"choice 2^20 of 2^24", function() return random.choice(1 << 24, 1 << 20, {replace = false}) end},
+  {"standard_gamma 2^26", function() return random.standard_gamma(2.5, n, "float32") end},
+  {"exponential 2^26", function() return random.exponential(1, n, "float32") end},
+  {"poisson 2^26", function() return random.poisson(10, n) end},
+  {"binomial 2^26", function() return random.binomial(100, 0.3, n) end},
+  {"beta 2^26", function() return random.beta(2, 3, n, "float32") end},
+  {"erf 2^26", function() return gpu.cumath.erf(u) end},
+  {"digamma 2^26", function() return gpu.cumath.digamma(u) end},
+  {"lgamma 2^26", function() return gpu.cumath.lgamma(u) end},
+  {"logaddexp 2^26", function() return gpu.cumath.logaddexp(u, u) end},
+  {"intersect1d 2^24", function() return ga.intersect1d(ints, ints2) end},
+  {"union1d 2^24", function() return ga.union1d(ints, ints2) end},
+  {"lexsort 2 keys 2^24", function() return ga.lexsort({ints, ints2}) end},
+  {"polyval deg 8 2^26", function() return ga.polyval(poly, u) end},
+  {"gradient 8192^2", function() return first(ga.gradient(m32)) end},
   {"convolve 2^20 1000", function() return ga.convolve(signal, taps) end},
   {"cov 64 x 2^20", function() return ga.cov(obs) end},
   {"isin 2^26 1000", function() return ga.isin(u, tests) end},

@@ -11,6 +11,7 @@ import re
 import statistics
 
 import cupy as cp
+import cupyx.scipy.special
 
 only = os.environ.get("LIBRARY_OPS_ONLY")
 
@@ -41,6 +42,9 @@ u = cp.random.rand(n, dtype=cp.float32)
 signal, taps = cp.random.rand(1 << 20, dtype=cp.float32), cp.random.rand(1000, dtype=cp.float32)
 obs = cp.random.rand(64, 1 << 20)
 bins = cp.linspace(0, 1, 101)
+ints = (cp.random.rand(1 << 24) * (1 << 26)).astype(cp.int32)
+ints2 = (cp.random.rand(1 << 24) * (1 << 26)).astype(cp.int32)
+poly = cp.random.rand(9, dtype=cp.float32)
 tests = cp.random.rand(1000, dtype=cp.float32)
 vec3 = cp.random.rand(1 << 24, 3, dtype=cp.float32)
 rng = cp.random.default_rng()
@@ -75,6 +79,20 @@ cases = [
     ("randint 2^26", lambda: cp.random.randint(0, 1000, n, dtype=cp.int32)),
     ("permutation 2^24", lambda: cp.random.permutation(1 << 24)),
     ("choice 2^20 of 2^24", lambda: cp.random.choice(1 << 24, 1 << 20, replace=False)),
+    ("standard_gamma 2^26", lambda: cp.random.standard_gamma(2.5, n, dtype=cp.float32)),
+    ("exponential 2^26", lambda: cp.random.exponential(1, n, dtype=cp.float32)),
+    ("poisson 2^26", lambda: cp.random.poisson(10, n)),
+    ("binomial 2^26", lambda: cp.random.binomial(100, 0.3, n)),
+    ("beta 2^26", lambda: cp.random.beta(2, 3, n, dtype=cp.float32)),
+    ("erf 2^26", lambda: cupyx.scipy.special.erf(u)),
+    ("digamma 2^26", lambda: cupyx.scipy.special.digamma(u)),
+    ("lgamma 2^26", lambda: cupyx.scipy.special.gammaln(u)),
+    ("logaddexp 2^26", lambda: cp.logaddexp(u, u)),
+    ("intersect1d 2^24", lambda: cp.intersect1d(ints, ints2)),
+    ("union1d 2^24", lambda: cp.union1d(ints, ints2)),
+    ("lexsort 2 keys 2^24", lambda: cp.lexsort(cp.stack([ints, ints2]))),
+    ("polyval deg 8 2^26", lambda: cp.polyval(poly, u)),
+    ("gradient 8192^2", lambda: cp.gradient(m32)),
     ("convolve 2^20 1000", lambda: cp.convolve(signal, taps)),
     ("cov 64 x 2^20", lambda: cp.cov(obs)),
     ("isin 2^26 1000", lambda: cp.isin(u, tests)),

@@ -23,8 +23,9 @@
 -- The set routines are NumPy's algorithms on the library's pieces: unique, concatenate, sort
 -- or the stable argsort, one comparison of neighbours and one compaction (compact's
 -- flat_indices, which reads its count back); setdiff1d and in1d are isin's binary search.
--- insert and delete gather along the axis in one kernel from a place map made on the host,
--- whose lists of places (a GPUArray of them is read back) are small beside the data.
+-- insert and delete gather along the axis in one kernel over the output, each element finding
+-- its source by a binary search over the sorted places uploaded (a GPUArray of them is read
+-- back): the host works on the places only, never on the whole axis.
 
 local core = require "gpu.core"
 local args = require "gpu.args"
@@ -554,10 +555,14 @@ end
 
 local AXIS = {axis = true}
 
--- The contiguous n-d gather along an axis: out's element (o, j, r), o over the axes before
--- it, j along it (lout long), r over those after it (inner elements), is a's (o, p, r) where
--- the place map's p = map[j] is 0 or more, else v's (o, -1 - p, r).  Elements are moved as
--- unsigned words of their size (complex128 as itself).
+-- The contiguous n-d gather along an axis by k sorted places (keys, int64): out's element
+-- (o, j, r), o over the axes before the axis, j along it (lout long), r over those after it
+-- (inner elements), is found by a binary search for c, the number of keys at or before j.
+-- Deleting, key m (0-based) is the m-th deleted place less m, and the element is a's
+-- (o, j + c, r).  Inserting, key m is the output place of the m-th new slot (strictly
+-- increasing) and slots[m] its slot of v: where key c - 1 is j the element is v's
+-- (o, slots[c - 1], r), else a's (o, j - c, r).  So the host handles k places, not the axis.
+-- Elements are moved as unsigned words of their size (complex128 as itself).
 local WORD_TYPES = {[1] = {"unsigned char", "uint8"}, [2] = {"unsigned short", "uint16"},
                     [4] = {"unsigned int", "uint32"}, [8] = {"unsigned long long", "uint64"},
                     [16] = {"lg_complex128", "complex128"}}
@@ -567,32 +572,43 @@ local function gather_kernel(itemsize)
   if k == nil then
     local word = WORD_TYPES[itemsize][1]
     k = ew.ElementwiseKernel(
-      ("%s *out, const %s *a, const %s *v, const long long *map, long long lout, long long la, "
-       .. "long long lv, long long inner"):format(word, word, word),
-      "const long long r = i % inner, j = i / inner % lout, o = i / inner / lout, p = map[j];\n"
-      .. "    out[i] = p >= 0 ? a[(o * la + p) * inner + r] : v[(o * lv + (-1 - p)) * inner + r]",
+      ("%s *out, const %s *a, const %s *v, const long long *keys, const long long *slots, long long k, "
+       .. "bool inserting, long long lout, long long la, long long lv, long long inner")
+        :format(word, word, word),
+      "const long long r = i % inner, j = i / inner % lout, o = i / inner / lout;\n"
+      .. "    long long lo = 0, hi = k;\n"
+      .. "    while (lo < hi) { const long long mid = lo + (hi - lo) / 2;"
+      .. " if (keys[mid] <= j) lo = mid + 1; else hi = mid; }\n"
+      .. "    if (inserting && lo > 0 && keys[lo - 1] == j) out[i] = v[(o * lv + slots[lo - 1]) * inner + r];\n"
+      .. "    else out[i] = a[(o * la + (inserting ? j - lo : j + lo)) * inner + r]",
       "sets_gather")
     gather_kernels[itemsize] = k
   end
   return k
 end
 
--- A new array of shape (a's with `axis` as long as the list map) gathered by the place map
--- (0-based places of a along axis, or -1 - m for slot m of v; see gather_kernel): a, and v
--- where given, are contiguous arrays of one dtype, v of shape a's with its own length there.
-local function gather_along(a, v, axis, map)
+-- A new array of shape a's with `axis` lout long, gathered by the sorted keys (a list of k
+-- integers) and, inserting, their slots of v (see gather_kernel): a, and v where given, are
+-- contiguous arrays of one dtype, v of shape a's with its own length along axis.
+local function gather_along(a, v, axis, lout, keys, slots)
   local shape = a.shape
-  shape[axis] = #map
+  shape[axis] = lout
   local out = core.array_empty(shape, a.dtype)
   if out.size == 0 then return out end
   local inner = 1
   for d = axis + 1, #shape do inner = inner * shape[d] end
   local word = WORD_TYPES[a.itemsize][2]
   local function words(x) return x.dtype == word and x or x:view(word) end
-  local places = ga.to_gpu(core.host.from_table(map, "int64"))
-  gather_kernel(a.itemsize)(words(out), words(a), words(v or a), places, #map, a.shape[axis],
-                            v and v.shape[axis] or 0, inner)
-  release(places)
+  local k = #keys
+  local list = table.move(keys, 1, k, 1, {})           -- keys then slots, in one upload
+  if slots then table.move(slots, 1, k, k + 1, list) end
+  if k == 0 then list[1] = 0 end                       -- no empty upload: nothing reads it
+  local uploaded = ga.to_gpu(core.host.from_table(list, "int64"))
+  local on_device_keys = uploaded:slice(1, math.max(k, 1))
+  local on_device_slots = slots and k > 0 and uploaded:slice(k + 1, 2 * k) or on_device_keys
+  gather_kernel(a.itemsize)(words(out), words(a), words(v or a), on_device_keys, on_device_slots, k,
+                            v ~= nil, lout, a.shape[axis], v and v.shape[axis] or 0, inner)
+  release(uploaded)
   return out
 end
 
@@ -626,6 +642,18 @@ local function place_list(index, fname, bools_allowed, length)
       argerror(2, fname, ("index must be 0-d or 1-d, got a %d-d array"):format(index.ndim), 2)
     end
     one = index.ndim == 0
+    if k == "b" and index.ndim == 1 then          -- a mask: only its true places come back
+      if index.size ~= length then
+        argerror(2, fname, ("a mask of %d bools for an axis of length %d"):format(index.size, length), 2)
+      end
+      if length == 0 then return {}, false end
+      local found = compact.flat_indices(index)
+      local h = found:get()
+      release(found)
+      local places = {}
+      for i = 1, h.size do places[i] = h[i] + 1 end
+      return places, false
+    end
     local h = index:get()
     index = {}
     for i = 1, h.size do index[i] = h[i] end
@@ -717,9 +745,10 @@ function M.insert(arr, index, values, opts)
                           :format(promote.shape_text(v.shape), promote.shape_text(block_shape)))
   end
   local block = ga.broadcast_to(ndmin, block_shape):copy()
-  local map, slot_at = {}, {}
+  -- the output places of the new slots, in increasing order, and the slot of v at each
+  local keys, slots = {}, {}
   if #places == 1 then
-    for m = 1, count do slot_at[places[1] + m - 1] = m end
+    for m = 1, count do keys[m], slots[m] = places[1] + m - 1, m - 1 end
   else
     -- NumPy's: by the stable order of the places, the k-th (from 0) moves k on
     local by_place = {}
@@ -728,14 +757,9 @@ function M.insert(arr, index, values, opts)
       if places[i] ~= places[j] then return places[i] < places[j] end
       return i < j
     end)
-    for k, m in ipairs(by_place) do slot_at[places[m] + k - 1] = m end
+    for k, m in ipairs(by_place) do keys[k], slots[k] = places[m] + k - 1, m - 1 end
   end
-  local old = 0
-  for j = 0, length + count - 1 do
-    if slot_at[j] then map[j + 1] = -slot_at[j]       -- -1 - (slot - 1)
-    else map[j + 1], old = old, old + 1 end
-  end
-  local out = gather_along(x, block, axis, map)
+  local out = gather_along(x, block, axis, length + count, keys, slots)
   release(x_made and x, v_made and v, block)
   return out
 end
@@ -754,13 +778,14 @@ function M.delete(arr, index, opts)
       release(x_made and x)
       argerror(2, "delete", ("place %d is out of range for an axis of length %d"):format(p, length))
     end
-    gone[p < 0 and length + p + 1 or p] = true
+    gone[#gone + 1] = p < 0 and length + p or p - 1        -- 0-based
   end
-  local map = {}
-  for p = 1, length do
-    if not gone[p] then map[#map + 1] = p - 1 end
+  table.sort(gone)
+  local keys, last = {}, nil         -- each distinct deleted place less the number before it
+  for _, p in ipairs(gone) do
+    if p ~= last then keys[#keys + 1], last = p - #keys, p end
   end
-  local out = gather_along(x, nil, axis, map)
+  local out = gather_along(x, nil, axis, length - #keys, keys)
   release(x_made and x)
   return out
 end

@@ -54,9 +54,10 @@ local function release(...)
   end
 end
 
--- a as a 1-d array in row-major order: a view of a contiguous a, else a copy.
+-- a as a 1-d array in row-major order: a view of a contiguous a, else a copy; and whether
+-- it is a copy (a temporary to release).
 local function flat(a)
-  return a:reshape(a.size)
+  return a:reshape(a.size), not a.is_contiguous
 end
 
 -- Option name of argument n of fname: nil (default) or a boolean.
@@ -105,10 +106,11 @@ local function check_pair(a, b, fname)
   end
 end
 
--- a's distinct values (sorted), or a flattened where assume_unique says they are.
+-- a's distinct values (sorted), or a flattened where assume_unique says they are; and
+-- whether that is a temporary.
 local function distinct(a, assume_unique)
   if assume_unique then return flat(a) end
-  return ga.unique(a)
+  return ga.unique(a), true
 end
 
 -- gpuarray.in1d(a, b[, {invert =, stream =}]): NumPy's, whether each element of a flattened
@@ -126,7 +128,10 @@ end
 -- joined: NaNs count as one), in their promoted dtype.
 function M.union1d(a, b)
   check_pair(a, b, "union1d")
-  local joined = ga.concatenate({flat(a), flat(b)})
+  local x, x_made = flat(a)
+  local y, y_made = flat(b)
+  local joined = ga.concatenate({x, y})
+  release(x_made and x, y_made and y)
   local values = ga.unique(joined)
   release(joined)
   return values
@@ -144,7 +149,10 @@ function M.intersect1d(a, b, opts)
   local assume_unique = boolean_option(opts, "assume_unique", 3, "intersect1d", false)
   local with_places = boolean_option(opts, "return_indices", 3, "intersect1d", false)
   local x, y, x_places, y_places
-  if assume_unique then x, y = flat(a), flat(b)
+  local x_made, y_made = true, true                         -- whether x and y are temporaries
+  if assume_unique then
+    x, x_made = flat(a)
+    y, y_made = flat(b)
   elseif with_places then
     x, x_places = ga.unique(a, {return_index = true})
     y, y_places = ga.unique(b, {return_index = true})
@@ -154,13 +162,13 @@ function M.intersect1d(a, b, opts)
   local x_size, y_size = x.size, y.size
   if x_size == 0 or y_size == 0 then                          -- nothing in common
     local values = core.array_empty({0}, promote.result_type_of({x.dtype, y.dtype}))
-    if not assume_unique then release(x, y, x_places, y_places) end
+    release(x_made and x, y_made and y, x_places, y_places)
     if not with_places then return values end
     return values, core.array_empty({0}, "int64"), core.array_empty({0}, "int64")
   end
   local joined = ga.concatenate({x, y})
   local n = joined.size
-  if not assume_unique then release(x, y) end
+  release(x_made and x, y_made and y)
   local order, sorted
   if with_places then
     order = ga.argsort(joined)
@@ -207,11 +215,11 @@ function M.setdiff1d(a, b, opts)
   local assume_unique = boolean_option(opts, "assume_unique", 3, "setdiff1d", false)
   refuse_complex(a, 1, "setdiff1d")
   refuse_complex(b, 2, "setdiff1d")
-  local x = distinct(a, assume_unique)
-  if x.size == 0 then return x end
+  local x, x_made = distinct(a, assume_unique)
+  if x.size == 0 then return x_made and x or x:copy() end
   local kept = ga.isin(x, b, {invert = true})
   local result = ga.extract(kept, x)
-  release(kept, not assume_unique and x)
+  release(kept, x_made and x)
   return result
 end
 
@@ -222,9 +230,10 @@ function M.setxor1d(a, b, opts)
   check_pair(a, b, "setxor1d")
   opts = check_options(opts, 3, "setxor1d", ASSUME_UNIQUE)
   local assume_unique = boolean_option(opts, "assume_unique", 3, "setxor1d", false)
-  local x, y = distinct(a, assume_unique), distinct(b, assume_unique)
+  local x, x_made = distinct(a, assume_unique)
+  local y, y_made = distinct(b, assume_unique)
   local joined = ga.concatenate({x, y})
-  if not assume_unique then release(x, y) end
+  release(x_made and x, y_made and y)
   local n = joined.size
   if n == 0 then return joined end
   joined:sort()
@@ -618,7 +627,8 @@ end
 local function edited(arr, opts, n, fname)
   opts = check_options(opts, n, fname, AXIS)
   if opts.axis == nil then
-    return flat(arr), 1, not arr.is_contiguous
+    local x, made = flat(arr)
+    return x, 1, made
   end
   local axis = args.check_axis(opts.axis, arr.ndim, n, fname, 2)
   if arr.is_contiguous then return arr, axis, false end
@@ -812,7 +822,10 @@ function M.append(arr, values, opts)
   local dtype = promote.result_type_of({arr.dtype, v.dtype})
   local out
   if opts.axis == nil then
-    out = ga._join_along({flat(arr), flat(v)}, dtype, 1, nil, "append")
+    local x, x_made = flat(arr)
+    local y, y_made = flat(v)
+    out = ga._join_along({x, y}, dtype, 1, nil, "append")
+    release(x_made and x, y_made and y)
   else
     local axis = args.check_axis(opts.axis, arr.ndim, 3, "append")
     local shape, v_shape = arr.shape, v.shape

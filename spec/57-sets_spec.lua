@@ -227,6 +227,26 @@ describe("set routines, lexsort, flat indices and editing", function()
     assert.are.equal("union1d\t0\nintersect1d\t0\nsetdiff1d\t0\nsetxor1d\t0\nappend\t0\n", out)
   end)
 
+  it("ravel_multi_index reads nothing back unless an axis's mode is 'raise'", function()
+    local out, ok = helpers.run_with_fakes([[
+      local gpu = require "gpu"
+      local reduction = require "gpu.reduction"
+      local checks = 0
+      reduction.ReductionKernel = function()               -- any_outside's: counted, all in range
+        return function() checks = checks + 1; return gpu.gpuarray.zeros({}, "bool") end
+      end
+      local ga = gpu.gpuarray
+      local i, j = ga.zeros({5}, "int64"), ga.zeros({5}, "int32")
+      for _, mode in ipairs{"wrap", "clip", {"clip", "wrap"}, "raise", {"wrap", "raise"}} do
+        checks = 0
+        ga.ravel_multi_index({i, j}, {4, 6}, {mode = mode}):free()
+        print(checks)
+      end
+    ]])
+    assert(ok, out)
+    assert.are.equal("0\n0\n0\n1\n1\n", out)
+  end)
+
   helpers.gpu_it("intersect1d, union1d, setdiff1d, setxor1d and in1d are NumPy's, on random values", function()
     for _, case in ipairs(SET_CASES) do
       local a_dtype, b_dtype, generate, joined = table.unpack(case)

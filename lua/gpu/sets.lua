@@ -540,7 +540,9 @@ function M.ravel_multi_index(multi_index, dims, opts)
       call[#call + 1], call[#call + 2], call[#call + 3] = x, dims[d], steps[d]
     end
     ravel_kernel(modes)(table.unpack(call))
-    if any_outside(out, size_of(dims)) then
+    local checked = false                 -- only "raise" flags places: no read-back without it
+    for d = 1, #dims do checked = checked or modes[d] == "raise" end
+    if checked and any_outside(out, size_of(dims)) then
       local places = out:get()
       for i = 1, places.size do
         if places[i] == 0 then

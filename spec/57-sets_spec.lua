@@ -211,7 +211,8 @@ describe("set routines, lexsort, flat indices and editing", function()
       for i = 2, results.n do
         if type(results[i]) == "userdata" and results[i].free then results[i]:free() end
       end
-      if results[1] then print(name, in_use() - before) else print(name, in_use() - before, results[2]) end
+      if results[1] then print(name, in_use() - before)
+      else print(name, in_use() - before, tostring(results[2]):match("bad argument.*") or results[2]) end
     end
   ]]
 
@@ -225,6 +226,31 @@ describe("set routines, lexsort, flat indices and editing", function()
     ]])
     assert(ok, out)
     assert.are.equal("union1d\t0\nintersect1d\t0\nsetdiff1d\t0\nsetxor1d\t0\nappend\t0\n", out)
+  end)
+
+  it("ravel_multi_index, insert, delete and ediff1d leave nothing behind when they raise", function()
+    local out, ok = helpers.run_with_fakes(LEAK_PRELUDE .. [[
+      local i = ga.zeros({3}, "int32")
+      leak("ravel", function() return ga.ravel_multi_index({i, {1, 2}}, {4, 5}) end)
+      leak("ravel", function() return ga.ravel_multi_index({{1, 2, 3}, {1.5}}, {4, 5}) end)
+      leak("insert", function() return ga.insert(a, 1, "x") end)
+      leak("insert", function() return ga.insert(a, 1, "x", {axis = 2}) end)
+      leak("insert", function() return ga.insert(a, {1, 1.5}, 1) end)
+      leak("delete", function() return ga.delete(a, {1, 1.5}) end)
+      leak("delete", function() return ga.delete(a, 99, {axis = 1}) end)
+      leak("ediff1d", function() return ga.ediff1d(a, {to_begin = {1, 2}, to_end = "x"}) end)
+    ]])
+    assert(ok, out)
+    assert.are.equal(table.concat({
+      "ravel\t0\tbad argument #1 to 'ravel_multi_index' (operands could not be broadcast together with shapes (3,) (2,))",
+      "ravel\t0\tbad argument #1 to 'ravel_multi_index' (multi_index item 2 must be a GPUArray or a table of integers)",
+      "insert\t0\tbad argument #3 to 'insert' (values must be a GPUArray, a value or a table of values, got string)",
+      "insert\t0\tbad argument #3 to 'insert' (values must be a GPUArray, a value or a table of values, got string)",
+      "insert\t0\tbad argument #2 to 'insert' (index item 2 must be an integer, got float)",
+      "delete\t0\tbad argument #2 to 'delete' (index item 2 must be an integer, got float)",
+      "delete\t0\tbad argument #2 to 'delete' (place 99 is out of range for an axis of length 50)",
+      "ediff1d\t0\tbad argument #2 to 'ediff1d' (option 'to_end' must be a GPUArray, a number or a list of numbers, got string)",
+    }, "\n") .. "\n", out)
   end)
 
   it("ravel_multi_index reads nothing back unless an axis's mode is 'raise'", function()

@@ -416,7 +416,11 @@ function M.ediff1d(ary, opts)
   if dtype == "bool" then argerror(1, "ediff1d", "differences of bool arrays are not defined") end
   local stream = opts.stream
   local begin_values, begin_made = end_values(opts, "to_begin", dtype, stream)
-  local end_values_, end_made = end_values(opts, "to_end", dtype, stream)
+  local ok, end_values_, end_made = pcall(end_values, opts, "to_end", dtype, stream)
+  if not ok then                                   -- to_begin's copy is not left behind
+    release(stream, begin_made and begin_values)
+    error(end_values_, 0)
+  end
   local flat = ary:ravel()
   local n = math.max(flat.size - 1, 0)
   local nb = begin_values and begin_values.size or 0

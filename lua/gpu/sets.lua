@@ -325,18 +325,30 @@ local function any_outside(x, size)
   return any
 end
 
--- v (argument n of fname) as an integer GPUArray: an array, or a table of integers uploaded
--- as int64; and whether that is a temporary.
-local function integer_array(v, n, fname, what)
+-- v (argument n of fname) checked as integers: an integer GPUArray, or a table of integers
+-- as an int64 host array (nothing on the device yet).
+local function integer_source(v, n, fname, what)
   if is_list(v) then
     local ok, h = pcall(core.host.from_table, v, "int64")
     if not ok then argerror(n, fname, what .. " must be a GPUArray or a table of integers", 2) end
-    return ga.to_gpu(h), true
+    return h
   end
   check_array(v, n, fname)
   local k = kind(v.dtype)
   if k ~= "i" and k ~= "u" then argerror(n, fname, ("%s must be integers, got %s"):format(what, v.dtype), 2) end
-  return v, false
+  return v
+end
+
+-- An integer_source on the device, and whether it was uploaded (a temporary).
+local function on_device(source)
+  if is_array(source) then return source, false end
+  return ga.to_gpu(source), true
+end
+
+-- v (argument n of fname) as an integer GPUArray: an array, or a table of integers uploaded
+-- as int64; and whether that is a temporary.
+local function integer_array(v, n, fname, what)
+  return on_device(integer_source(v, n, fname, what))
 end
 
 -- x (an integer array) as a contiguous int64 array, and whether that is a copy.
@@ -513,21 +525,25 @@ function M.ravel_multi_index(multi_index, dims, opts)
     end
     return place
   end
-  local arrays, temporaries, shapes = {}, {}, {}
+  -- every item checked and the shapes broadcast before anything is put on the device
+  local sources, shapes = {}, {}
   for d = 1, #dims do
     local item = items[d]
     if math.type(item) == "integer" then
-      arrays[d] = ga.full({}, item, "int64")
-      temporaries[#temporaries + 1] = arrays[d]
+      sources[d] = core.host.from_table({item}, "int64"):reshape({})
     else
-      local given, uploaded = integer_array(item, 1, "ravel_multi_index", ("multi_index item %d"):format(d))
-      if uploaded then temporaries[#temporaries + 1] = given end
-      arrays[d] = given
+      sources[d] = integer_source(item, 1, "ravel_multi_index", ("multi_index item %d"):format(d))
     end
-    shapes[d] = arrays[d].shape
+    shapes[d] = sources[d].shape
   end
   local shape, why = promote.broadcast_shapes(shapes)
   if shape == nil then argerror(1, "ravel_multi_index", why) end
+  local arrays, temporaries = {}, {}
+  for d = 1, #dims do
+    local given, uploaded = on_device(sources[d])
+    if uploaded then temporaries[#temporaries + 1] = given end
+    arrays[d] = given
+  end
   local call = {core.array_empty(shape, "int64")}
   local out = call[1]
   if out.size > 0 then
@@ -623,16 +639,23 @@ local function gather_along(a, v, axis, lout, keys, slots)
   return out
 end
 
--- arr (argument 1 of fname) and the axis opts name, as NumPy's editing functions take them:
--- without an axis, arr flattened along axis 1.  Returns the array (contiguous) to edit, the
--- axis, and whether the array is a temporary.
-local function edited(arr, opts, n, fname)
+-- The axis that the options (argument n of fname) of an editing function name for arr, or
+-- nil for none (arr flattened, as NumPy's editing functions take it); and the axis's length.
+local function edit_axis(arr, opts, n, fname)
   opts = check_options(opts, n, fname, AXIS)
-  if opts.axis == nil then
+  if opts.axis == nil then return nil, arr.size end
+  local axis = args.check_axis(opts.axis, arr.ndim, n, fname, 2)
+  return axis, arr.shape[axis]
+end
+
+-- arr to edit along axis (nil: flattened along axis 1), once every argument is checked (so
+-- no error leaves a copy behind): the array (contiguous), the axis, and whether the array is
+-- a temporary.
+local function edited(arr, axis)
+  if axis == nil then
     local x, made = flat(arr)
     return x, 1, made
   end
-  local axis = args.check_axis(opts.axis, arr.ndim, n, fname, 2)
   if arr.is_contiguous then return arr, axis, false end
   return arr:copy(), axis, true
 end
@@ -733,18 +756,17 @@ end
 -- integer place their first axis runs along axis (several values go in there together).
 function M.insert(arr, index, values, opts)
   check_array(arr, 1, "insert")
-  local x, axis, x_made = edited(arr, opts, 4, "insert")
-  local length = x.shape[axis]
+  local given_axis, length = edit_axis(arr, opts, 4, "insert")
   local places, one = place_list(index, "insert", false)
   for i, p in ipairs(places) do
     if p == 0 or p > length + 1 or p < -length then
-      release(x_made and x)
       argerror(2, "insert", ("place %d is out of range for an axis of length %d (1 to %d, or -%d to -1)")
                             :format(p, length, length + 1, length))
     end
     places[i] = p < 0 and length + p or p - 1           -- NumPy's 0-based index
   end
-  local v, v_made = values_as(values, x.dtype, 3, "insert")
+  local v, v_made = values_as(values, arr.dtype, 3, "insert")
+  local x, axis, x_made = edited(arr, given_axis)
   local ndmin = at_least(v, x.ndim)
   if one then ndmin = ndmin:moveaxis(1, axis) end
   local count = #places == 1 and ndmin.shape[axis] or #places
@@ -781,13 +803,11 @@ end
 -- of them (repeats count once), or a mask of n bools (a table or a GPUArray; true: deleted).
 function M.delete(arr, index, opts)
   check_array(arr, 1, "delete")
-  local x, axis, x_made = edited(arr, opts, 3, "delete")
-  local length = x.shape[axis]
+  local given_axis, length = edit_axis(arr, opts, 3, "delete")
   local places = place_list(index, "delete", true, length)
   local gone = {}
   for _, p in ipairs(places) do
     if p == 0 or p > length or p < -length then
-      release(x_made and x)
       argerror(2, "delete", ("place %d is out of range for an axis of length %d"):format(p, length))
     end
     gone[#gone + 1] = p < 0 and length + p or p - 1        -- 0-based
@@ -797,6 +817,7 @@ function M.delete(arr, index, opts)
   for _, p in ipairs(gone) do
     if p ~= last then keys[#keys + 1], last = p - #keys, p end
   end
+  local x, axis, x_made = edited(arr, given_axis)
   local out = gather_along(x, nil, axis, length - #keys, keys)
   release(x_made and x)
   return out

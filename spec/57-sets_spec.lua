@@ -253,6 +253,21 @@ describe("set routines, lexsort, flat indices and editing", function()
     }, "\n") .. "\n", out)
   end)
 
+  it("resize allocates only its result, and freeing resize's and in1d's results frees them", function()
+    local out, ok = helpers.run_with_fakes(LEAK_PRELUDE .. [[
+      leak("resize", function() return ga.resize(a, {50, 50}) end)
+      local before = in_use()
+      local r = ga.resize(a, {2500})                   -- a's 2000 float32 and half of them again
+      print("held", in_use() - before)
+      r:free()
+      for _, x in ipairs{a, a:transpose(), a:transpose():reshape({2, 1000}), a:slice(1, 1)} do
+        leak("in1d", function() return ga.in1d(x, b) end)
+      end
+    ]])
+    assert(ok, out)
+    assert.are.equal("resize\t0\nheld\t10000\nin1d\t0\nin1d\t0\nin1d\t0\nin1d\t0\n", out)
+  end)
+
   it("ravel_multi_index reads nothing back unless an axis's mode is 'raise'", function()
     local out, ok = helpers.run_with_fakes([[
       local gpu = require "gpu"
@@ -352,6 +367,11 @@ describe("set routines, lexsort, flat indices and editing", function()
     local member = {}
     for i, v in ipairs(av) do member[i] = holds(bv, v) end
     assert_exact(member, ga.in1d(a, b), "in1d of views")
+    local s = gpu.Stream()
+    local on_stream = ga.in1d(a, b, {stream = s})          -- the transposed view copied on s
+    s:synchronize()
+    assert.are.same({30}, on_stream.shape)
+    assert_exact(member, on_stream, "in1d of views on a stream")
     -- assume_unique: distinct values in a random order; setdiff1d then keeps a's order
     local function distinct_values(n, lo, hi)
       local pool = {}

@@ -121,7 +121,13 @@ function M.in1d(a, b, opts)
   local invert = boolean_option(opts, "invert", 3, "in1d", false)
   refuse_complex(a, 1, "in1d")
   refuse_complex(b, 2, "in1d")
-  return ga.isin(a, b, {invert = invert, stream = opts.stream}):reshape(a.size)
+  local isin_opts = {invert = invert, stream = opts.stream}
+  if a.ndim == 1 then return ga.isin(a, b, isin_opts) end
+  -- isin of a 1-d view, so that the result is an array of its own (its free() frees it)
+  local x = a.is_contiguous and a or a:copy(opts.stream and {stream = opts.stream})
+  local result = ga.isin(x:reshape(a.size), b, isin_opts)
+  if x ~= a then core.free_after(x, opts.stream) end
+  return result
 end
 
 -- gpuarray.union1d(a, b): NumPy's, the sorted distinct values of both (unique of the two
@@ -867,19 +873,33 @@ function M.append(arr, values, opts)
   return out
 end
 
+local repeat_kernels = {}
+local function repeat_kernel(itemsize)
+  local k = repeat_kernels[itemsize]
+  if k == nil then
+    local word = WORD_TYPES[itemsize][1]
+    k = ew.ElementwiseKernel(("%s *out, const %s *a, long long n"):format(word, word), "out[i] = a[i % n]",
+                             "sets_resize")
+    repeat_kernels[itemsize] = k
+  end
+  return k
+end
+
 -- gpuarray.resize(a, new_shape): NumPy's np.resize, an array of new_shape filled with a's
 -- elements in row-major order, repeated as often as it takes (zeros where a is empty).  One
--- copy of a view that repeats a through a zero stride.
+-- kernel reads a's element i modulo its size for each element i of the new array.
 function M.resize(a, new_shape)
   check_array(a, 1, "resize")
   new_shape = args.check_shape(new_shape, 2, "resize")
   local size = size_of(new_shape)
   if size == 0 or a.size == 0 then return ga.zeros(new_shape, a.dtype) end
-  local x = flat(a)
-  local repeats = (size + a.size - 1) // a.size
-  local repeated = ga._view_of(x, 0, {repeats, a.size}, {0, a.itemsize}):copy()
-  if not a.is_contiguous then release(x) end
-  return repeated:reshape(repeats * a.size):slice(1, size):reshape(new_shape)
+  local x, made = flat(a)
+  local out = core.array_empty(new_shape, a.dtype)
+  local word = WORD_TYPES[a.itemsize][2]
+  local function words(y) return y.dtype == word and y or y:view(word) end
+  repeat_kernel(a.itemsize)(words(out), words(x), a.size)
+  release(made and x)
+  return out
 end
 
 -- trim_zeros's span: the first and last 0-based places of the true elements of a bool array

@@ -268,6 +268,19 @@ describe("set routines, lexsort, flat indices and editing", function()
     assert.are.equal("resize\t0\nheld\t10000\nin1d\t0\nin1d\t0\nin1d\t0\nin1d\t0\n", out)
   end)
 
+  it("trim_zeros takes trim's letters f and b in either case, as NumPy's", function()
+    local out, ok = helpers.run_with_fakes([[
+      local ga = require("gpu").gpuarray
+      local filt = ga.zeros({5}, "int32")
+      for _, trim in ipairs{"B", "F", "FB", "bF", "fb", ""} do
+        print(trim, pcall(function() return ga.trim_zeros(filt, trim).ndim end))
+      end
+      print(ga.trim_zeros(filt, "").size)                -- nothing trimmed, nothing read back
+    ]])
+    assert(ok, out)
+    assert.are.equal(("%s\ttrue\t1\n"):rep(6):format("B", "F", "FB", "bF", "fb", "") .. "5\n", out)
+  end)
+
   it("ravel_multi_index reads nothing back unless an axis's mode is 'raise'", function()
     local out, ok = helpers.run_with_fakes([[
       local gpu = require "gpu"
@@ -900,10 +913,11 @@ describe("set routines, lexsort, flat indices and editing", function()
       local first, last = #values + 1, 0
       for i = #values, 1, -1 do if nonzero(values[i]) then first = i end end
       for i = 1, #values do if nonzero(values[i]) then last = i end end
-      for _, trim in ipairs{"fb", "f", "b", "bf"} do
-        local lo = trim:find("f") and first or 1
-        local hi = trim:find("b") and last or #values
-        if first > #values then lo, hi = 1, 0 end
+      for _, trim in ipairs{"fb", "f", "b", "bf", "B", "F", "FB", "bF", "ffb", ""} do    -- NumPy's: any case
+        local lower = trim:lower()
+        local lo = lower:find("f") and first or 1
+        local hi = lower:find("b") and last or #values
+        if first > #values and lower ~= "" then lo, hi = 1, 0 end          -- all zeros: nothing is left
         local got = ga.trim_zeros(a, trim ~= "fb" and trim or nil)
         assert.are.equal(dtype, got.dtype)
         assert_exact(table.move(values, lo, hi, 1, {}), got, ("%s trim_zeros '%s'"):format(dtype, trim))
@@ -953,8 +967,12 @@ describe("set routines, lexsort, flat indices and editing", function()
     helpers.assert_error("bad argument #2 to 'resize' (shape must be a number or a table of whole numbers, got string)",
                          ga.resize, a, "2")
     helpers.assert_error("bad argument #1 to 'trim_zeros' (a 1-d array expected, got 2-d)", ga.trim_zeros, ga.zeros({2, 2}))
-    helpers.assert_error("bad argument #2 to 'trim_zeros' (trim must be 'fb', 'f' or 'b', got 'x')", ga.trim_zeros, a, "x")
-    helpers.assert_error("bad argument #2 to 'trim_zeros' (trim must be 'fb', 'f' or 'b', got number)", ga.trim_zeros, a, 1)
+    helpers.assert_error("bad argument #2 to 'trim_zeros' (trim must be made of the letters 'f' and 'b' (either case), got 'x')",
+                         ga.trim_zeros, a, "x")
+    helpers.assert_error("bad argument #2 to 'trim_zeros' (trim must be made of the letters 'f' and 'b' (either case), got 'fbx')",
+                         ga.trim_zeros, a, "fbx")
+    helpers.assert_error("bad argument #2 to 'trim_zeros' (trim must be made of the letters 'f' and 'b' (either case), got number)",
+                         ga.trim_zeros, a, 1)
     helpers.assert_error("bad argument #1 to 'sort_complex' (a 0-d array has no axis to sort along)",
                          ga.sort_complex, ga.zeros({}))
     a:free()

@@ -918,16 +918,19 @@ local function nonzero_span(mask)
 end
 
 -- gpuarray.trim_zeros(filt[, trim = "fb"]): NumPy's, the view of the 1-d filt without its
--- leading ("f"), trailing ("b") or both ("fb") zeros (NaN and -0.0 as NumPy's truth: NaN is
--- not zero, -0.0 is).  One reduction, read back.
+-- leading (trim has an "f"), trailing (a "b") or both zeros; trim's letters in either case,
+-- as NumPy's ("" trims nothing).  NaN and -0.0 as NumPy's truth: NaN is not zero, -0.0 is.
+-- One reduction, read back.
 function M.trim_zeros(filt, trim)
   check_array(filt, 1, "trim_zeros")
   if filt.ndim ~= 1 then argerror(1, "trim_zeros", ("a 1-d array expected, got %d-d"):format(filt.ndim)) end
   trim = trim == nil and "fb" or trim
-  if trim ~= "fb" and trim ~= "bf" and trim ~= "f" and trim ~= "b" then
-    argerror(2, "trim_zeros", "trim must be 'fb', 'f' or 'b', got " .. quoted(trim))
+  if type(trim) ~= "string" or trim:find("[^fFbB]") then
+    argerror(2, "trim_zeros", "trim must be made of the letters 'f' and 'b' (either case), got " .. quoted(trim))
   end
+  trim = trim:lower()
   local n = filt.size
+  if not trim:find("[fb]") then return filt:slice(1, n) end
   if n == 0 then return filt:slice(1, 0) end
   local mask = (filt.dtype == "bool" and filt.is_contiguous) and filt or filt:astype("bool")
   local first, last = nonzero_span(mask)

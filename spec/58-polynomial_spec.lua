@@ -1093,6 +1093,34 @@ describe("histogram2d", function()
     local h, gx = ga.histogram2d(ga.zeros({0}), ga.zeros({0}, "int8"), {bins = 2})
     assert_exact({0.0, 0.0, 0.0, 0.0}, h, "no points")
     assert_exact({0.0, 0.5, 1.0}, gx, "no points' edges")
+    local s = gpu.Stream()
+    local edges = ga.linspace(-1, 2, 7, {stream = s})              -- histogram2d's edges' maker
+    s:synchronize()
+    assert_exact({-1.0, -0.5, 0.0, 0.5, 1.0, 1.5, 2.0}, edges, "linspace on a stream")
+  end)
+
+  -- On the stand-in driver: every step of histogram2d runs on its stream, the edges (which
+  -- the bin kernel reads) and the range's least and greatest values included.
+  it("histogram2d makes its edges and finds its range on the stream it is given", function()
+    local out, ok = helpers.run_with_fakes([[
+      local gpu = require "gpu"
+      local ga = gpu.gpuarray
+      local s = gpu.Stream()
+      local function on(opts) return opts and opts.stream == s and "s" or "default" end
+      local linspace = ga.linspace
+      ga.linspace = function(a, b, n, opts) print("linspace", on(opts)); return linspace(a, b, n, opts) end
+      local methods = require("gpu.core").types.GPUArray.__methods
+      local min, max = methods.min, methods.max
+      methods.min = function(a, opts) print("min", on(opts)); return min(a, opts) end
+      methods.max = function(a, opts) print("max", on(opts)); return max(a, opts) end
+      ga.bincount = function(_, opts) return ga.zeros({opts.minlength}) end    -- reads made-up counts
+      local x = ga.zeros({5})
+      ga.histogram2d(x, x, {bins = 2, stream = s})
+      ga.histogram2d(x, x, {bins = 2, range = {{0, 1}, {0, 1}}, stream = s})
+    ]])
+    assert(ok, out)
+    assert.are.equal("min\ts\nmax\ts\nmin\ts\nmax\ts\nlinspace\ts\nlinspace\ts\n"
+                     .. "linspace\ts\nlinspace\ts\n", out)
   end)
 end)
 

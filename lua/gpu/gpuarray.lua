@@ -404,11 +404,11 @@ function M.arange(...)
   return ew.launch(p, a, nil, "arange", start, step)
 end
 
--- linspace(start, stop[, num[, {endpoint = true, dtype = "float64"}]]): NumPy's, num (default
+-- linspace(start, stop[, num[, {endpoint = true, dtype = "float64", stream =}]]): NumPy's, num (default
 -- 50) evenly spaced values, stop the last of them unless endpoint is false.  Each is
 -- start + i * step in float64, rounded as NumPy rounds it (no fused multiply-add), then
 -- converted to dtype: rounded toward minus infinity for integer dtypes, as NumPy 2 does.
-local LINSPACE_OPTIONS = {endpoint = true, dtype = true}
+local LINSPACE_OPTIONS = {endpoint = true, dtype = true, stream = true}
 function M.linspace(start, stop, num, opts)
   if is_scalar(start) then start = scalar_number(start) end
   if is_scalar(stop) then stop = scalar_number(stop) end
@@ -443,7 +443,7 @@ function M.linspace(start, stop, num, opts)
                                    {name = "step", dtype = "float64", scalar = true},
                                    {name = "stop", dtype = "float64", scalar = true},
                                    {name = "last", dtype = "int64", scalar = true}}}
-  return ew.launch(p, a, nil, "linspace", start + 0.0, step, stop + 0.0, last)
+  return ew.launch(p, a, opts.stream, "linspace", start + 0.0, step, stop + 0.0, last)
 end
 
 -- The first integer among a (nested) table's values that dtype cannot hold, and its flat

@@ -1046,7 +1046,7 @@ local HISTOGRAM2D_OPTIONS = {bins = true, range = true, weights = true, stream =
 
 -- The outer edges of one axis (NumPy's _get_outer_edges): the range given, else the values'
 -- least and greatest (read back), 0 and 1 for no values; widened by 0.5 each way where equal.
-local function outer_edges(a, range, which)
+local function outer_edges(a, range, which, stream)
   local first, last
   if range ~= nil then
     if not is_list(range) or math.type(range[1]) == nil or math.type(range[2]) == nil then
@@ -1064,7 +1064,8 @@ local function outer_edges(a, range, which)
   elseif a.size == 0 then
     first, last = 0.0, 1.0
   else
-    first, last = a:min() + 0.0, a:max() + 0.0
+    local on_stream = stream and {stream = stream}
+    first, last = a:min(on_stream) + 0.0, a:max(on_stream) + 0.0
     if first ~= first or last ~= last or math.abs(first) == math.huge or math.abs(last) == math.huge then
       argerror(which == "x" and 1 or 2, "histogram2d", ("the autodetected range of [%s, %s] is not finite")
                                                        :format(tostring(first), tostring(last)), 3)
@@ -1116,9 +1117,10 @@ function M.histogram2d(x, y, opts)
   end
   local stream = opts.stream
   local nx, ny = counts[1], counts[2]
-  local x0, x1 = outer_edges(x, range and range[1], "x")
-  local y0, y1 = outer_edges(y, range and range[2], "y")
-  local xedges, yedges = ga.linspace(x0, x1, nx + 1), ga.linspace(y0, y1, ny + 1)
+  local x0, x1 = outer_edges(x, range and range[1], "x", stream)
+  local y0, y1 = outer_edges(y, range and range[2], "y", stream)
+  local on_stream = {stream = stream}                   -- the edges are the bin kernel's input
+  local xedges, yedges = ga.linspace(x0, x1, nx + 1, on_stream), ga.linspace(y0, y1, ny + 1, on_stream)
   local flat = core.array_empty({x.size}, "int64")
   if x.size > 0 then
     local xs, x_copy = contiguous_as(x, "float64", stream)

@@ -729,6 +729,12 @@ describe("NumPy's poly* functions", function()
     s:synchronize()
     assert_exact({0.5, 1.0, 5.0, 7.0}, got, "polyint with a stream")
     assert_exact({4.0}, ga.polyint(ga.zeros({0}), 1, 4), "polyint of an empty p")
+    local p = ga.to_gpu({3, -2}, "int16")
+    local copied = ga.polyint(p, 0, {})                         -- NumPy's: no constants needed
+    assert.are.equal("int16", copied.dtype)
+    assert_exact({3, -2}, copied, "polyint m = 0 with no constants")
+    copied:fill(0)                                              -- a copy
+    assert_exact({3, -2}, p, "polyint m = 0's p")
   end)
 end)
 

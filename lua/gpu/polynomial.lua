@@ -854,7 +854,7 @@ end
 -- gpuarray.polyint(p[, m = 1[, k[, {stream =}]]]): NumPy's m-th antiderivative of p, its
 -- integration constants k (a number, or a list of 1 or at least m numbers; zeros by default;
 -- the first is the highest order's): m more coefficients, in float64 (complex128 for complex
--- p or k); p itself (a copy) for m = 0.
+-- p or k); p itself (a copy, in p's dtype) for m = 0, whatever k holds.
 function M.polyint(p, m, k, opts)
   p = coefficients(p, 1, "polyint")
   m = order_argument(m, 2, "polyint")
@@ -874,7 +874,7 @@ function M.polyint(p, m, k, opts)
       argerror(3, "polyint", ("k[%d] must be a number, got %s"):format(i, typename(c)))
     end
   end
-  if #constants == 0 or (#constants ~= 1 and #constants < m) then
+  if m > 0 and (#constants == 0 or (#constants ~= 1 and #constants < m)) then   -- NumPy's: any k for m = 0
     argerror(3, "polyint", ("k must hold 1 or at least m = %d constants, got %d"):format(m, #constants))
   end
   local stream = opts.stream

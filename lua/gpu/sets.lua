@@ -612,7 +612,8 @@ local function gather_kernel(itemsize)
       .. "    long long lo = 0, hi = k;\n"
       .. "    while (lo < hi) { const long long mid = lo + (hi - lo) / 2;"
       .. " if (keys[mid] <= j) lo = mid + 1; else hi = mid; }\n"
-      .. "    if (inserting && lo > 0 && keys[lo - 1] == j) out[i] = v[(o * lv + slots[lo - 1]) * inner + r];\n"
+      .. "    if (inserting && lo > 0 && keys[lo - 1] == j)\n"
+      .. "      out[i] = v[(o * lv + slots[lo - 1]) * inner + r];\n"
       .. "    else out[i] = a[(o * la + (inserting ? j - lo : j + lo)) * inner + r]",
       "sets_gather")
     gather_kernels[itemsize] = k
@@ -926,7 +927,8 @@ function M.trim_zeros(filt, trim)
   if filt.ndim ~= 1 then argerror(1, "trim_zeros", ("a 1-d array expected, got %d-d"):format(filt.ndim)) end
   trim = trim == nil and "fb" or trim
   if type(trim) ~= "string" or trim:find("[^fFbB]") then
-    argerror(2, "trim_zeros", "trim must be made of the letters 'f' and 'b' (either case), got " .. quoted(trim))
+    argerror(2, "trim_zeros", "trim must be made of the letters 'f' and 'b' (either case), got "
+                              .. quoted(trim))
   end
   trim = trim:lower()
   local n = filt.size

@@ -857,10 +857,15 @@ describe("gpu.linalg's functions of the factorizations without a GPU", function(
       show("bad", L.tensorinv, gpu.zeros({2, 2}), {ind = 3})
       show("bad", L.tensorsolve, gpu.zeros({2, 2}), gpu.zeros({2}), {axes = {3}})
       local core = require "gpu.core"
-      show("bad", core.solver_geev, gpu.zeros({3, 3}), gpu.zeros({3}, "complex128"), nil,
+      show("bad", core.solver_geev, gpu.zeros({3, 3}, "int32"), gpu.zeros({3}, "complex128"), nil,
            gpu.zeros({}, "int32"))
       show("bad", core.solver_geev, gpu.zeros({3, 3}, "complex64"), gpu.zeros({3}, "complex128"), nil,
            gpu.zeros({}, "int32"))
+      show("bad", core.solver_geev, gpu.zeros({3, 3}, "float32"), gpu.zeros({3}, "float32"), nil,
+           gpu.zeros({}, "int32"))
+      show("bad", core.solver_geev, gpu.zeros({3, 3}), gpu.zeros({3}, "complex128"),
+           gpu.zeros({3, 3}, "complex128"), gpu.zeros({}, "int32"))
+      show("eig complex", L.eig, gpu.zeros({2, 2}, "complex128"))
     ]], {FAKE_CUSOLVER_INFO = "0"})
     assert(ok, out)
     local lines, geev = {}, {}
@@ -868,10 +873,15 @@ describe("gpu.linalg's functions of the factorizations without a GPU", function(
       if line:match("^fakecusolver: Xgeev") then geev[#geev + 1] = line:sub(15)
       elseif not line:match("^fakecu") then lines[#lines + 1] = line end
     end
-    -- geev of each matrix as complex, a^T's copy (column-major a), left eigenvectors never
-    assert.are.same({"Xgeev novectors vectors C_32F n 3 lda 3 ldvr 3",
-                     "Xgeev novectors vectors C_32F n 3 lda 3 ldvr 3",
-                     "Xgeev novectors novectors C_64F n 4 lda 4 ldvr 4"}, geev)
+    -- geev of each matrix, a^T's copy (column-major a), left eigenvectors never: real matrices
+    -- (integers as float64) in real arithmetic with complex eigenvalues, complex ones in complex
+    local real32 = "W C_32F VL R_32F VR R_32F compute R_32F"
+    local real64 = "W C_64F VL R_64F VR R_64F compute R_64F"
+    local complex128 = "W C_64F VL C_64F VR C_64F compute C_64F"
+    assert.are.same({"Xgeev novectors vectors R_32F n 3 lda 3 ldvr 3 " .. real32,
+                     "Xgeev novectors vectors R_32F n 3 lda 3 ldvr 3 " .. real32,
+                     "Xgeev novectors novectors R_64F n 4 lda 4 ldvr 4 " .. real64,
+                     "Xgeev novectors vectors C_64F n 2 lda 2 ldvr 2 " .. complex128}, geev)
     assert.are.same({
       "pinv: float32(2,3,5)",
       "pinv hermitian: complex64(4,4)",
@@ -901,9 +911,12 @@ describe("gpu.linalg's functions of the factorizations without a GPU", function(
       "bad: bad argument #2 to 'cond' (invalid norm order 0 for matrices)",
       "bad: bad argument #2 to 'tensorinv' (option 'ind' is 3, beyond the array's 2 dimensions)",
       "bad: bad argument #3 to 'tensorsolve' (axis 3 is out of range for a 2-d array)",
-      "bad: bad argument #1 to 'gpu.core.solver_geev' (complex64 or complex128 array expected, "
-      .. "got float64)",
+      "bad: bad argument #1 to 'gpu.core.solver_geev' (float32, float64, complex64 or complex128 array "
+      .. "expected, got int32)",
       "bad: bad argument #2 to 'gpu.core.solver_geev' (complex64 array expected, got complex128)",
+      "bad: bad argument #2 to 'gpu.core.solver_geev' (complex64 array expected, got float32)",
+      "bad: bad argument #3 to 'gpu.core.solver_geev' (float64 array expected, got complex128)",
+      "eig complex: complex128(2) complex128(2,2)",
     }, lines)
     -- geev's infos: NumPy's message, naming the function
     out = helpers.run_with_fakes([[

@@ -5,7 +5,7 @@
 ** complex64 or complex128 and hands them here; each function runs one cuSOLVER routine on
 ** every matrix of a stack, in place, in the order of a stream: LU (getrf, getrs), Cholesky
 ** (potrf, potrs), QR (geqrf, orgqr/ungqr), Hermitian eigenvalues (syevd), singular values
-** (gesvd) and general eigenvalues (geev, of complex matrices; CUDA 12.6's, so optional).
+** (gesvd) and general eigenvalues (geev, CUDA 12.6's, so optional).
 ** cuSOLVER reads matrices column-major, so an array of shape (..., cols, rows) holds a stack
 ** of column-major rows x cols matrices, each the transpose of the row-major matrix the array
 ** shows; the Lua layer turns that to account (linalg.lua says how).  Each matrix's
@@ -710,26 +710,29 @@ static int gpu_solver_syevd (lua_State *L) {
 }
 
 /*
-** solver_geev(a, w, v, info[, stream]): the eigenvalues of the general complex matrices of a
-** (complex64 or complex128; overwritten) into w (a's dtype, batch * n), in no particular
-** order, and with v (a's shape and dtype; nil: none) the right eigenvectors, each of norm 1
-** with its largest component real, as the columns of each matrix.  info (int32, batch): i > 0
-** where the QR algorithm did not converge.  cuSOLVER before 11.6 lacks geev: an error.
+** solver_geev(a, w, v, info[, stream]): the eigenvalues of the general matrices of a (float32,
+** float64, complex64 or complex128; overwritten) into w (complex of a's precision, batch * n),
+** in no particular order, and with v (a's shape and dtype; nil: none) the right eigenvectors,
+** each of norm 1 with its largest component real, as the columns of each matrix.  A real a
+** stays real throughout (cuSOLVER's real A, complex W): its v is LAPACK's packed form, where
+** a complex pair w(j), w(j+1) = conj(w(j)), the one of positive imaginary part first, has the
+** vectors v(:, j) + i v(:, j+1) and its conjugate.  info (int32, batch): i > 0 where the QR
+** algorithm did not converge.  cuSOLVER before 11.6 lacks geev: an error.
 */
 static int gpu_solver_geev (lua_State *L) {
   Stack st;
   gpu_Array *w, *v = NULL, *info;
   cusolverEigMode_t jobvr;
+  cudaDataType w_type;
   CUstream stream;
   Call call;
   size_t device_bytes = 0, host_bytes = 0;
   int64_t i, n;
   check_stack(L, 1, 1, &st);
-  if (st.type != CUDA_C_32F && st.type != CUDA_C_64F)
-    luaL_argerror(L, 1, lua_pushfstring(L, "complex64 or complex128 array expected, got %s",
-                                        gpu_dtypes[st.a->dtype].name));
   n = st.rows;
-  w = check_operand(L, 2, &st, st.a->dtype, st.batch * n);
+  w_type = st.real == CUDA_R_32F ? CUDA_C_32F : CUDA_C_64F;
+  w = check_operand(L, 2, &st, st.real == CUDA_R_32F ? GPU_COMPLEX64 : GPU_COMPLEX128,
+                    st.batch * n);
   if (!lua_isnil(L, 3)) v = check_operand(L, 3, &st, st.a->dtype, st.batch * n * n);
   info = check_operand(L, 4, &st, GPU_INT32, st.batch);
   stream = check_stream(L, 5, &st);
@@ -740,9 +743,10 @@ static int gpu_solver_geev (lua_State *L) {
     lua_pushfstring(L, "%s lacks cusolverDnXgeev (cuSOLVER 11.6, of CUDA 12.6, has it)", sv.path);
     lua_error(L);
   }
+  /* VL, VR and the computation in a's type, W complex: the combinations cuSOLVER documents */
   check_status(L, sv.cusolverDnXgeev_bufferSize(call.handle, call.params,
                                                 CUSOLVER_EIG_MODE_NOVECTOR, jobvr, n, st.type,
-                                                (void *)st.a->ptr, n, st.type, (void *)w->ptr,
+                                                (void *)st.a->ptr, n, w_type, (void *)w->ptr,
                                                 st.type, NULL, 1, st.type,
                                                 v ? (void *)v->ptr : NULL, n, st.type,
                                                 &device_bytes, &host_bytes),
@@ -750,7 +754,7 @@ static int gpu_solver_geev (lua_State *L) {
   call_work(L, &call, device_bytes, host_bytes);
   for (i = 0; i < st.batch; i++)
     check_status(L, sv.cusolverDnXgeev(call.handle, call.params, CUSOLVER_EIG_MODE_NOVECTOR,
-                                       jobvr, n, st.type, matrix_at(st.a, i, n * n), n, st.type,
+                                       jobvr, n, st.type, matrix_at(st.a, i, n * n), n, w_type,
                                        matrix_at(w, i, n), st.type, NULL, 1, st.type,
                                        v ? matrix_at(v, i, n * n) : NULL, n, st.type,
                                        call.device, device_bytes, call.host, host_bytes,

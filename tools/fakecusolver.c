@@ -8,7 +8,7 @@
 **   fakecusolver: Dorgqr m 5 n 3 k 3 lda 5             (Sorgqr, Cungqr, Zungqr)
 **   fakecusolver: Xsyevd vectors L R_32F n 4 lda 4     (or novectors)
 **   fakecusolver: Xgesvd A S R_64F m 5 n 3 lda 5 ldu 5 ldvt 3
-**   fakecusolver: Xgeev novectors vectors C_64F n 4 lda 4 ldvr 4
+**   fakecusolver: Xgeev novectors vectors R_64F n 4 lda 4 ldvr 4 W C_64F VL R_64F VR R_64F compute R_64F
 **   fakecusolver: potrfBatched U D n 4 lda 4 batch 2 step 128   (bytes between A[0] and A[1])
 **   fakecusolver: syevjBatched vectors L C n 4 lda 4 batch 3    (Ssyevj, Dsyevj, Cheevj, Zheevj)
 **   fakecusolver: gesvdjBatched vectors Z m 4 n 3 lda 4 ldu 4 ldv 3 batch 5   (or novectors)
@@ -414,6 +414,17 @@ EXPORT cusolverStatus_t cusolverDnXgesvd (
 }
 
 /* geev: cuSOLVER 11.6's, which solver.c finds by name where it is there. */
+
+/* The type combinations geev takes: all one type; or a real A, VL, VR and computation with W
+** complex of their precision (n values, conjugate pairs both there) or real (2n: the real
+** parts, then the imaginary ones). */
+static int geev_types (cudaDataType a, cudaDataType w, cudaDataType vl, cudaDataType vr,
+                       cudaDataType compute) {
+  if (vl != a || vr != a || compute != a) return 0;
+  if (w == a) return 1;
+  return (a == CUDA_R_32F && w == CUDA_C_32F) || (a == CUDA_R_64F && w == CUDA_C_64F);
+}
+
 EXPORT cusolverStatus_t cusolverDnXgeev_bufferSize (
     cusolverDnHandle_t h, cusolverDnParams_t p, cusolverEigMode_t jobvl, cusolverEigMode_t jobvr,
     int64_t n, cudaDataType type, const void *a, int64_t lda, cudaDataType w_type, const void *w,
@@ -432,13 +443,15 @@ EXPORT cusolverStatus_t cusolverDnXgeev (
     cudaDataType compute, void *device, size_t device_bytes, void *host, size_t host_bytes,
     int *info) {
   cusolverStatus_t s = checked(h, n, lda, device, device_bytes, host, host_bytes, "Xgeev");
-  (void)p; (void)a; (void)w; (void)vl_type; (void)vr_type; (void)compute;
-  fprintf(stderr, "fakecusolver: Xgeev %s %s %s n %lld lda %lld ldvr %lld\n",
-          jobvl == CUSOLVER_EIG_MODE_VECTOR ? "vectors" : "novectors",
+  (void)p; (void)a; (void)w;
+  fprintf(stderr, "fakecusolver: Xgeev %s %s %s n %lld lda %lld ldvr %lld W %s VL %s VR %s "
+          "compute %s\n", jobvl == CUSOLVER_EIG_MODE_VECTOR ? "vectors" : "novectors",
           jobvr == CUSOLVER_EIG_MODE_VECTOR ? "vectors" : "novectors", type_name(type),
-          (long long)n, (long long)lda, (long long)ldvr);
+          (long long)n, (long long)lda, (long long)ldvr, type_name(w_type), type_name(vl_type),
+          type_name(vr_type), type_name(compute));
   if (s != CUSOLVER_STATUS_SUCCESS) return s;
-  if (w_type != type || ldvl < 1 || (jobvl == CUSOLVER_EIG_MODE_VECTOR && vl == NULL) ||
+  if (!geev_types(type, w_type, vl_type, vr_type, compute) || ldvl < 1 ||
+      (jobvl == CUSOLVER_EIG_MODE_VECTOR && vl == NULL) ||
       (jobvr == CUSOLVER_EIG_MODE_VECTOR && (vr == NULL || ldvr < n)))
     return CUSOLVER_STATUS_INVALID_VALUE;
   *info = fake_info();

@@ -591,22 +591,62 @@ end
 local COMPLEX_OF = {float32 = "complex64", float64 = "complex128", complex64 = "complex64",
                     complex128 = "complex128"}
 
--- geev of a's square matrices (fname's argument 1, opts its 2), always in complex: w and,
--- where vectors, v.
+-- A contiguous stack of shape (..., n, n) and dtype for geev's packed eigenvectors, with the
+-- views of it one row (n elements) before and one after: it lies a row into a buffer with a
+-- spare row on either side, so that all three stay inside the buffer.  -> buffer, stack,
+-- before, after.
+local function padded_stack(shape, n, dtype)
+  local buffer = core.array_empty({product(shape) + 2 * n}, dtype)
+  local function rows_in(rows) return core.array_view(buffer, rows * n * buffer.itemsize, dtype, shape) end
+  return buffer, rows_in(1), rows_in(0), rows_in(2)
+end
+
+-- The complex eigenvectors of real matrices from geev's packed ones, in one pass: row j of
+-- packed (the column-major VR's column j) is v_j where w_j is real; a complex pair, w_j with
+-- imag > 0 first (LAPACK's order) and w_j+1 = conj(w_j), has v_j = VR(:, j) + i VR(:, j+1)
+-- and v_j+1 = conj(v_j), i.e. row j with the row after and row j+1 with the row before.
+local function unpacked_vectors(packed, before, after, w, stream)
+  local dtype, out = packed.dtype, w.dtype
+  local t = operators.ctype(out)
+  local p = program("unpack eigenvectors " .. dtype, {
+    name = "linalg_unpack_eigenvectors_" .. dtype, out = out,
+    expr = ("w.im > 0 ? %s(x, after) : w.im < 0 ? %s(before, -x) : %s(x, (%s)0)")
+           :format(t, t, t, operators.ctype(dtype)),
+    operands = {{name = "x", dtype = dtype}, {name = "before", dtype = dtype},
+                {name = "after", dtype = dtype}, {name = "w", dtype = out}}})
+  local shape = packed.shape
+  shape[#shape] = 1      -- w_j for each element of row j
+  return ew.launch(p, nil, stream, "eig", packed, before, after, core.array_view(w, 0, out, shape))
+end
+
+-- geev of a's square matrices (fname's argument 1, opts its 2): w and, where vectors, v,
+-- always complex.  Real matrices (integers as float64) stay real in geev, as CuPy's do (in
+-- complex, 1024 x 1024 float64 took 375 ms against CuPy's 272), their packed eigenvectors
+-- unpacked after.
 local function general_eigen(a, opts, fname, vectors)
   local n = check_matrices(a, 1, fname, true)
   opts = check_options(opts, 2, fname, STREAM)
-  local dtype = COMPLEX_OF[compute_dtype({a}, fname)]
+  local dtype = compute_dtype({a}, fname)
+  local out = COMPLEX_OF[dtype]
   local stream = opts.stream
   local batch = shape_of(a.shape, a.ndim - 2)
   -- geev reads a column-major a: the row-major copy of a^T
   local copy = fresh(transposed(a), dtype, stream)
-  local w = core.array_empty(shape_of(batch, #batch, n), dtype)
-  local v = vectors and core.array_empty(a.shape, dtype) or nil
+  local w = core.array_empty(shape_of(batch, #batch, n), out)
+  local v, buffer, packed, before, after
+  if vectors and dtype ~= out and copy.size > 0 then
+    buffer, packed, before, after = padded_stack(a.shape, n, dtype)
+  elseif vectors then
+    v = core.array_empty(a.shape, out)
+  end
   if copy.size > 0 then
     local info = core.array_empty(batch, "int32")
-    core.solver_geev(copy, w, v, info, stream)
+    core.solver_geev(copy, w, packed or v, info, stream)
     core.free_after(copy, stream)
+    if packed then
+      v = unpacked_vectors(packed, before, after, w, stream)
+      core.free_after(buffer, stream)
+    end
     check_info(info, stream, fname, "Eigenvalues did not converge", w, v)
   end
   if vectors then return w, transposed(v) end   -- v's columns, column-major

@@ -767,6 +767,154 @@ describe("gpu.linalg's functions of the factorizations", function()
     helpers.assert_error("bad argument #1 to 'eigvals' (array has been freed)", L.eigvals, freed)
   end)
 
+  -- Real matrices go through geev in real arithmetic, their packed eigenvectors unpacked on the
+  -- device: matrices of known eigenvalues, conjugate pairs (repeated too) and real ones.
+  helpers.gpu_it("eig of real matrices: conjugate pairs unpacked, real eigenvalues, unit vectors", function()
+    -- Block diagonal: {a, b} gives the block {{a, -b}, {b, a}} (eigenvalues a +- bi), {a, 0} the
+    -- single a; returns the matrix and its eigenvalues.
+    local function blocks(list)
+      local entries, values = {}, {}
+      for _, ab in ipairs(list) do
+        local a, b, k = ab[1], ab[2], #values
+        if b == 0 then
+          entries[#entries + 1] = {k + 1, k + 1, a}
+          values[k + 1] = {a, 0}
+        else
+          for _, e in ipairs{{1, 1, a}, {1, 2, -b}, {2, 1, b}, {2, 2, a}} do
+            entries[#entries + 1] = {k + e[1], k + e[2], e[3]}
+          end
+          values[k + 1], values[k + 2] = {a, b}, {a, -b}
+        end
+      end
+      local B = matrix(#values, #values, function() return ZERO end)
+      for _, e in ipairs(entries) do B[e[1]][e[2]] = {e[3] + 0.0, 0.0} end
+      return B, values
+    end
+    -- P B P^T for a random permutation P (exact in every dtype) and, for floats, Q B Q^T for a
+    -- random Householder reflection Q (orthogonal: B's eigenvalues, and its normality, kept).
+    local function mixed(B, dtype)
+      local n = #B
+      local order = {}
+      for i = 1, n do order[i] = i end
+      for i = n, 2, -1 do
+        local j = math.random(i)
+        order[i], order[j] = order[j], order[i]
+      end
+      local P = matrix(n, n, function(i, j) return B[order[i]][order[j]] end)
+      if dtype:match("int") then return P end
+      local u, uu = {}, 0
+      for i = 1, n do u[i] = math.random() * 2 - 1; uu = uu + u[i] * u[i] end
+      local Q = matrix(n, n, function(i, j) return {(i == j and 1 or 0) - 2 * u[i] * u[j] / uu, 0.0} end)
+      return matmul(matmul(Q, P), Q)   -- Q is its own transpose
+    end
+    -- upper triangular, the diagonal given, small integers above it
+    local function triangular(diagonal)
+      local n = #diagonal
+      return matrix(n, n, function(i, j)
+        if i == j then return {diagonal[i] + 0.0, 0.0} end
+        return i < j and {math.random(-3, 3) + 0.0, 0.0} or ZERO
+      end)
+    end
+    -- got, a list of eigenvalues, against those wanted (in any order): each wanted one matched
+    -- to the nearest unused one got, within bound.
+    local function matched(got, values, bound, what)
+      local used = {}
+      for _, want in ipairs(values) do
+        local best
+        for k = 1, #got do
+          if not used[k] and (best == nil or abs(sub(got[k], want)) < abs(sub(got[best], want))) then
+            best = k
+          end
+        end
+        used[best] = true
+        assert_small(abs(sub(got[best], want)), bound,
+                     what .. (" eigenvalue %g%+gi"):format(want[1], want[2]))
+      end
+    end
+    -- w, v of the i-th matrix against A and its eigenvalues: a v = v diag(w); each column of
+    -- norm 1 with a largest component real; w's conjugate pairs adjacent, the one of positive
+    -- imaginary part first, their vectors exact conjugates; real w, real vectors; the values
+    -- those wanted (each matched to the nearest unused one) within bound.
+    local function check(W, V, i, A, values, eps, bound, what)
+      local n = #A
+      local na, Vi = norm(A), V[i]
+      local Wi = {}
+      for q = 1, n do Wi[q] = W[(i - 1) * n + q] end
+      local VW = matrix(n, n, function(r, q) return mul(Vi[r][q], Wi[q]) end)
+      assert_small(distance(matmul(A, Vi), VW), 30 * n * eps * na * norm(Vi), what .. " a v = v w")
+      local q = 1
+      while q <= n do
+        local column, largest = 0, 0
+        for r = 1, n do
+          column = column + abs(Vi[r][q]) ^ 2
+          largest = math.max(largest, abs(Vi[r][q]))
+        end
+        assert_small(math.abs(math.sqrt(column) - 1), 30 * n * eps, what .. " unit column " .. q)
+        local real_largest = false
+        for r = 1, n do
+          if abs(Vi[r][q]) >= largest - 30 * n * eps and math.abs(Vi[r][q][2]) <= 30 * n * eps then
+            real_largest = true
+          end
+        end
+        assert(real_largest, what .. " largest component real, column " .. q)
+        if Wi[q][2] == 0 then
+          for r = 1, n do assert.are.equal(0, Vi[r][q][2], what .. " real vector " .. q) end
+          q = q + 1
+        else
+          assert(Wi[q][2] > 0 and q < n, what .. " pair's first of positive imaginary part " .. q)
+          assert.are.same(conj(Wi[q]), Wi[q + 1], what .. " conjugate pair " .. q)
+          for r = 1, n do
+            assert.are.same(conj(Vi[r][q]), Vi[r][q + 1], what .. " conjugate vectors " .. q)
+          end
+          q = q + 2
+        end
+      end
+      matched(Wi, values, bound * na, what)
+    end
+    local s = gpu.Stream()
+    for _, dtype in ipairs{"float32", "float64", "int32"} do
+      local out = dtype == "float32" and "complex64" or "complex128"
+      local eps = EPS[out]
+      -- pairs and real values interleaved, a stack of two mixings, on a stream
+      local B, values = blocks{{1, 2}, {3, 0}, {-2, 1}, {4, 0}, {-1, 3}}
+      local a, A = to_device({mixed(B, dtype), mixed(B, dtype)}, {2, 8, 8}, dtype)
+      local w, v = L.eig(a, {stream = s})
+      s:synchronize()
+      assert.are.equal(out, w.dtype, dtype)
+      assert.are.equal(out, v.dtype, dtype)
+      assert.are.same({2, 8}, w.shape, dtype)
+      assert.are.same({2, 8, 8}, v.shape, dtype)
+      local W, V = values_of(w), matrices_of(v)
+      for i = 1, 2 do
+        check(W, V, i, A[i], values, eps, 30 * 8 * eps, ("eig %s pairs %d"):format(dtype, i))
+      end
+      local E = values_of(L.eigvals(a))
+      for i = 1, 2 do
+        matched({table.unpack(E, 8 * i - 7, 8 * i)}, values, 30 * 8 * eps * norm(A[i]), "eigvals " .. dtype)
+      end
+      -- a repeated pair: +-i twice
+      B, values = blocks{{0, 1}, {0, 1}}
+      a, A = to_device({mixed(B, dtype)}, {4, 4}, dtype)
+      w, v = L.eig(a)
+      check(values_of(w), matrices_of(v), 1, A[1], values, eps, 30 * 4 * eps, "eig repeated pair " .. dtype)
+      -- real eigenvalues only, of a non-normal matrix, through a transposed view
+      local T = triangular{1, -2, 4, 7, -5}
+      local t = to_device({transpose(T)}, {5, 5}, dtype)
+      w, v = L.eig(t:transpose())
+      check(values_of(w), matrices_of(v), 1, T, {{1, 0}, {-2, 0}, {4, 0}, {7, 0}, {-5, 0}}, eps,
+            1e3 * 5 * eps, "eig real " .. dtype)
+      -- 1 x 1 and empty
+      w, v = L.eig((to_device({{{{-3.0, 0.0}}}}, {1, 1}, dtype)))
+      assert.are.same({{-3, 0}}, values_of(w), dtype)
+      local one = matrices_of(v)[1][1][1]     -- norm 1: 1 or -1
+      assert.are.same({1, 0}, {math.abs(one[1]), one[2]}, dtype)
+      w, v = L.eig(gpu.zeros({2, 0, 0}, dtype))
+      assert.are.same({2, 0}, w.shape, dtype)
+      assert.are.same({2, 0, 0}, v.shape, dtype)
+      assert.are.equal(out, v.dtype, dtype)
+    end
+  end)
+
   helpers.gpu_it("tensorinv and tensorsolve: inv and solve of the reshaped tensors", function()
     for _, dtype in ipairs(DTYPES) do
       local eps = EPS[computed(dtype)]

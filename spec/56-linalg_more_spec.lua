@@ -903,6 +903,12 @@ describe("gpu.linalg's functions of the factorizations", function()
       w, v = L.eig(t:transpose())
       check(values_of(w), matrices_of(v), 1, T, {{1, 0}, {-2, 0}, {4, 0}, {7, 0}, {-5, 0}}, eps,
             1e3 * 5 * eps, "eig real " .. dtype)
+      -- random 40 x 40, a stack of two (mostly conjugate pairs; past a 32 x 32 tile, so that
+      -- the unpacking kernel reads w, broadcast along rows, through tiles)
+      a, A = to_device({random_matrix(40, 40, dtype), random_matrix(40, 40, dtype)}, {2, 40, 40}, dtype)
+      w, v = L.eig(a)
+      W, V = values_of(w), matrices_of(v)
+      for i = 1, 2 do check(W, V, i, A[i], {}, eps, 0, ("eig %s random 40 x 40 %d"):format(dtype, i)) end
       -- 1 x 1 and empty
       w, v = L.eig((to_device({{{{-3.0, 0.0}}}}, {1, 1}, dtype)))
       assert.are.same({{-3, 0}}, values_of(w), dtype)

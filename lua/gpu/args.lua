@@ -61,6 +61,11 @@ function M.typename(v)
   return type(v)
 end
 
+-- A value for messages about option strings: a string in quotes, else its type.
+function M.quoted(v)
+  return type(v) == "string" and "'" .. v .. "'" or M.typename(v)
+end
+
 -- check_options(opts, n, fname, known[, level]) -> opts, or {} for nil: argument n must be a
 -- table whose keys are all in the set known (a misspelt key is an error, not ignored), and a
 -- stream option a gpu.Stream (caught here, it names the user's argument, not a launch's).

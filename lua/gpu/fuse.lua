@@ -271,6 +271,19 @@ end
 
 -- gpuarray's where/maximum/minimum/abs and the cumath functions call M.apply themselves
 -- when handed a traced array.
+-- fuse.once(name, fn): the fused function of fn, made on the first call for name and the
+-- same one after (the library's own expressions, whose closures are made anew each call:
+-- name is the key; it names the kernel too, other characters than letters, digits and _ as _).
+local made_once = {}
+function M.once(name, fn)
+  local f = made_once[name]
+  if f == nil then
+    f = M.fuse(fn, (name:gsub("[^%w_]", "_")))
+    made_once[name] = f
+  end
+  return f
+end
+
 function M.install(gpu)
   gpu.fuse = M.fuse
 end

@@ -127,9 +127,7 @@ local function check_boolean(opts, key, default, n, fname)
   return args.typed_option(opts, key, "boolean", n, fname, default, 2)
 end
 
-local function quoted(v)
-  return type(v) == "string" and "'" .. v .. "'" or typename(v)
-end
+local quoted = args.quoted
 
 -- Shapes and layouts -----------------------------------------------------------------------
 

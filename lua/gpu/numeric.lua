@@ -603,15 +603,7 @@ end
 
 -- cross and kron ----------------------------------------------------------------------------
 
-local fuse_programs = {}      -- cross's and trapezoid's fused expressions, made on first use
-local function fused(name, fn)
-  local f = fuse_programs[name]
-  if f == nil then
-    f = require("gpu.fuse").fuse(fn, name)
-    fuse_programs[name] = f
-  end
-  return f
-end
+local fused = require("gpu.fuse").once   -- the expressions below, each fused once
 
 local CROSS_OPTIONS = {axis = true, stream = true}
 

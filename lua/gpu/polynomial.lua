@@ -441,15 +441,7 @@ end
 
 -- gradient -------------------------------------------------------------------------------------
 
-local fuse_programs = {}      -- gradient's fused expressions, by name and dtype
-local function fused(name, fn)
-  local f = fuse_programs[name]
-  if f == nil then
-    f = require("gpu.fuse").fuse(fn, (name:gsub("[^%w_]", "_")))
-    fuse_programs[name] = f
-  end
-  return f
-end
+local fused = require("gpu.fuse").once   -- the expressions below, each fused once
 
 -- The fused expressions, each result converted to dtype (the gradient's): NumPy's formulas
 -- with its operands (Lua numbers stand for NumPy's Python scalars, 0-d views of the spacings

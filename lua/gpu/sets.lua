@@ -65,9 +65,7 @@ local function boolean_option(opts, name, n, fname, default)
   return args.typed_option(opts, name, "boolean", n, fname, default, 2)
 end
 
-local function quoted(v)
-  return type(v) == "string" and "'" .. v .. "'" or typename(v)
-end
+local quoted = args.quoted
 
 -- Option 'order' of argument n of fname: "C" (the default) or "F".
 local function order_option(opts, n, fname)

@@ -15,193 +15,25 @@
 -- pivoting swaps them), where the relative error stays within a few n eps too (100 n eps).
 local helpers = require "helpers"
 local R = require "reduction_helpers"
+local LR = require "linalg_reference"
 local gpu = helpers.gpu
 local core = require "gpu.core"
 
 local L = gpu.linalg
 
-local EPS = {float32 = 2.0 ^ -23, complex64 = 2.0 ^ -23, float64 = 2.0 ^ -52, complex128 = 2.0 ^ -52}
-local REAL = {float32 = "float32", complex64 = "float32", float64 = "float64", complex128 = "float64"}
 local DTYPES = {"float32", "float64", "complex64", "complex128", "int32"}
 
--- The dtype gpu.linalg computes an input dtype in (integers: float64).
-local function computed(dtype) return EPS[dtype] and dtype or "float64" end
-
-local function product(list)
-  local p = 1
-  for _, n in ipairs(list) do p = p * n end
-  return p
-end
-
--- shape with more lengths appended, as a new table.
-local function shape_with(shape, ...)
-  local out = {table.unpack(shape)}
-  for _, n in ipairs{...} do out[#out + 1] = n end
-  return out
-end
-
--- Complex numbers as {re, im} pairs, in doubles ------------------------------------------------
-
-local ZERO, ONE = {0.0, 0.0}, {1.0, 0.0}
-local function add(x, y) return {x[1] + y[1], x[2] + y[2]} end
-local function sub(x, y) return {x[1] - y[1], x[2] - y[2]} end
-local function mul(x, y) return {x[1] * y[1] - x[2] * y[2], x[1] * y[2] + x[2] * y[1]} end
-local function div(x, y)
-  local d = y[1] * y[1] + y[2] * y[2]
-  return {(x[1] * y[1] + x[2] * y[2]) / d, (x[2] * y[1] - x[1] * y[2]) / d}
-end
-local function conj(x) return {x[1], -x[2]} end
-local function abs(x) return math.sqrt(x[1] * x[1] + x[2] * x[2]) end
-
--- Matrices: lists of rows of pairs -------------------------------------------------------------
-
-local function matrix(rows, cols, f)
-  local A = {}
-  for i = 1, rows do
-    A[i] = {}
-    for j = 1, cols do A[i][j] = f(i, j) end
-  end
-  return A
-end
-
-local function matmul(A, B)
-  return matrix(#A, #B[1], function(i, j)
-    local s = ZERO
-    for k = 1, #B do s = add(s, mul(A[i][k], B[k][j])) end
-    return s
-  end)
-end
-
-local function ct(A) return matrix(#A[1], #A, function(i, j) return conj(A[j][i]) end) end
-local function transpose(A) return matrix(#A[1], #A, function(i, j) return A[j][i] end) end
-local function identity(n) return matrix(n, n, function(i, j) return i == j and ONE or ZERO end) end
-
-local function norm(A)
-  local s = 0
-  for _, row in ipairs(A) do for _, z in ipairs(row) do s = s + z[1] * z[1] + z[2] * z[2] end end
-  return math.sqrt(s)
-end
-
-local function distance(A, B)
-  return norm(matrix(#A, #A[1], function(i, j) return sub(A[i][j], B[i][j]) end))
-end
+local EPS, REAL, computed, product, shape_with = LR.EPS, LR.REAL, LR.computed, LR.product, LR.shape_with
+local ZERO, ONE, add, sub, mul, div, conj = LR.ZERO, LR.ONE, LR.add, LR.sub, LR.mul, LR.div, LR.conj
+local abs, matrix, matmul, ct, transpose = LR.abs, LR.matrix, LR.matmul, LR.ct, LR.transpose
+local identity, norm, distance, assert_small = LR.identity, LR.norm, LR.distance, LR.assert_small
+local random_entry, random_matrix, dominant = LR.random_entry, LR.random_matrix, LR.dominant
+local hermitian, with_junk, hermitian_of, pair = LR.hermitian, LR.with_junk, LR.hermitian_of, LR.pair
+local to_device, matrices_of, values_of = LR.to_device, LR.matrices_of, LR.values_of
+local det_reference, assert_orthonormal = LR.det_reference, LR.assert_orthonormal
 
 -- The first rows x cols block of A.
 local function block(A, rows, cols) return matrix(rows, cols, function(i, j) return A[i][j] end) end
-
-local function assert_small(value, bound, what)
-  if not (value <= bound) then error(("%s: %.3g is beyond %.3g"):format(what, value, bound), 2) end
-end
-
--- Random matrices ------------------------------------------------------------------------------
-
-local function random_entry(dtype)
-  if dtype:match("int") then return {math.random(-9, 9) + 0.0, 0.0} end
-  if dtype:match("complex") then return {math.random() * 2 - 1, math.random() * 2 - 1} end
-  return {math.random() * 2 - 1, 0.0}
-end
-
-local function random_matrix(rows, cols, dtype)
-  return matrix(rows, cols, function() return random_entry(dtype) end)
-end
-
--- Diagonally dominant (well conditioned), the diagonal of either sign, its rows shuffled (so
--- that partial pivoting swaps them).
-local function dominant(n, dtype)
-  local boost = dtype:match("int") and 10 * n or 2 * n
-  local A = matrix(n, n, function(i, j)
-    local z = random_entry(dtype)
-    if i == j then z = {z[1] + (math.random() < 0.5 and -boost or boost), z[2]} end
-    return z
-  end)
-  for i = n, 2, -1 do
-    local j = math.random(i)
-    A[i], A[j] = A[j], A[i]
-  end
-  return A
-end
-
--- Hermitian (real: symmetric), positive definite where definite.
-local function hermitian(n, dtype, definite)
-  local B = random_matrix(n, n, dtype)
-  local H = definite and matmul(B, ct(B))
-            or matrix(n, n, function(i, j) return add(B[i][j], conj(B[j][i])) end)
-  for i = 1, n do
-    H[i][i] = {H[i][i][1] + (definite and n or 0), 0.0}
-    for j = 1, i - 1 do H[j][i] = conj(H[i][j]) end
-  end
-  return H
-end
-
--- A copy of H with its lower triangle kept (upper where keep_upper) and junk (random values)
--- in the rest: what cholesky and eigh must not read.
-local function with_junk(H, dtype, keep_upper)
-  return matrix(#H, #H, function(i, j)
-    if (keep_upper and i > j) or (not keep_upper and i < j) then return random_entry(dtype) end
-    return H[i][j]
-  end)
-end
-
--- The Hermitian matrix that A's lower (or upper) triangle defines, as LAPACK reads it (the
--- diagonal's real parts).
-local function hermitian_of(A, upper)
-  return matrix(#A, #A, function(i, j)
-    if i == j then return {A[i][i][1], 0.0} end
-    if (i > j) == not upper then return A[i][j] end
-    return conj(A[j][i])
-  end)
-end
-
--- Device arrays --------------------------------------------------------------------------------
-
-local function pair(v) return type(v) == "number" and {v + 0.0, 0.0} or {v.re, v.im} end
-
--- A device array of shape (..., rows, cols) and dtype holding the list of matrices, and the
--- matrices as stored (rounded to dtype).
-local function to_device(mats, shape, dtype)
-  local flat = {}
-  for _, A in ipairs(mats) do
-    for _, row in ipairs(A) do for _, z in ipairs(row) do flat[#flat + 1] = z end end
-  end
-  local complex, integer = dtype:match("^complex"), dtype:match("int")
-  local a, stored = R.generate(#flat, dtype, function(k)
-    local z = flat[k]
-    if complex then return gpu.complex(z[1], z[2]) end
-    if integer then return math.tointeger(z[1]) end
-    return z[1]
-  end)
-  local rows, cols = shape[#shape - 1], shape[#shape]
-  local out, k = {}, 0
-  for b = 1, #mats do
-    out[b] = matrix(rows, cols, function()
-      k = k + 1
-      return pair(stored[k])
-    end)
-  end
-  return R.reshaped(a, shape), out
-end
-
--- The matrices of a result x (shape (..., rows, cols)) as pairs.
-local function matrices_of(x)
-  local h = R.get(x)
-  local shape = x.shape
-  local rows, cols = shape[#shape - 1], shape[#shape]
-  local out, k = {}, 0
-  for b = 1, h.size // (rows * cols) do
-    out[b] = matrix(rows, cols, function()
-      k = k + 1
-      return pair(h[k])
-    end)
-  end
-  return out
-end
-
--- The values of x, flat, as pairs.
-local function values_of(x)
-  local h, out = R.get(x), {}
-  for k = 1, h.size do out[k] = pair(h[k]) end
-  return out
-end
 
 -- The index (1-based) in a stack of shape sub of the matrix that the k-th (1-based) matrix of
 -- the stack of shape full, sub broadcast to it, reads.
@@ -217,34 +49,6 @@ local function broadcast_index(full, sub, k)
     stride = stride * sub[d]
   end
   return index + 1
-end
-
--- A's determinant by Gaussian elimination with partial pivoting, in doubles.
-local function det_reference(A)
-  local n = #A
-  local M = matrix(n, n, function(i, j) return A[i][j] end)
-  local det = ONE
-  for k = 1, n do
-    local p = k
-    for i = k + 1, n do if abs(M[i][k]) > abs(M[p][k]) then p = i end end
-    if abs(M[p][k]) == 0 then return ZERO end
-    if p ~= k then
-      M[p], M[k] = M[k], M[p]
-      det = {-det[1], -det[2]}
-    end
-    det = mul(det, M[k][k])
-    for i = k + 1, n do
-      local l = div(M[i][k], M[k][k])
-      for j = k + 1, n do M[i][j] = sub(M[i][j], mul(l, M[k][j])) end
-    end
-  end
-  return det
-end
-
--- The bound on |Q^H Q - I| for Q's k orthonormal columns of m elements.
-local function assert_orthonormal(Q, eps, what)
-  local k = #Q[1]
-  assert_small(distance(matmul(ct(Q), Q), identity(k)), 30 * math.max(#Q, k) * eps, what)
 end
 
 local function assert_upper(R_, what)

@@ -21,105 +21,25 @@
 -- they take the same 30 max(M, N) eps |a| bound.
 local helpers = require "helpers"
 local R = require "reduction_helpers"
+local LR = require "linalg_reference"
 local gpu = helpers.gpu
 local linalg = require "gpu.linalg"     -- batched_calls, which gpu.linalg leaves out
 
 local L = gpu.linalg
 
-local EPS = {float32 = 2.0 ^ -23, complex64 = 2.0 ^ -23, float64 = 2.0 ^ -52, complex128 = 2.0 ^ -52}
 local FLOAT32_MAX = (2 - 2.0 ^ -23) * 2.0 ^ 127
-local REAL = {float32 = "float32", complex64 = "float32", float64 = "float64", complex128 = "float64"}
 local DTYPES = {"float32", "float64", "complex64", "complex128"}
 -- stacks that take the batched routines: the batch shape and n
 local STACKS = {{{1000}, 4}, {{37}, 7}, {{3}, 32}, {{2, 3}, 3}}
 
-local function product(list)
-  local p = 1
-  for _, n in ipairs(list) do p = p * n end
-  return p
-end
-
-local function shape_with(shape, ...)
-  local out = {table.unpack(shape)}
-  for _, n in ipairs{...} do out[#out + 1] = n end
-  return out
-end
-
--- Complex numbers as {re, im} pairs, in doubles ------------------------------------------------
-
-local ZERO, ONE = {0.0, 0.0}, {1.0, 0.0}
-local function add(x, y) return {x[1] + y[1], x[2] + y[2]} end
-local function sub(x, y) return {x[1] - y[1], x[2] - y[2]} end
-local function mul(x, y) return {x[1] * y[1] - x[2] * y[2], x[1] * y[2] + x[2] * y[1]} end
-local function div(x, y)
-  local d = y[1] * y[1] + y[2] * y[2]
-  return {(x[1] * y[1] + x[2] * y[2]) / d, (x[2] * y[1] - x[1] * y[2]) / d}
-end
-local function conj(x) return {x[1], -x[2]} end
-local function abs(x) return math.sqrt(x[1] * x[1] + x[2] * x[2]) end
-
--- Matrices: lists of rows of pairs -------------------------------------------------------------
-
-local function matrix(rows, cols, f)
-  local A = {}
-  for i = 1, rows do
-    A[i] = {}
-    for j = 1, cols do A[i][j] = f(i, j) end
-  end
-  return A
-end
-
-local function matmul(A, B)
-  return matrix(#A, #B[1], function(i, j)
-    local s = ZERO
-    for k = 1, #B do s = add(s, mul(A[i][k], B[k][j])) end
-    return s
-  end)
-end
-
-local function ct(A) return matrix(#A[1], #A, function(i, j) return conj(A[j][i]) end) end
-local function transpose(A) return matrix(#A[1], #A, function(i, j) return A[j][i] end) end
-local function identity(n) return matrix(n, n, function(i, j) return i == j and ONE or ZERO end) end
-
-local function norm(A)
-  local s = 0
-  for _, row in ipairs(A) do for _, z in ipairs(row) do s = s + z[1] * z[1] + z[2] * z[2] end end
-  return math.sqrt(s)
-end
-
-local function distance(A, B)
-  return norm(matrix(#A, #A[1], function(i, j) return sub(A[i][j], B[i][j]) end))
-end
-
-local function assert_small(value, bound, what)
-  if not (value <= bound) then error(("%s: %.3g is beyond %.3g"):format(what, value, bound), 2) end
-end
-
--- Random matrices ------------------------------------------------------------------------------
-
-local function random_entry(dtype)
-  if dtype:match("complex") then return {math.random() * 2 - 1, math.random() * 2 - 1} end
-  return {math.random() * 2 - 1, 0.0}
-end
-
-local function random_matrix(rows, cols, dtype)
-  return matrix(rows, cols, function() return random_entry(dtype) end)
-end
-
--- Diagonally dominant (well conditioned), the diagonal of either sign, its rows shuffled (so
--- that partial pivoting swaps them).
-local function dominant(n, dtype)
-  local A = matrix(n, n, function(i, j)
-    local z = random_entry(dtype)
-    if i == j then z = {z[1] + (math.random() < 0.5 and -2 * n or 2 * n), z[2]} end
-    return z
-  end)
-  for i = n, 2, -1 do
-    local j = math.random(i)
-    A[i], A[j] = A[j], A[i]
-  end
-  return A
-end
+local EPS, REAL, product, shape_with, ZERO = LR.EPS, LR.REAL, LR.product, LR.shape_with, LR.ZERO
+local ONE, add, sub, mul, div, conj, abs = LR.ONE, LR.add, LR.sub, LR.mul, LR.div, LR.conj, LR.abs
+local matrix, matmul, ct, transpose, identity = LR.matrix, LR.matmul, LR.ct, LR.transpose, LR.identity
+local norm, distance, assert_small, random_entry = LR.norm, LR.distance, LR.assert_small, LR.random_entry
+local random_matrix, dominant, hermitian = LR.random_matrix, LR.dominant, LR.hermitian
+local with_junk, hermitian_of, pair, to_device = LR.with_junk, LR.hermitian_of, LR.pair, LR.to_device
+local matrices_of, values_of, det_reference = LR.matrices_of, LR.values_of, LR.det_reference
+local assert_orthonormal = LR.assert_orthonormal
 
 -- A singular matrix: dominant's with a zero row and a zero column, so that U(i, i) is exactly
 -- 0 whichever of a and a^T is factored.
@@ -127,57 +47,6 @@ local function singular(n, dtype)
   local A = dominant(n, dtype)
   for j = 1, n do A[2][j], A[j][n] = ZERO, ZERO end
   return A
-end
-
--- Hermitian (real: symmetric), positive definite where definite.
-local function hermitian(n, dtype, definite)
-  local B = random_matrix(n, n, dtype)
-  local H = definite and matmul(B, ct(B))
-            or matrix(n, n, function(i, j) return add(B[i][j], conj(B[j][i])) end)
-  for i = 1, n do
-    H[i][i] = {H[i][i][1] + (definite and n or 0), 0.0}
-    for j = 1, i - 1 do H[j][i] = conj(H[i][j]) end
-  end
-  return H
-end
-
--- A copy of H with its lower triangle kept (upper where keep_upper) and junk in the rest.
-local function with_junk(H, dtype, keep_upper)
-  return matrix(#H, #H, function(i, j)
-    if (keep_upper and i > j) or (not keep_upper and i < j) then return random_entry(dtype) end
-    return H[i][j]
-  end)
-end
-
--- The Hermitian matrix that A's lower (or upper) triangle defines, as LAPACK reads it.
-local function hermitian_of(A, upper)
-  return matrix(#A, #A, function(i, j)
-    if i == j then return {A[i][i][1], 0.0} end
-    if (i > j) == not upper then return A[i][j] end
-    return conj(A[j][i])
-  end)
-end
-
--- A's determinant by Gaussian elimination with partial pivoting, in doubles.
-local function det_reference(A)
-  local n = #A
-  local M = matrix(n, n, function(i, j) return A[i][j] end)
-  local det = ONE
-  for k = 1, n do
-    local p = k
-    for i = k + 1, n do if abs(M[i][k]) > abs(M[p][k]) then p = i end end
-    if abs(M[p][k]) == 0 then return ZERO end
-    if p ~= k then
-      M[p], M[k] = M[k], M[p]
-      det = {-det[1], -det[2]}
-    end
-    det = mul(det, M[k][k])
-    for i = k + 1, n do
-      local l = div(M[i][k], M[k][k])
-      for j = k + 1, n do M[i][j] = sub(M[i][j], mul(l, M[k][j])) end
-    end
-  end
-  return det
 end
 
 -- A's singular values, descending, by one-sided Jacobi (Hestenes) in doubles: the columns of A
@@ -254,59 +123,6 @@ local function with_singular_values(m, n, d, dtype)
   return matmul(matmul(reflector(m, dtype), D), reflector(n, dtype))
 end
 
-local function assert_orthonormal(Q, eps, what)
-  local k = #Q[1]
-  assert_small(distance(matmul(ct(Q), Q), identity(k)), 30 * math.max(#Q, k) * eps, what)
-end
-
--- Device arrays --------------------------------------------------------------------------------
-
-local function pair(v) return type(v) == "number" and {v + 0.0, 0.0} or {v.re, v.im} end
-
--- A device array of shape (..., rows, cols) and dtype holding the list of matrices, and the
--- matrices as stored (rounded to dtype).
-local function to_device(mats, shape, dtype)
-  local flat = {}
-  for _, A in ipairs(mats) do
-    for _, row in ipairs(A) do for _, z in ipairs(row) do flat[#flat + 1] = z end end
-  end
-  local complex = dtype:match("^complex")
-  local a, stored = R.generate(#flat, dtype, function(k)
-    local z = flat[k]
-    if complex then return gpu.complex(z[1], z[2]) end
-    return z[1]
-  end)
-  local rows, cols = shape[#shape - 1], shape[#shape]
-  local out, k = {}, 0
-  for b = 1, #mats do
-    out[b] = matrix(rows, cols, function()
-      k = k + 1
-      return pair(stored[k])
-    end)
-  end
-  return R.reshaped(a, shape), out
-end
-
--- The matrices of a result x (shape (..., rows, cols)) as pairs.
-local function matrices_of(x)
-  local h = R.get(x)
-  local shape = x.shape
-  local rows, cols = shape[#shape - 1], shape[#shape]
-  local out, k = {}, 0
-  for b = 1, h.size // (rows * cols) do
-    out[b] = matrix(rows, cols, function()
-      k = k + 1
-      return pair(h[k])
-    end)
-  end
-  return out
-end
-
-local function values_of(x)
-  local h, out = R.get(x), {}
-  for k = 1, h.size do out[k] = pair(h[k]) end
-  return out
-end
 
 -- Runs f and asserts that it made `count` calls of the batched routine (getrf, potrf, syevj).
 local function assert_batched(routine, count, what, f, ...)

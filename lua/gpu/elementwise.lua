@@ -104,6 +104,21 @@ function M.program(spec)
   return p
 end
 
+-- ew.keyed_programs() -> program(key, spec): ew.program(spec) made once for each of a module's
+-- own keys (ew.program finds a made program by its content, but building that key costs more
+-- than a launch).
+function M.keyed_programs()
+  local programs = {}
+  return function(key, spec)
+    local p = programs[key]
+    if p == nil then
+      p = M.program(spec)
+      programs[key] = p
+    end
+    return p
+  end
+end
+
 local function ctype(dtype) return core.dtype(dtype).ctype end
 
 -- float16 and bfloat16 are stored as their 16 bits (no CUDA header has to be found at run

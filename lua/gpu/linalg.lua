@@ -200,16 +200,7 @@ end
 
 -- Kernels ----------------------------------------------------------------------------------
 
-local programs = {}   -- key -> program
-
-local function program(key, spec)
-  local p = programs[key]
-  if p == nil then
-    p = ew.program(spec)
-    programs[key] = p
-  end
-  return p
-end
+local program = ew.keyed_programs()   -- ew.program(spec) made once a key
 
 -- A new contiguous stack of identity matrices of shape (..., n, n), on the stream.
 local function identity(shape, dtype, stream)

@@ -82,17 +82,7 @@ local function view(a, offset, shape, strides)
   return core.array_view(a, offset, a.dtype, shape, strides)
 end
 
--- ew.program(spec), made once a key: ew.program finds a made one by its content, but
--- building that costs more than a launch.
-local programs = {}
-local function program(key, spec)
-  local p = programs[key]
-  if p == nil then
-    p = ew.program(spec)
-    programs[key] = p
-  end
-  return p
-end
+local program = ew.keyed_programs()   -- ew.program(spec) made once a key
 
 -- around ----------------------------------------------------------------------------------
 

@@ -54,16 +54,7 @@ local function release(stream, ...)
   end
 end
 
--- ew.program(spec), made once a key.
-local programs = {}
-local function program(key, spec)
-  local p = programs[key]
-  if p == nil then
-    p = ew.program(spec)
-    programs[key] = p
-  end
-  return p
-end
+local program = ew.keyed_programs()   -- ew.program(spec) made once a key
 
 -- The C expression of expr (of dtype from) converted to dtype to, as astype converts.
 local function converted(expr, from, to)

@@ -86,7 +86,10 @@ static CUresult get_current (CUcontext *c) { *c = current; return CUDA_SUCCESS; 
 static CUresult set_current (CUcontext c) { current = c; return CUDA_SUCCESS; }
 static CUresult ctx_device (CUdevice *d) { *d = 0; return CUDA_SUCCESS; }
 /* Device bytes allocated and not freed; each allocation's size sits in a header before it
-** (16 bytes, which keeps malloc's alignment). */
+** (16 bytes, which keeps malloc's alignment).  Allocations start zeroed: the stand-in runs no
+** kernels, so what specs read back of their results is what the memory held, and zeros keep
+** that the same from run to run (malloc's recycled bytes once gave a NaN range under
+** valgrind). */
 static atomic_size_t device_bytes;
 #define HEADER 16
 static CUresult mem_info (size_t *free_bytes, size_t *total) {
@@ -95,7 +98,7 @@ static CUresult mem_info (size_t *free_bytes, size_t *total) {
   return CUDA_SUCCESS;
 }
 static CUresult mem_alloc (CUdeviceptr *p, size_t n) {
-  char *m = (char *)malloc(HEADER + (n ? n : 1));
+  char *m = (char *)calloc(1, HEADER + (n ? n : 1));
   if (m == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
   memcpy(m, &n, sizeof n);
   atomic_fetch_add(&device_bytes, n);

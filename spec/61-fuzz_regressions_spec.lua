@@ -59,6 +59,19 @@ describe("fuzz regressions", function()
                  gpu.signature.parse)
   end)
 
+  it("blames no library line for insert's and delete's options, called from no Lua line", function()
+    -- called as a coroutine's body, the error named sets.lua's line (its check was a level short)
+    local out, ok = helpers.run_with_fakes([[
+      local ga = require("gpu").gpuarray
+      local a = ga.zeros({3})
+      print(select(2, coroutine.resume(coroutine.create(ga.insert), a, 1, 2, 7)))
+      print(select(2, coroutine.resume(coroutine.create(ga.delete), a, 1, 7)))
+    ]])
+    assert(ok, out)
+    assert.are.equal("bad argument #4 to 'insert' (options table expected, got number)\n"
+                     .. "bad argument #3 to 'delete' (options table expected, got number)\n", out)
+  end)
+
   helpers.gpu_it("checks self in the indexing hooks when an array is the key", function()
     -- a[key] for a GPUArray key reaches __element / __setelement, whose self went unchecked
     local methods = require("gpu.core").types.GPUArray.__methods

@@ -647,7 +647,7 @@ end
 -- The axis that the options (argument n of fname) of an editing function name for arr, or
 -- nil for none (arr flattened, as NumPy's editing functions take it); and the axis's length.
 local function edit_axis(arr, opts, n, fname)
-  opts = check_options(opts, n, fname, AXIS)
+  opts = check_options(opts, n, fname, AXIS, 2)
   if opts.axis == nil then return nil, arr.size end
   local axis = args.check_axis(opts.axis, arr.ndim, n, fname, 2)
   return axis, arr.shape[axis]

@@ -128,13 +128,13 @@ fakecuda: build/libfakecuda.so build/libfakecublas.so build/libfakecufft.so buil
 build/libfakecuda.so: tools/fakecuda.c | build
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -shared -o $@ $<
 # and a stand-in libcublas on it, which spec/38 checks matmul's cuBLAS layouts against
-build/libfakecublas.so: tools/fakecublas.c | build
+build/libfakecublas.so: tools/fakecublas.c tools/fake_lu.h | build
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -shared -o $@ $<
 # and a stand-in libcufft, which spec/53 checks the transforms' plans against
 build/libfakecufft.so: tools/fakecufft.c | build
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -shared -o $@ $< -lm
 # and a stand-in libcusolver, which spec/54 checks gpu.linalg's calls against
-build/libfakecusolver.so: tools/fakecusolver.c | build
+build/libfakecusolver.so: tools/fakecusolver.c tools/fake_lu.h | build
 	$(CC) $(CPPFLAGS) $(ALL_CFLAGS) -shared -o $@ $< -lm
 
 # ---------------------------------------------------------------- embedding (docs/embedding.md)

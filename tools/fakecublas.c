@@ -143,78 +143,8 @@ static long long step (const void *const *array, int batch) {
   return batch > 1 ? (long long)((const char *)array[1] - (const char *)array[0]) : 0;
 }
 
-static double get (const void *a, int single, int ld, int i, int j) {
-  return single ? ((const float *)a)[i + j * ld] : ((const double *)a)[i + j * ld];
-}
-
-static void set (void *a, int single, int ld, int i, int j, double v) {
-  if (single) ((float *)a)[i + j * ld] = (float)v;
-  else ((double *)a)[i + j * ld] = v;
-}
-
-/* dgetf2's LU with partial pivoting, 1-based pivots in ipiv; returns info. */
-static int lu (void *a, int single, int n, int lda, int *ipiv) {
-  int i, j, k, info = 0;
-  for (k = 0; k < n; k++) {
-    int p = k;
-    for (i = k + 1; i < n; i++)
-      if (fabs(get(a, single, lda, i, k)) > fabs(get(a, single, lda, p, k))) p = i;
-    ipiv[k] = p + 1;
-    if (get(a, single, lda, p, k) == 0) {
-      if (info == 0) info = k + 1;
-      continue;
-    }
-    for (j = 0; p != k && j < n; j++) {
-      double t = get(a, single, lda, k, j);
-      set(a, single, lda, k, j, get(a, single, lda, p, j));
-      set(a, single, lda, p, j, t);
-    }
-    for (i = k + 1; i < n; i++) {
-      double l = get(a, single, lda, i, k) / get(a, single, lda, k, k);
-      set(a, single, lda, i, k, l);
-      for (j = k + 1; j < n; j++)
-        set(a, single, lda, i, j, get(a, single, lda, i, j) - l * get(a, single, lda, k, j));
-    }
-  }
-  return info;
-}
-
-/* dgetrs: op(A) X = B from the factors, op N or T, each column of B in doubles. */
-static void lu_solve (const void *a, int single, int n, int lda, const int *ipiv, int transposed,
-                      void *b, int nrhs, int ldb) {
-  double *x = (double *)malloc((size_t)n * sizeof(double));
-  int c, i, k;
-  for (c = 0; c < nrhs; c++) {
-    for (i = 0; i < n; i++) x[i] = get(b, single, ldb, i, c);
-    if (!transposed) {          /* L U x = P b */
-      for (k = 0; k < n; k++) {
-        double t = x[k];
-        x[k] = x[ipiv[k] - 1];
-        x[ipiv[k] - 1] = t;
-      }
-      for (i = 0; i < n; i++)
-        for (k = 0; k < i; k++) x[i] -= get(a, single, lda, i, k) * x[k];
-      for (i = n - 1; i >= 0; i--) {
-        for (k = i + 1; k < n; k++) x[i] -= get(a, single, lda, i, k) * x[k];
-        x[i] /= get(a, single, lda, i, i);
-      }
-    } else {                    /* U^T L^T P x = b */
-      for (i = 0; i < n; i++) {
-        for (k = 0; k < i; k++) x[i] -= get(a, single, lda, k, i) * x[k];
-        x[i] /= get(a, single, lda, i, i);
-      }
-      for (i = n - 1; i >= 0; i--)
-        for (k = i + 1; k < n; k++) x[i] -= get(a, single, lda, k, i) * x[k];
-      for (k = n - 1; k >= 0; k--) {
-        double t = x[k];
-        x[k] = x[ipiv[k] - 1];
-        x[ipiv[k] - 1] = t;
-      }
-    }
-    for (i = 0; i < n; i++) set(b, single, ldb, i, c, x[i]);
-  }
-  free(x);
-}
+#define FAKE_LU_PIVOT int
+#include "fake_lu.h"
 
 /* Whether the routines compute on type t ('S', 'D', 'C', 'Z'). */
 static int computes (char t) {

@@ -587,27 +587,7 @@ describe("gpu.linalg's batched routines", function()
 end)
 
 describe("gpu.linalg's batched routines without a GPU", function()
-  local function fake_run(code, env)
-    return helpers.run_with_fakes("local gpu = require 'gpu'\nlocal L = gpu.linalg\n" ..
-                                  "local function mark(s) io.stderr:write('== ' .. s .. '\\n') end\n" .. code, env)
-  end
-
-  -- The fakes' lines after each "== name" mark, by name (cuBLAS's prefixed "cublas ").
-  local function traces(out)
-    local by_name, current = {}, nil
-    for line in out:gmatch("[^\n]+") do
-      local name = line:match("^== (.*)$")
-      if name then
-        current = {}
-        by_name[name] = current
-      elseif current and line:match("^fakecusolver: ") then
-        current[#current + 1] = line:sub(15)
-      elseif current and line:match("^fakecublas: ") then
-        current[#current + 1] = "cublas " .. line:sub(13)
-      end
-    end
-    return by_name
-  end
+  local fake_run, traces = LR.fake_run, LR.traces
 
   it("hands each stack of small matrices to one batched call, its pointer arrays one matrix apart", function()
     local out, ok = fake_run([[

@@ -231,4 +231,30 @@ function M.values_of(x)
   return out
 end
 
+-- The stand-ins' side (no GPU): fake_run(code[, env]) runs code in a process on the stand-in
+-- driver, cuSOLVER and cuBLAS, with gpu, L (gpu.linalg) and mark(name) (a "== name" line on
+-- stderr) in scope; traces(out) gives the fakes' lines after each mark, by name (cuBLAS's
+-- with "cublas " before them).
+function M.fake_run(code, env)
+  return require("helpers").run_with_fakes("local gpu = require 'gpu'\nlocal L = gpu.linalg\n" ..
+                                           "local function mark(s) io.stderr:write('== ' .. s .. '\\n') end\n" ..
+                                           code, env)
+end
+
+function M.traces(out)
+  local by_name, current = {}, nil
+  for line in out:gmatch("[^\n]+") do
+    local name = line:match("^== (.*)$")
+    if name then
+      current = {}
+      by_name[name] = current
+    elseif current and line:match("^fakecusolver: ") then
+      current[#current + 1] = line:sub(15)
+    elseif current and line:match("^fakecublas: ") then
+      current[#current + 1] = "cublas " .. line:sub(13)
+    end
+  end
+  return by_name
+end
+
 return M

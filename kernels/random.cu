@@ -186,3 +186,44 @@ extern "C" __global__ void gpu_randint_wide(unsigned long long *out, long long n
     }
   }
 }
+
+// permutation's ties: keys holds n sorted 32-bit random keys and places the 1-based places
+// that sort them.  Each run of equal keys gets its places put in ascending order, then
+// shuffled by Fisher-Yates, so every order of the whole is equally likely (as sorting by
+// keys of unbounded precision would make it).  The run starting at 0-based position i draws
+// its words from the blocks (lo, hi of first + i, b, 1) for b = 0, 1, ...: the fourth word
+// 1 sets them apart from every other draw's blocks.  Each swap's place comes by Lemire's
+// method as in randint, so exactly uniform.  Runs are rare and short (a pair of equal keys
+// among n has probability 2^-32), so one thread a run does it all.
+extern "C" __global__ void gpu_shuffle_ties(long long *places, const unsigned *keys, long long n,
+                                            unsigned k0, unsigned k1, unsigned long long first) {
+  GPU_GRID_STRIDE(i, n - 1) {
+    if (keys[i] != keys[i + 1] || (i > 0 && keys[i - 1] == keys[i])) continue;
+    long long end = i + 2;
+    while (end < n && keys[end] == keys[i]) end++;
+    for (long long a = i + 1; a < end; a++) {
+      const long long place = places[a];
+      long long b = a;
+      for (; b > i && places[b - 1] > place; b--) places[b] = places[b - 1];
+      places[b] = place;
+    }
+    const unsigned long long c = first + (unsigned long long)i;
+    uint4 r = make_uint4(0u, 0u, 0u, 0u);
+    unsigned block = 0;
+    int q = 4;
+    for (long long k = end - 1 - i; k >= 1; k--) {
+      const unsigned range = (unsigned)(k + 1), threshold = (0u - range) % range;
+      unsigned long long m;
+      do {
+        if (q == 4) {
+          r = gpu_philox(make_uint4((unsigned)c, (unsigned)(c >> 32), block++, 1u), k0, k1);
+          q = 0;
+        }
+        m = (unsigned long long)gpu_word(r, q++) * range;
+      } while ((unsigned)m < threshold);
+      const long long j = i + (long long)(m >> 32), swapped = places[i + k];
+      places[i + k] = places[j];
+      places[j] = swapped;
+    }
+  }
+}

@@ -15,19 +15,6 @@ local function block(seed, j, attempt)
   return random.philox({j & MASK, j >> 32, attempt or 0, 0}, {seed & MASK, (seed >> 32) & MASK})
 end
 
--- 1..n in the order permutation(n, {seed = seed}) gives: the places that sort the 64-bit keys
--- (unsigned) stably.
-local function expected_permutation(n, seed, base)
-  local keys = random.reference_randint(n, 0, 2.0 ^ 64, "uint64", seed, base)
-  local order = {}
-  for i = 1, n do order[i] = i end
-  table.sort(order, function(x, y)
-    if keys[x] ~= keys[y] then return math.ult(keys[x], keys[y]) end
-    return x < y
-  end)
-  return order
-end
-
 -- Asserts that array a holds the list want, element by element (integers exactly).
 local function assert_values(want, a, what)
   local h = R.get(a)
@@ -393,19 +380,19 @@ describe("random numbers", function()
     local c = random.randint(0, 2.0 ^ 50, 3)             -- 5 and 6, two 64-bit words each
     local d = random.uniform(1, 2, 3, "float64")         -- 7 and 8
     local e = random.normal(0, 2, 6)                     -- 9 and 10
-    local f = random.permutation(5)                      -- 11 to 13: five 64-bit keys
-    local g = random.choice(7, 4)                        -- 14
+    local f = random.permutation(5)                      -- 11 and 12: five 32-bit keys
+    local g = random.choice(7, 4)                        -- 13
     random.randint(0, 10, 4, "int8", {seed = 1})         -- its own counter: the default's stays
-    local k = random.randint(0, 1000, 4, "int32")        -- 15
+    local k = random.randint(0, 1000, 4, "int32")        -- 14
     assert_values(random.reference(5, "float32", false, seed), a, "rand")
     assert_values(random.reference_randint(9, 0, 10, "int16", seed, 2), b, "randint")
     assert_values(random.reference_randint(3, 0, 2.0 ^ 50, "int64", seed, 5), c, "wide randint")
     assert_values(random.reference_uniform(3, 1, 2, "float64", seed, 7), d, "uniform")
     local he, want_e = R.get(e), random.reference_normal(6, 0, 2, "float32", seed, 9)
     for i = 1, 6 do assert(math.abs(he[i] - want_e[i]) <= 1e-5 * (1 + math.abs(want_e[i])), "normal " .. i) end
-    assert_values(expected_permutation(5, seed, 11), f, "permutation")
-    assert_values(random.reference_randint(4, 1, 8, "int64", seed, 14), g, "choice")
-    assert_values(random.reference_randint(4, 0, 1000, "int32", seed, 15), k, "randint after a seeded call")
+    assert_values(random.reference_permutation(5, seed, 11), f, "permutation")
+    assert_values(random.reference_randint(4, 1, 8, "int64", seed, 13), g, "choice")
+    assert_values(random.reference_randint(4, 0, 1000, "int32", seed, 14), k, "randint after a seeded call")
   end)
 
   helpers.gpu_it("randint reaches both ends of [low, high) and stays inside, for int8 to uint64", function()
@@ -494,14 +481,61 @@ describe("random numbers", function()
     end
   end)
 
-  helpers.gpu_it("permutation gives the places that sort its 64-bit keys: exact, and a bijection", function()
+  helpers.gpu_it("shuffle each run of tied keys from its own blocks, uniformly, as the twin does", function()
+    -- 12000 runs of 3 tied keys, their places given in descending order (the kernel sorts a
+    -- run's places first), then one run of 40 and one lone key
+    local runs, keys, places = 12000, {}, {}
+    for r = 0, runs - 1 do
+      for k = 1, 3 do keys[#keys + 1], places[#places + 1] = r, 3 * r + 4 - k end
+    end
+    for k = 1, 40 do keys[#keys + 1], places[#places + 1] = runs, 3 * runs + 41 - k end
+    keys[#keys + 1], places[#places + 1] = runs + 1, #places + 1
+    local seed, first = math.random(0, 1 << 50), math.random(0, 1 << 40)
+    local d_places = gpu.to_gpu(gpu.host.from_table(places, "int64"))
+    random.shuffle_ties(d_places, gpu.to_gpu(gpu.host.from_table(keys, "uint32")), seed, first)
+    local want = random.reference_shuffle_ties(places, keys, seed, first)
+    assert_values(want, d_places, "shuffled ties")
+    local got = R.get(d_places)
+    -- each of a run of 3's six orders about 2000 times: chi-square with 5 degrees of freedom,
+    -- above 25.7 with probability 1e-4
+    local counts = {}
+    for r = 0, runs - 1 do
+      local a, b = got[3 * r + 1] - 3 * r, got[3 * r + 2] - 3 * r
+      local order = a * 10 + b
+      counts[order] = (counts[order] or 0) + 1
+    end
+    local chi2, orders = 0, 0
+    for _, c in pairs(counts) do
+      chi2, orders = chi2 + (c - runs / 6) ^ 2 / (runs / 6), orders + 1
+    end
+    assert.are.equal(6, orders)
+    assert(chi2 < 25.7, "chi-square of the orders of runs of 3: " .. chi2)
+    local long = {table.unpack(want, 3 * runs + 1, 3 * runs + 40)}
+    table.sort(long)
+    for k = 1, 40 do assert.are.equal(3 * runs + k, long[k]) end
+    assert.are.equal(#places, want[#places])
+  end)
+
+  helpers.gpu_it("permutation gives the places that sort its 32-bit keys, ties shuffled: exact, and a bijection",
+                 function()
     for _, n in ipairs{0, 1, 2, 100, 257, 5000} do
       local seed = math.random(0, 1 << 50)
       local p = random.permutation(n, {seed = seed})
       assert.are.equal("int64", p.dtype)
       assert.are.same({n}, p.shape)
-      assert_values(expected_permutation(n, seed), p, "permutation of " .. n)
+      assert_values(random.reference_permutation(n, seed), p, "permutation of " .. n)
     end
+    -- 2^18 keys of 32 bits tie in about 8 pairs: the twin counts them, so the ties' shuffle
+    -- is compared too (no ties at all has probability about e^-8)
+    local n, seed = (1 << 18) + 11, math.random(0, 1 << 50)
+    local keys = random.reference_randint(n, 0, 1 << 32, "uint32", seed)
+    local distinct = {}
+    for _, key in ipairs(keys) do distinct[key] = true end
+    local ties = n
+    for _ in pairs(distinct) do ties = ties - 1 end
+    assert(ties > 0, "no tied keys among " .. n)
+    assert_values(random.reference_permutation(n, seed), random.permutation(n, {seed = seed}),
+                  ("permutation of %d with %d tied keys"):format(n, ties))
     local n = 300007
     local h = R.get(random.permutation(n))
     local seen = {}
@@ -535,7 +569,7 @@ describe("random numbers", function()
         local p = random.permutation(a, {seed = seed})
         assert.are.same(shape, p.shape)
         assert.are.equal(dtype, p.dtype)
-        local want = rows_at(elements(a), count // shape[1], expected_permutation(shape[1], seed))
+        local want = rows_at(elements(a), count // shape[1], random.reference_permutation(shape[1], seed))
         assert.are.same(want, elements(p), dtype)
         random.shuffle(a, {seed = seed})
         assert.are.same(want, elements(a), dtype)
@@ -546,7 +580,7 @@ describe("random numbers", function()
     -- a transposed view (gathered from a copy, shuffled back through the view)
     local base = on_gpu("float32", {3, 500})
     local view = base:transpose()
-    local want = rows_at(elements(view:copy()), 3, expected_permutation(500, seed))
+    local want = rows_at(elements(view:copy()), 3, random.reference_permutation(500, seed))
     assert.are.same(want, elements(random.permutation(view, {seed = seed})))
     random.shuffle(view, {seed = seed})
     assert.are.same(want, elements(view:copy()))
@@ -554,7 +588,7 @@ describe("random numbers", function()
     local matrix = on_gpu("float64", {600, 2})
     local rows = matrix:narrow(1, 2, 599)
     assert.is_true(rows.is_contiguous)
-    want = rows_at(elements(rows:copy()), 2, expected_permutation(599, seed))
+    want = rows_at(elements(rows:copy()), 2, random.reference_permutation(599, seed))
     assert.are.same(want, elements(random.permutation(rows, {seed = seed, stream = s})))
     random.shuffle(rows, {seed = seed, stream = s})
     s:synchronize()
@@ -587,8 +621,8 @@ describe("random numbers", function()
     assert.are.same({7, 2}, rows.shape)
     assert.are.same(rows_at(values, 2, random.reference_randint(7, 1, 6, "int64", seed)), elements(rows))
     local d = random.choice(50, 20, {replace = false, seed = seed})
-    assert_values({table.unpack(expected_permutation(50, seed), 1, 20)}, d, "choice without replacement")
-    assert.are.same(rows_at(values, 2, expected_permutation(5, seed)),
+    assert_values({table.unpack(random.reference_permutation(50, seed), 1, 20)}, d, "choice without replacement")
+    assert.are.same(rows_at(values, 2, random.reference_permutation(5, seed)),
                     elements(random.choice(a, 5, {replace = false, seed = seed})))
     local h = R.get(random.choice(3000, {10, 30}, {replace = false}))
     local seen = {}

@@ -297,6 +297,56 @@ function M.reference_randint(count, low, high, dtype, seed, base)
   return out
 end
 
+-- random.cu's gpu_shuffle_ties on Lua lists: keys sorted (numbers), places (any values) in
+-- the same order; each run of equal keys has its places sorted, then shuffled, drawing from
+-- the blocks of counter first + its 0-based start.  Changes places in place.
+function M.reference_shuffle_ties(places, keys, seed, first)
+  local key = {seed & MASK, (seed >> 32) & MASK}
+  local n, start = #keys, 1
+  while start < n do
+    local stop = start
+    while stop < n and keys[stop + 1] == keys[start] do stop = stop + 1 end
+    if stop > start then
+      local run = table.move(places, start, stop, 1, {})
+      table.sort(run)
+      table.move(run, 1, #run, start, places)
+      local counter, block, r, q = first + start - 1, 0, nil, 4
+      for k = stop - start, 1, -1 do
+        local range = k + 1
+        local threshold, m = (1 << 32) % range, nil
+        repeat
+          if q == 4 then
+            r, block, q = M.philox({counter & MASK, (counter >> 32) & MASK, block, 1}, key), block + 1, 0
+          end
+          q = q + 1
+          m = r[q] * range
+        until m & MASK >= threshold
+        local j = start + (m >> 32)
+        places[start + k], places[j] = places[j], places[start + k]
+      end
+    end
+    start = stop + 1
+  end
+  return places
+end
+
+-- 1..count in the order permutation(count, {seed = seed}) gives (from counter block base):
+-- the places that sort randint's 32-bit keys, each run of tied keys shuffled.
+function M.reference_permutation(count, seed, base)
+  check_count("reference_permutation", count)
+  base = check_seed("reference_permutation", seed, base, 2)
+  local keys = M.reference_randint(count, 0, 1 << 32, "uint32", seed, base)
+  local places = {}
+  for i = 1, count do places[i] = i end
+  table.sort(places, function(x, y)
+    if keys[x] ~= keys[y] then return keys[x] < keys[y] end
+    return x < y
+  end)
+  local sorted_keys = {}
+  for i = 1, count do sorted_keys[i] = keys[places[i]] end
+  return M.reference_shuffle_ties(places, sorted_keys, seed, 4 * base)
+end
+
 -- The default generator ----------------------------------------------------------------------
 
 local default = {seed = 0, counter = 0}
@@ -338,10 +388,22 @@ local function dtype_text(dtype)
   return type(dtype) == "string" and "'" .. dtype .. "'" or typename(dtype)
 end
 
--- Fills out (contiguous) with kernel `name` of random.cu, which makes `per` elements a
--- counter block, passing the extra arguments after the counter's.  The counter blocks are
--- {seed = n}'s from 0, else the default generator's next ones, which it moves past (even
--- for an empty array: nothing is launched then).
+-- The kernel `name` of random.cu or random_distributions.cu.
+local function random_kernel(name)
+  return kernel_cache.get("random|" .. name, function()
+    if not DISTRIBUTION_KERNELS[name] then
+      return core.kernel_sources["random.cu"], name, nil, {no_extern_c = true, name = "random.cu"}
+    end
+    -- no fused multiply-adds, so that the Lua twin rounds every operation as the kernel does
+    return core.kernel_sources["random.cu"] .. "\n" .. core.kernel_sources["random_distributions.cu"], name,
+           nil, {no_extern_c = true, name = "random_distributions.cu", options = {"--fmad=false"}}
+  end)
+end
+
+-- Fills out (contiguous) with kernel `name`, which makes `per` elements a counter block,
+-- passing the extra arguments after the counter's.  The counter blocks are {seed = n}'s from
+-- 0, else the default generator's next ones, which it moves past (even for an empty array:
+-- nothing is launched then).  Returns out, the seed and the first counter block.
 local function draw(name, per, out, opts, ...)
   local n = out.size
   local blocks = (n + per - 1) // per
@@ -352,20 +414,12 @@ local function draw(name, per, out, opts, ...)
     seed, base = default.seed, default.counter
     default.counter = default.counter + blocks
   end
-  if n == 0 then return out end
-  local f = kernel_cache.get("random|" .. name, function()
-    if not DISTRIBUTION_KERNELS[name] then
-      return core.kernel_sources["random.cu"], name, nil, {no_extern_c = true, name = "random.cu"}
-    end
-    -- no fused multiply-adds, so that the Lua twin rounds every operation as the kernel does
-    return core.kernel_sources["random.cu"] .. "\n" .. core.kernel_sources["random_distributions.cu"], name,
-           nil, {no_extern_c = true, name = "random_distributions.cu", options = {"--fmad=false"}}
-  end)
+  if n == 0 then return out, seed, base end
   local arguments = {out, n, seed & MASK, (seed >> 32) & MASK, base, ...}
   arguments[#arguments + 1] = {block = BLOCK, grid = reduction.grid_stride_blocks(blocks, BLOCK),
                                stream = opts.stream}
-  f(table.unpack(arguments))
-  return out
+  random_kernel(name)(table.unpack(arguments))
+  return out, seed, base
 end
 
 -- An array of shape and float dtype of shift + scale * (uniform or normal) numbers.
@@ -445,13 +499,27 @@ end
 
 -- Permutations and choices ---------------------------------------------------------------------
 
--- 1..n in random order (an int64 array): the places that sort n random 64-bit keys, by the
--- project's stable sort, so a bijection whatever the keys.  Every order is equally likely
--- but where two keys tie (probability below n^2 / 2^65), which keeps those two in place order.
+-- gpu_shuffle_ties (random.cu) over the int64 places (1-based) that sort the uint32 array
+-- sorted_keys, drawing from seed's blocks of counter first + a run's 0-based start.
+function M.shuffle_ties(places, sorted_keys, seed, first, stream)
+  local n = sorted_keys.size
+  if n < 2 then return end
+  random_kernel("gpu_shuffle_ties")(places, sorted_keys, n, seed & MASK, (seed >> 32) & MASK, first,
+    {block = BLOCK, grid = reduction.grid_stride_blocks(n - 1, BLOCK), stream = stream})
+end
+
+-- 1..n in random order (an int64 array): the places that sort n random 32-bit keys (four
+-- radix passes, where 64-bit keys, whose ties would be negligible, take eight), then each run
+-- of tied keys shuffled (random.cu's gpu_shuffle_ties), so every order is equally likely.
+-- The ties' counter blocks (fourth word 1, the keys' 0) are numbered from 4 times the keys'
+-- first block, so no two calls share them: the next call's keys start n / 4 blocks on.
 local function shuffled_places(n, opts)
-  local keys = draw_integers(core.array_empty({n}, "uint64"), opts, 0, 0, 0, true)
-  local places = require("gpu.sort").argsort(keys, {stream = opts.stream})
+  local keys, seed, base = draw_integers(core.array_empty({n}, "uint32"), opts,
+                                         integer_range(0, 1 << 32, "uint32", "permutation"))
+  local sorted_keys, places = require("gpu.sort").with_places(keys, opts.stream)
   core.free_after(keys, opts.stream)
+  M.shuffle_ties(places, sorted_keys, seed, 4 * base, opts.stream)
+  core.free_after(sorted_keys, opts.stream)
   return places
 end
 
@@ -1232,7 +1300,8 @@ function M.install(gpu)
                 randint = M.randint, permutation = M.permutation, shuffle = M.shuffle,
                 choice = M.choice, seed = M.seed, philox = M.philox, reference = M.reference,
                 reference_uniform = M.reference_uniform, reference_normal = M.reference_normal,
-                reference_randint = M.reference_randint, multinomial = M.multinomial,
+                reference_randint = M.reference_randint, reference_permutation = M.reference_permutation,
+                multinomial = M.multinomial,
                 dirichlet = M.dirichlet, reference_multinomial = M.reference_multinomial,
                 reference_dirichlet = M.reference_dirichlet}
   for name in pairs(DISTRIBUTIONS) do

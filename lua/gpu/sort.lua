@@ -243,6 +243,13 @@ function M.sorted_lines(a, axis, stream)
   return (sorted(a, axis, "keys", stream))
 end
 
+-- sort.with_places(a[, stream]) -> a 1-d array's elements sorted and the 1-based places that
+-- sort them (int64, stable), from one sort: for callers that need both (gpu.random's ties).
+function M.with_places(a, stream)
+  local keys, places = sorted(a, 1, "both", stream)
+  return keys, places
+end
+
 -- The array of a's shape holding rows (contiguous, in axis-last order): rows itself when
 -- the axis was already last, else a copy through the transposed view of a new array, or of
 -- `into` (an existing array of that shape) when given.

@@ -635,7 +635,7 @@ describe("gpu.linalg without a GPU", function()
       inv = {"cublas getrfBatched C n 3 lda 3 batch 2 step 72",
              "cublas getriBatched C n 3 lda 3 ldc 3 batch 2 step 72 72"},
       det = {"Xgetrf C_64F m 4 n 4 lda 4", "Xgetrf R_64F m 4 n 4 lda 4"},
-      cholesky = {"potrfBatched U C n 4 lda 4 batch 2 step 128"},
+      cholesky = {"potrfBatched L C n 4 lda 4 batch 2 step 128"},
       ["cholesky upper"] = {"Xpotrf L R_64F n 4 lda 4"},
       ["qr tall"] = {"Xgeqrf R_64F m 5 n 3 lda 5", "Dorgqr m 5 n 3 k 3 lda 5"},
       ["qr tall complete"] = {"Xgeqrf R_32F m 5 n 3 lda 5", "Sorgqr m 5 n 5 k 3 lda 5"},

@@ -646,7 +646,7 @@ describe("gpu.linalg's batched routines without a GPU", function()
       view = {"cublas getrfBatched D n 3 lda 3 batch 4 step 72",
               "cublas getriBatched D n 3 lda 3 ldc 3 batch 4 step 72 72"},
       cholesky = {"potrfBatched L D n 32 lda 32 batch 3 step 8192"},
-      ["cholesky lower"] = {"potrfBatched U C n 2 lda 2 batch 5 step 32"},
+      ["cholesky lower"] = {"potrfBatched L C n 2 lda 2 batch 5 step 32"},
       eigh = {"syevjBatched vectors U C n 4 lda 4 batch 5"},
       eigvalsh = {"syevjBatched novectors L S n 32 lda 32 batch 2"},
       ["eigh in pieces"] = {"syevjBatched novectors U D n 4 lda 4 batch 2",
@@ -669,7 +669,7 @@ describe("gpu.linalg's batched routines without a GPU", function()
       ["svd one matrix"] = {"Xgesvd N N R_64F m 4 n 3 lda 4 ldu 4 ldvt 3"},
       ["cuBLAS off"] = {"Xgetrf R_64F m 3 n 3 lda 3", "Xgetrf R_64F m 3 n 3 lda 3",
                         "Xgetrs T R_64F n 3 nrhs 1 lda 3 ldb 3", "Xgetrs T R_64F n 3 nrhs 1 lda 3 ldb 3"},
-      ["cuBLAS off cholesky"] = {"potrfBatched U D n 3 lda 3 batch 2 step 72"},
+      ["cuBLAS off cholesky"] = {"potrfBatched L D n 3 lda 3 batch 2 step 72"},
       empty = {},
       ["end"] = {"cublas handle destroyed", "gesvdjInfo destroyed", "syevjInfo destroyed", "handle destroyed"},
     }

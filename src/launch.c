@@ -809,6 +809,15 @@ int gpu_isfunction (lua_State *L, int idx) {
   return is;
 }
 
+CUfunction gpu_checkfunction (lua_State *L, int arg, const gpu_Context *ctx) {
+  gpu_Function *f;
+  if (!gpu_isfunction(L, arg)) luaL_typeerror(L, arg, GPU_FUNCTION);
+  f = (gpu_Function *)lua_touserdata(L, arg);
+  check_module_alive(L, f);
+  if (f->ctx != ctx) luaL_argerror(L, arg, "function of another context");
+  return f->fn;
+}
+
 /* Converts the value at idx for by-value parameter param as a launch would, into dst; 0 where
 ** it is not a number (or a boolean, for a bool) or does not fit.  gpu_tovalue checks ranges,
 ** but lets uint64 take a negative integer's bits (and floats past the largest integer), which

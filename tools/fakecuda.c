@@ -1,8 +1,9 @@
 /*
 ** tools/fakecuda.c: a stand-in libcuda for timing the binding's own cost on a machine with
 ** no GPU (tools/small_add_parts.lua).  One device, "memory" in host RAM (so copies and
-** memsets do what they say), launches that run nothing.  Kernel results are not computed:
-** this is for measuring the host path, never for checking answers.
+** memsets do what they say), launches that run nothing (one exception: see cuLaunchKernel).
+** Kernel results are not computed: this is for measuring the host path, never for checking
+** answers.
 **
 **   make fakecuda bench-build
 **   GPU_CUDA_LIBRARY=$PWD/build/libfakecuda.so lua5.4 tools/small_add_parts.lua
@@ -307,12 +308,23 @@ static const struct { const char *name; void *fn; } stubs[] = {
 #undef STUB
 };
 
-/* bench_clock's raw launch loop finds these with dlsym (cuda.h declares them all) */
+/* bench_clock's raw launch loop finds these with dlsym (cuda.h declares them all).  Launches
+** run nothing, but for kernels/batched.cu's gpu_matrix_addresses (a CUfunction here is its
+** name): the stand-in cuBLAS and cuSOLVER read the arrays of addresses it writes. */
 EXPORT CUresult cuLaunchKernel (CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                 unsigned by, unsigned bz, unsigned shared, CUstream s,
                                 void **params, void **extra) {
-  (void)f; (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shared; (void)s;
-  (void)params; (void)extra;
+  (void)gx; (void)gy; (void)gz; (void)bx; (void)by; (void)bz; (void)shared; (void)s; (void)extra;
+  if (params != NULL && strcmp((const char *)(void *)f, "gpu_matrix_addresses") == 0) {
+    unsigned long long *out = (unsigned long long *)(uintptr_t)*(CUdeviceptr *)params[0];
+    long long count = *(long long *)params[1], i;
+    int arrays = *(int *)params[2], k;
+    for (k = 0; k < arrays; k++) {
+      unsigned long long base = *(unsigned long long *)params[3 + 2 * k];
+      unsigned long long step = *(unsigned long long *)params[4 + 2 * k];
+      for (i = 0; i < count; i++) out[k * count + i] = base + (unsigned long long)i * step;
+    }
+  }
   return CUDA_SUCCESS;
 }
 

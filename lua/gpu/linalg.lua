@@ -51,6 +51,7 @@
 -- N both at most BATCHED_MAX) for svd and what rests on it (matrix_rank, pinv, cond).
 
 local core = require "gpu.core"
+local kernel_cache = require "gpu.kernel_cache"
 local args = require "gpu.args"
 local ew = require "gpu.elementwise"
 local operators = require "gpu.operators"
@@ -309,6 +310,14 @@ end
 
 -- LU ---------------------------------------------------------------------------------------
 
+-- batched.cu's gpu_matrix_addresses, which src/solver.c launches to write the arrays of the
+-- matrices' addresses that the batched routines take.
+local function addresses()
+  return kernel_cache.get("linalg|addresses", function()
+    return core.kernel_sources["batched.cu"], "gpu_matrix_addresses", nil, {no_extern_c = true, name = "batched.cu"}
+  end)
+end
+
 -- getrf of a fresh copy of a as dtype (a^T as cuSOLVER reads it): lu, ipiv, info.  A stack
 -- of small matrices in one getrfBatched where cuBLAS takes it: int32 pivots then (lu_solve
 -- and inverse follow their dtype), else cuSOLVER's loop and int64 pivots.
@@ -318,7 +327,7 @@ local function lu_of(a, dtype, batch_shape, n, stream)
   local pivots_shape = shape_of(batch_shape, #batch_shape, n)
   if lu.size > 0 and batched(n, batch_shape) then
     local ipiv = core.array_empty(pivots_shape, "int32")
-    if core.solver_getrf_batched(lu, ipiv, info, stream) then
+    if core.solver_getrf_batched(lu, ipiv, info, stream, addresses()) then
       M.batched_calls.getrf = M.batched_calls.getrf + 1
       return lu, ipiv, info
     end
@@ -331,7 +340,7 @@ end
 
 -- op(A) X = B in place of b for lu_of's factors: getrs, batched with 32-bit pivots.
 local function lu_solve(lu, ipiv, b, trans, stream)
-  if ipiv.dtype == "int32" then core.solver_getrs_batched(lu, ipiv, b, trans, stream)
+  if ipiv.dtype == "int32" then core.solver_getrs_batched(lu, ipiv, b, trans, stream, addresses())
   else core.solver_getrs(lu, ipiv, b, trans, stream) end
 end
 
@@ -389,7 +398,7 @@ local function inverse(a, n, dtype, stream)
   local x
   if ipiv.dtype == "int32" then
     x = core.array_empty(a.shape, dtype)
-    core.solver_getri_batched(lu, ipiv, x, stream)
+    core.solver_getri_batched(lu, ipiv, x, stream, addresses())
   else
     x = identity(a.shape, dtype, stream)
     core.solver_getrs(lu, ipiv, x, "N", stream)
@@ -469,7 +478,7 @@ function M.cholesky(a, opts)
     -- leaves in the other triangle.
     local copy = triangle(upper and a or transposed(a), dtype, true, stream)
     info = core.array_empty(batch, "int32")
-    core.solver_potrf_batched(copy, info, "L", stream)
+    core.solver_potrf_batched(copy, info, "L", stream, addresses())
     M.batched_calls.potrf = M.batched_calls.potrf + 1
     if upper then
       factor = triangle(copy, dtype, true, stream, copy)

@@ -781,6 +781,7 @@ describe("gpu.linalg's batched routines without a GPU", function()
       try(core.solver_getrf_batched, a, ipiv, info, nil, 5)
       local module = gpu.SourceModule("__global__ void k() {}")
       local k = module:get_function("k")
+      try(core.solver_getrs_batched, a, ipiv, gpu.zeros({2, 3}), "T", nil, k)
       module:free()
       try(core.solver_potrf_batched, a, info, "L", nil, k)
       try(core.solver_syevj_batched, gpu.zeros({2, 33, 33}), gpu.zeros({2, 33}), info, false, "L")
@@ -817,6 +818,7 @@ describe("gpu.linalg's batched routines without a GPU", function()
       "bad argument #3 to 'gpu.core.solver_getri_batched' (float64 array expected, got float32)",
       "bad argument #3 to 'gpu.core.solver_potrf_batched' (invalid option 'upper')",
       "bad argument #5 to 'gpu.core.solver_getrf_batched' (gpu.Function expected, got number)",
+      "bad argument #6 to 'gpu.core.solver_getrs_batched' (kernel 'gpu_matrix_addresses' expected, got 'k')",
       "kernel 'k' belongs to a module that has been freed",
       "bad argument #1 to 'gpu.core.solver_syevj_batched' (matrices of at most 32 rows expected, got 33)",
       "bad argument #2 to 'gpu.core.solver_syevj_batched' (float64 array expected, got float32)",

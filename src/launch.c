@@ -809,12 +809,14 @@ int gpu_isfunction (lua_State *L, int idx) {
   return is;
 }
 
-CUfunction gpu_checkfunction (lua_State *L, int arg, const gpu_Context *ctx) {
+CUfunction gpu_checkfunction (lua_State *L, int arg, const char *name, gpu_Context **ctx) {
   gpu_Function *f;
   if (!gpu_isfunction(L, arg)) luaL_typeerror(L, arg, GPU_FUNCTION);
   f = (gpu_Function *)lua_touserdata(L, arg);
   check_module_alive(L, f);
-  if (f->ctx != ctx) luaL_argerror(L, arg, "function of another context");
+  if (strcmp(f->name, name) != 0)
+    luaL_argerror(L, arg, lua_pushfstring(L, "kernel '%s' expected, got '%s'", name, f->name));
+  *ctx = f->ctx;
   return f->fn;
 }
 

@@ -844,9 +844,14 @@ static int gpu_solver_gesvd (lua_State *L) {
 ** host's way took getrf of 10000 4 x 4 matrices 35 us and getrs 60, the kernel's 22 and 25.
 */
 
-/* The optional gpu_matrix_addresses Function at arg (NULL when none), for Call.addresses. */
+/* The optional gpu_matrix_addresses Function at arg, for Call.addresses: NULL when none, or
+** when it was compiled for another context than the stack's (the host writes them then). */
 static CUfunction check_addresses (lua_State *L, int arg, const Stack *st) {
-  return lua_isnoneornil(L, arg) ? NULL : gpu_checkfunction(L, arg, st->ctx);
+  gpu_Context *ctx;
+  CUfunction fn;
+  if (lua_isnoneornil(L, arg)) return NULL;
+  fn = gpu_checkfunction(L, arg, "gpu_matrix_addresses", &ctx);
+  return ctx == st->ctx ? fn : NULL;
 }
 
 /* Checks that the stack's sizes fit the batched routines' ints. */
@@ -865,17 +870,18 @@ static CUdeviceptr call_pointers (lua_State *L, Call *call, int count, gpu_Array
   int64_t i;
   int k;
   call_work(L, call, bytes + extra, 0);
-  if (call->addresses != NULL) {
+  if (call->addresses != NULL) {     /* batched.cu's parameters, in order */
     CUdeviceptr out = call->work->ptr, base[2] = {0, 0}, step[2] = {0, 0};
     long long matrices = (long long)batch;
+    int stacks = count;
     unsigned blocks = (unsigned)(((int64_t)count * batch + 255) / 256);
-    void *params[] = {&out, &matrices, &count, &base[0], &step[0], &base[1], &step[1]};
+    void *params[] = {&out, &matrices, &stacks, &base[0], &step[0], &base[1], &step[1]};
     for (k = 0; k < count; k++) {
       base[k] = arrays[k]->ptr;
       step[k] = (CUdeviceptr)elements[k] * gpu_dtypes[arrays[k]->dtype].itemsize;
     }
-    gpu_check(L, call->ctx->driver->cuLaunchKernel(call->addresses, blocks < 1024 ? blocks : 1024, 1, 1,
-                                                   256, 1, 1, 0, call->stream, params, NULL),
+    gpu_check(L, call->ctx->driver->cuLaunchKernel(call->addresses, blocks < 1024 ? blocks : 1024,
+                                                   1, 1, 256, 1, 1, 0, call->stream, params, NULL),
               "cuLaunchKernel");
     return out;
   }

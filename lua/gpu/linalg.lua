@@ -314,7 +314,8 @@ end
 -- matrices' addresses that the batched routines take.
 local function addresses()
   return kernel_cache.get("linalg|addresses", function()
-    return core.kernel_sources["batched.cu"], "gpu_matrix_addresses", nil, {no_extern_c = true, name = "batched.cu"}
+    return core.kernel_sources["batched.cu"], "gpu_matrix_addresses", nil,
+           {no_extern_c = true, name = "batched.cu"}
   end)
 end
 

@@ -4,7 +4,8 @@
 // seed); attempt is 0 but where randint replaces a rejected word (1, 2, ...).  A block's four
 // 32-bit words give four float32 values or two float64 values, written to out[per * j ...],
 // each as shift + scale * v; randint's kernels make four integers a block from the words, or
-// two from 64-bit words.  lua/gpu/random.lua holds a CPU twin of all this for the specs.
+// two from 64-bit words.  Only permutation's ties (gpu_shuffle_ties, at the end) draw from
+// blocks whose fourth word is 1.  lua/gpu/random.lua holds a CPU twin of all this for the specs.
 
 #define GPU_PHILOX_M0 0xD2511F53u
 #define GPU_PHILOX_M1 0xCD9E8D57u
@@ -193,8 +194,8 @@ extern "C" __global__ void gpu_randint_wide(unsigned long long *out, long long n
 // keys of unbounded precision would make it).  The run starting at 0-based position i draws
 // its words from the blocks (lo, hi of first + i, b, 1) for b = 0, 1, ...: the fourth word
 // 1 sets them apart from every other draw's blocks.  Each swap's place comes by Lemire's
-// method as in randint, so exactly uniform.  Runs are rare and short (a pair of equal keys
-// among n has probability 2^-32), so one thread a run does it all.
+// method as in randint, so exactly uniform.  Runs are rare and short (any two keys tie with
+// probability 2^-32: about n^2 / 2^33 ties among n), so one thread a run does it all.
 extern "C" __global__ void gpu_shuffle_ties(long long *places, const unsigned *keys, long long n,
                                             unsigned k0, unsigned k1, unsigned long long first) {
   GPU_GRID_STRIDE(i, n - 1) {

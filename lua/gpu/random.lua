@@ -297,9 +297,9 @@ function M.reference_randint(count, low, high, dtype, seed, base)
   return out
 end
 
--- random.cu's gpu_shuffle_ties on Lua lists: keys sorted (numbers), places (any values) in
--- the same order; each run of equal keys has its places sorted, then shuffled, drawing from
--- the blocks of counter first + its 0-based start.  Changes places in place.
+-- random.cu's gpu_shuffle_ties on Lua lists: keys sorted and places (numbers) in the same
+-- order; each run of equal keys has its places sorted, then shuffled, drawing from the
+-- blocks of counter first + its 0-based start.  Changes places in place.
 function M.reference_shuffle_ties(places, keys, seed, first)
   local key = {seed & MASK, (seed >> 32) & MASK}
   local n, start = #keys, 1
@@ -404,7 +404,7 @@ end
 -- passing the extra arguments after the counter's.  The counter blocks are {seed = n}'s from
 -- 0, else the default generator's next ones, which it moves past (even for an empty array:
 -- nothing is launched then).  Returns out, the seed and the first counter block.
-local function draw(name, per, out, opts, ...)
+local function draw_counted(name, per, out, opts, ...)
   local n = out.size
   local blocks = (n + per - 1) // per
   local seed, base
@@ -420,6 +420,11 @@ local function draw(name, per, out, opts, ...)
                                stream = opts.stream}
   random_kernel(name)(table.unpack(arguments))
   return out, seed, base
+end
+
+-- draw_counted's out alone, which the public functions return.
+local function draw(name, per, out, opts, ...)
+  return (draw_counted(name, per, out, opts, ...))
 end
 
 -- An array of shape and float dtype of shift + scale * (uniform or normal) numbers.
@@ -513,9 +518,14 @@ end
 -- of tied keys shuffled (random.cu's gpu_shuffle_ties), so every order is equally likely.
 -- The ties' counter blocks (fourth word 1, the keys' 0) are numbered from 4 times the keys'
 -- first block, so no two calls share them: the next call's keys start n / 4 blocks on.
+local function draw_keys(n, opts)       -- the keys, with the seed and first counter block
+  local low_bits, range, threshold = integer_range(0, 1 << 32, "uint32", "permutation")
+  return draw_counted("gpu_randint_4", 4, core.array_empty({n}, "uint32"), opts, low_bits, range,
+                      threshold)
+end
+
 local function shuffled_places(n, opts)
-  local keys, seed, base = draw_integers(core.array_empty({n}, "uint32"), opts,
-                                         integer_range(0, 1 << 32, "uint32", "permutation"))
+  local keys, seed, base = draw_keys(n, opts)
   local sorted_keys, places = require("gpu.sort").with_places(keys, opts.stream)
   core.free_after(keys, opts.stream)
   M.shuffle_ties(places, sorted_keys, seed, 4 * base, opts.stream)

@@ -616,6 +616,24 @@ describe("random numbers", function()
                          random.choice, scalar, 1)
   end)
 
+  helpers.gpu_it("choice without replacement of a small part sorts only the smallest keys, as the whole sort", function()
+    -- 2^16 + 3 places, a sample of 5000: the selection's way; with a stream, the whole sort's
+    local n, seed = (1 << 16) + 3, math.random(0, 1 << 50)
+    local want = {table.unpack(random.reference_permutation(n, seed), 1, 5000)}
+    assert_values(want, random.choice(n, {50, 100}, {replace = false, seed = seed}), "sampled choice")
+    local s = gpu.Stream()
+    local whole = random.choice(n, 5000, {replace = false, seed = seed, stream = s})
+    s:synchronize()
+    assert_values(want, whole, "choice by the whole sort")
+    s:free()
+    -- the default generator moves past the n keys' blocks either way
+    random.seed(seed)
+    local c = random.choice(n, 300, {replace = false})
+    local k = random.randint(0, 1000, 4, "int32")
+    assert_values({table.unpack(random.reference_permutation(n, seed), 1, 300)}, c, "sampled choice, default")
+    assert_values(random.reference_randint(4, 0, 1000, "int32", seed, (n + 3) // 4), k, "randint after it")
+  end)
+
   helpers.gpu_it("choice takes randint's places, a permutation's first ones, or the rows at them", function()
     local seed = math.random(0, 1 << 50)
     local c = random.choice(10, {3, 4}, {seed = seed})

@@ -732,6 +732,50 @@ local function first_places(places, count, shape, stream)
   return kept:reshape(shape)
 end
 
+local kept_kernel, places_kernel
+-- The keys at the 0-based places `at`; then the places (1-based) of those keys in the order
+-- (1-based places among them) that sorts them.
+local function sample_kernels()
+  kept_kernel = kept_kernel or ew.ElementwiseKernel(
+    "unsigned *kept, const unsigned *keys, const long long *at",
+    "kept[i] = keys[at[i]]", "random_kept")
+  places_kernel = places_kernel or ew.ElementwiseKernel(
+    "long long *places, const long long *at, const long long *order",
+    "places[i] = at[order[i] - 1] + 1", "random_sample_places")
+  return kept_kernel, places_kernel
+end
+
+-- Populations from this size, of which a sample takes at most this share, take sampled_places'
+-- selection rather than the whole sort.
+local SAMPLE_MIN, SAMPLE_MOST = 1 << 14, 0.25
+
+-- The first count of shuffled_places(n, opts) in shape, sorting fewer keys where count is a
+-- small part of n: the keys up to the count-th smallest (sort.select) are the sorted order's
+-- first m >= count, which compaction gathers in place order and a sort of m keys then orders
+-- as the whole sort would, their runs of ties starting where they would (the same shuffles).
+-- Compaction works on the default stream, so a call given a stream takes the whole sort.
+local function sampled_places(n, count, shape, opts)
+  if opts.stream ~= nil or n < SAMPLE_MIN or count > n * SAMPLE_MOST or count == 0 then
+    return first_places(shuffled_places(n, opts), count, shape, opts.stream)
+  end
+  local sort, compact = require "gpu.sort", require "gpu.compact"
+  local keys, seed, base = draw_keys(n, opts)
+  local threshold = sort.select(keys, {count})
+  local below = ga.le(keys, threshold:get()[1])
+  local at = compact.flat_indices(below)
+  local keep, sample_places = sample_kernels()
+  local kept = core.array_empty({at.size}, "uint32")
+  keep(kept, keys, at)
+  local sorted_keys, order = sort.with_places(kept)
+  local places = core.array_empty({at.size}, "int64")
+  sample_places(places, at, order)
+  M.shuffle_ties(places, sorted_keys, seed, 4 * base)
+  for _, x in ipairs{keys, threshold, below, at, kept, sorted_keys, order} do
+    core.free_after(x, nil)
+  end
+  return first_places(places, count, shape)
+end
+
 -- choice(n or a, size[, {replace = true, p =, seed =, stream =}]): NumPy's, a sample of
 -- size (a shape) places of 1..n (int64), or of a's rows (the result of shape size followed
 -- by a's other axes).  With replacement, uniform (randint's), or by the probabilities p
@@ -778,7 +822,7 @@ function M.choice(x, size, opts)
     places = core.array_empty(shape, "int64")
     if n > 0 then draw_integers(places, opts, integer_range(1, n + 1, "int64", fname)) end
   else
-    places = first_places(shuffled_places(n, opts), count, shape, stream)
+    places = sampled_places(n, count, shape, opts)
   end
   if a == nil then return places end
   local result = rows_of(a, places, stream)

@@ -30,28 +30,8 @@ if not VALUES then
   end
 end
 
-local function same(x, y)
-  if type(x) == "table" and type(y) == "table" then return same(x.re, y.re) and same(x.im, y.im) end
-  return x == y or (x ~= x and y ~= y)
-end
-
-local function show(v)
-  if type(v) == "table" then return ("(%s, %s)"):format(show(v.re), show(v.im)) end
-  if math.type(v) == "float" then return ("%.17g"):format(v) end
-  return tostring(v)
-end
-
--- Asserts that the array got holds exactly the list want, in row-major order.
-local function assert_exact(want, got, what)
-  if not VALUES then return end
-  local h = R.get(got)
-  assert.are.equal(#want, h.size, what .. ": size")
-  for i = 1, #want do
-    if not same(want[i], h[i]) then
-      error(("%s at %d: got %s, expected %s"):format(what, i, show(h[i]), show(want[i])), 2)
-    end
-  end
-end
+local V = require("value_helpers")(VALUES)
+local same, assert_exact = V.same, V.assert_exact
 
 -- NumPy's order: false before true, NaN after every number, complex by real part first.
 local function before(x, y)

@@ -30,47 +30,8 @@ if not VALUES then      -- bincount reads its values back: here they would be ma
   end
 end
 
-local function same(x, y)
-  if type(x) == "table" and type(y) == "table" then return same(x.re, y.re) and same(x.im, y.im) end
-  return x == y or (x ~= x and y ~= y)
-end
-
-local function show(v)
-  if type(v) == "table" then return ("(%s, %s)"):format(show(v.re), show(v.im)) end
-  if math.type(v) == "float" then return ("%.17g"):format(v) end
-  return tostring(v)
-end
-
--- Asserts that the array got holds exactly the list want, in row-major order.
-local function assert_exact(want, got, what)
-  if not VALUES then return end
-  local h = R.get(got)
-  assert.are.equal(#want, h.size, what .. ": size")
-  for i = 1, #want do
-    if not same(want[i], h[i]) then
-      error(("%s at %d: got %s, expected %s"):format(what, i, show(h[i]), show(want[i])), 2)
-    end
-  end
-end
-
--- Asserts that got is within bounds (a list, or one number for all) of the list want, part by
--- part for complex values; NaN and infinities must match exactly.
-local function assert_near(want, bounds, got, what)
-  if not VALUES then return end
-  local h = R.get(got)
-  assert.are.equal(#want, h.size, what .. ": size")
-  local function near(w, g, b)
-    if type(w) == "table" then return near(w.re, g.re, b) and near(w.im, g.im, b) end
-    if w ~= w or w == math.huge or w == -math.huge then return same(w, g) end
-    return math.abs(w - g) <= b
-  end
-  for i = 1, #want do
-    local b = type(bounds) == "table" and bounds[i] or bounds
-    if not near(want[i], h[i], b) then
-      error(("%s at %d: got %s, expected %s within %.3g"):format(what, i, show(h[i]), show(want[i]), b), 2)
-    end
-  end
-end
+local V = require("value_helpers")(VALUES)
+local assert_exact, assert_near = V.assert_exact, V.assert_near
 
 local function assert_shape(shape, a, what)
   assert.are.same(shape, a.shape, what .. ": shape")

@@ -200,12 +200,15 @@ describe("set routines, lexsort, flat indices and editing", function()
     local out, ok = helpers.run_with_fakes(LEAK_PRELUDE .. [[
       leak("union1d", function() return ga.union1d(a, b) end)
       leak("intersect1d", function() return ga.intersect1d(a, b, {assume_unique = true}) end)
+      leak("intersect1d", function() return ga.intersect1d(a, b) end)
+      leak("intersect1d", function() return ga.intersect1d(a, b, {return_indices = true}) end)
       leak("setdiff1d", function() return ga.setdiff1d(a, b, {assume_unique = true}) end)
       leak("setxor1d", function() return ga.setxor1d(a, b, {assume_unique = true}) end)
       leak("append", function() return ga.append(a, b) end)
     ]])
     assert(ok, out)
-    assert.are.equal("union1d\t0\nintersect1d\t0\nsetdiff1d\t0\nsetxor1d\t0\nappend\t0\n", out)
+    assert.are.equal("union1d\t0\nintersect1d\t0\nintersect1d\t0\nintersect1d\t0\nsetdiff1d\t0\n"
+                     .. "setxor1d\t0\nappend\t0\n", out)
   end)
 
   it("ravel_multi_index, insert, delete and ediff1d leave nothing behind when they raise", function()

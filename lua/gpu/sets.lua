@@ -141,12 +141,36 @@ function M.union1d(a, b)
   return values
 end
 
+-- intersect1d of x and y, each sorted and distinct (unique's): x's values found in y by a
+-- binary search (NaN, equal to nothing, never is), where NumPy joins the two and sorts them
+-- again (2^24 int32 each on the H200: 3.2 ms that way).  With x_places and y_places (unique's
+-- first places), also those of the values found.  Frees x, y and the places.
+local function common_of_distinct(x, y, x_places, y_places)
+  local dtype = promote.result_type_of({x.dtype, y.dtype})
+  local xs = x.dtype == dtype and x or x:astype(dtype)
+  local at = ga.searchsorted(y, xs)                        -- 1-based; y.size + 1 past the end
+  local candidates = ga.take(y, at, {mode = "clip"})
+  local found = ga.eq(candidates, xs)
+  local firsts = compact.flat_indices(found)               -- 0-based: reads the count
+  ga.add(firsts, 1, {out = firsts})
+  local values = ga.take(xs, firsts, {mode = "clip"})
+  local in_x, in_y
+  if x_places then
+    in_x = ga.take(x_places, firsts, {mode = "clip"})
+    local at_found = ga.take(at, firsts, {mode = "clip"})
+    in_y = ga.take(y_places, at_found, {mode = "clip"})
+    release(at_found, x_places, y_places)
+  end
+  release(at, candidates, found, firsts, x, y, xs ~= x and xs)
+  return values, in_x, in_y
+end
+
 -- gpuarray.intersect1d(a, b[, {assume_unique =, return_indices =}]): NumPy's, the sorted
 -- values in both, and with return_indices the 1-based places of their first occurrences in
--- a and in b (flattened).  NumPy's steps: the distinct values of each joined and sorted (by
--- the stable argsort where places are wanted), kept where the next one equals them (so NaN,
--- equal to nothing, is never kept).  Where assume_unique is claimed for arrays that repeat a
--- value, the result repeats it, as NumPy's.
+-- a and in b (flattened).  NumPy's steps, where assume_unique is claimed: the two joined and
+-- sorted (by the stable argsort where places are wanted), kept where the next one equals them
+-- (so NaN, equal to nothing, is never kept); for arrays that repeat a value the result then
+-- repeats it, as NumPy's.  Otherwise common_of_distinct, on each one's distinct values.
 function M.intersect1d(a, b, opts)
   check_pair(a, b, "intersect1d")
   opts = check_options(opts, 3, "intersect1d", INTERSECT_OPTIONS)
@@ -169,6 +193,11 @@ function M.intersect1d(a, b, opts)
     release(x_made and x, y_made and y, x_places, y_places)
     if not with_places then return values end
     return values, core.array_empty({0}, "int64"), core.array_empty({0}, "int64")
+  end
+  if not assume_unique then
+    local values, in_x, in_y = common_of_distinct(x, y, x_places, y_places)
+    if not with_places then return values end
+    return values, in_x, in_y
   end
   local joined = ga.concatenate({x, y})
   local n = joined.size
@@ -200,12 +229,6 @@ function M.intersect1d(a, b, opts)
   if not with_places then
     release(in_x, in_y)
     return values
-  end
-  if not assume_unique then
-    local places_x = ga.take(x_places, in_x, {mode = "clip"})
-    local places_y = ga.take(y_places, in_y, {mode = "clip"})
-    release(in_x, in_y, x_places, y_places)
-    in_x, in_y = places_x, places_y
   end
   return values, in_x, in_y
 end

@@ -531,19 +531,19 @@ describe("random numbers", function()
     end
     -- 2^18 keys of 32 bits tie in about 8 pairs, so the ties' shuffle is compared too: a seed
     -- whose keys tie (none do with probability about e^-8)
-    local n, seed, ties = (1 << 18) + 11, nil, 0
+    local tied_n, seed, ties = (1 << 18) + 11, nil, 0
     for _ = 1, 5 do
       seed = math.random(0, 1 << 50)
       local distinct = {}
-      ties = n
-      for _, key in ipairs(random.reference_randint(n, 0, 1 << 32, "uint32", seed)) do
+      ties = tied_n
+      for _, key in ipairs(random.reference_randint(tied_n, 0, 1 << 32, "uint32", seed)) do
         if not distinct[key] then distinct[key], ties = true, ties - 1 end
       end
       if ties > 0 then break end
     end
-    assert(ties > 0, "no tied keys among " .. n .. " in five seeds")
-    assert_values(random.reference_permutation(n, seed), random.permutation(n, {seed = seed}),
-                  ("permutation of %d with %d tied keys"):format(n, ties))
+    assert(ties > 0, "no tied keys among " .. tied_n .. " in five seeds")
+    assert_values(random.reference_permutation(tied_n, seed), random.permutation(tied_n, {seed = seed}),
+                  ("permutation of %d with %d tied keys"):format(tied_n, ties))
     local n = 300007
     local h = R.get(random.permutation(n))
     local seen = {}

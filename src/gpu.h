@@ -501,7 +501,8 @@ GPU_INTERNAL int gpu_isfunction(lua_State *L, int idx);
 /* The CUfunction of the gpu.Function at arg, checked alive and named name, and its context
 ** into *ctx: for subsystems that launch one of the library's kernels themselves (solver.c's
 ** matrix addresses), whose arguments the name vouches for. */
-GPU_INTERNAL CUfunction gpu_checkfunction(lua_State *L, int arg, const char *name, gpu_Context **ctx);
+GPU_INTERNAL CUfunction gpu_checkfunction(lua_State *L, int arg, const char *name,
+                                          gpu_Context **ctx);
 /*
 ** Launches the gpu.Function at fidx (checked by gpu_isfunction beforehand) on stream (NULL:
 ** ctx's own), with a 1-D grid and a block of block x block_rows threads (within the

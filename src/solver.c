@@ -1029,8 +1029,9 @@ static int gpu_solver_getri_batched (lua_State *L) {
 }
 
 /*
-** solver_potrf_batched(a, info, uplo[, stream[, addresses]]): solver_potrf in one potrfBatched, except
-** that the triangle other than uplo's is left undefined (potrfBatched works in it).
+** solver_potrf_batched(a, info, uplo[, stream[, addresses]]): solver_potrf in one
+** potrfBatched, except that the triangle other than uplo's is left undefined (potrfBatched
+** works in it).
 */
 static int gpu_solver_potrf_batched (lua_State *L) {
   Stack st;

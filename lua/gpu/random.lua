@@ -513,17 +513,18 @@ function M.shuffle_ties(places, sorted_keys, seed, first, stream)
     {block = BLOCK, grid = reduction.grid_stride_blocks(n - 1, BLOCK), stream = stream})
 end
 
--- 1..n in random order (an int64 array): the places that sort n random 32-bit keys (four
--- radix passes, where 64-bit keys, whose ties would be negligible, take eight), then each run
--- of tied keys shuffled (random.cu's gpu_shuffle_ties), so every order is equally likely.
--- The ties' counter blocks (fourth word 1, the keys' 0) are numbered from 4 times the keys'
--- first block, so no two calls share them: the next call's keys start n / 4 blocks on.
-local function draw_keys(n, opts)       -- the keys, with the seed and first counter block
+-- n random 32-bit keys (uint32), with the seed and first counter block they came from.
+local function draw_keys(n, opts)
   local low_bits, range, threshold = integer_range(0, 1 << 32, "uint32", "permutation")
   return draw_counted("gpu_randint_4", 4, core.array_empty({n}, "uint32"), opts, low_bits, range,
                       threshold)
 end
 
+-- 1..n in random order (an int64 array): the places that sort n random 32-bit keys (four
+-- radix passes, where 64-bit keys, whose ties would be negligible, take eight), then each run
+-- of tied keys shuffled (random.cu's gpu_shuffle_ties), so every order is equally likely.
+-- The ties' counter blocks (fourth word 1, the keys' 0) are numbered from 4 times the keys'
+-- first block, so no two calls share them: the next call's keys start n / 4 blocks on.
 local function shuffled_places(n, opts)
   local keys, seed, base = draw_keys(n, opts)
   local sorted_keys, places = require("gpu.sort").with_places(keys, opts.stream)
@@ -1354,8 +1355,8 @@ function M.install(gpu)
                 randint = M.randint, permutation = M.permutation, shuffle = M.shuffle,
                 choice = M.choice, seed = M.seed, philox = M.philox, reference = M.reference,
                 reference_uniform = M.reference_uniform, reference_normal = M.reference_normal,
-                reference_randint = M.reference_randint, reference_permutation = M.reference_permutation,
-                multinomial = M.multinomial,
+                reference_randint = M.reference_randint,
+                reference_permutation = M.reference_permutation, multinomial = M.multinomial,
                 dirichlet = M.dirichlet, reference_multinomial = M.reference_multinomial,
                 reference_dirichlet = M.reference_dirichlet}
   for name in pairs(DISTRIBUTIONS) do

@@ -2,6 +2,7 @@
 -- spec/52, 57 and 58 compare them.  require("value_helpers")(values_checked) gives same,
 -- show, assert_exact and assert_near; with values_checked false (a run against the stand-in
 -- driver, whose kernels compute nothing) the two assertions check nothing.
+local assert = require "luassert"  -- busted's assert; this module is not run inside a spec
 local R = require "reduction_helpers"
 
 return function(values_checked)

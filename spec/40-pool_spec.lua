@@ -133,6 +133,18 @@ describe("the memory pool", function()
     err = helpers.error_of(core.free_after)
     assert.matches("^bad argument #1 to 'gpu[%.%a]*%.free_after' %(gpu%.Buffer or gpu%.GPUArray expected, got no value%)$", err)
     assert.are.equal(core.free_after, gpu.free_after)
+    -- free_all_after: each argument after the stream, nil and false skipped
+    local d, e = gpu.mem_alloc(16), gpu.zeros({4}, "float32")
+    core.free_all_after(s, d, nil, false, e)
+    helpers.assert_error("bad argument #1 to 'len' (buffer has been freed)", function() return #d end)
+    assert.is_true(e.freed)
+    core.free_all_after(nil, d, e)         -- idempotent too
+    err = helpers.error_of(core.free_all_after, s, gpu.mem_alloc(16), 5)
+    assert.matches("^bad argument #3 to 'gpu[%.%a]*%.free_all_after' %(gpu%.Buffer or gpu%.GPUArray expected, "
+                   .. "got number%)$", err)
+    err = helpers.error_of(core.free_all_after, 5)
+    assert.matches("^bad argument #1 to 'gpu[%.%a]*%.free_all_after' %(gpu%.Stream or nil expected, got number%)$", err)
+    s:synchronize()
   end)
 
   helpers.gpu_it("frees an array, or all the memory a view looks into, in a stream's order", function()

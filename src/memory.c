@@ -175,16 +175,37 @@ static int buffer_free (lua_State *L) {
 ** stream, which a non-blocking stream's kernels do not wait for.  An array frees all the
 ** memory it looks into, as freeing its a.gpudata would (without making that Buffer).
 */
-static int gpu_free_after (lua_State *L) {
-  gpu_Array *a = gpu_testarray(L, 1);
-  gpu_Buffer *b = a != NULL ? a->buffer : gpu_testbuffer(L, 1);
-  gpu_Stream *s = gpu_teststream(L, 2);
-  luaL_argexpected(L, a != NULL || b != NULL, 1, "gpu.Buffer or gpu.GPUArray");
-  luaL_argexpected(L, s != NULL || lua_isnoneornil(L, 2), 2, "gpu.Stream or nil");
-  if (b == NULL) return 0;                 /* an array freed already */
+static void free_after_stream (lua_State *L, int arg, gpu_Stream *s) {
+  gpu_Array *a = gpu_testarray(L, arg);
+  gpu_Buffer *b = a != NULL ? a->buffer : gpu_testbuffer(L, arg);
+  luaL_argexpected(L, a != NULL || b != NULL, arg, "gpu.Buffer or gpu.GPUArray");
+  if (b == NULL) return;                   /* an array freed already */
   if (s != NULL && (!s->live || s->capturing || s->ctx != b->ctx)) s = NULL;
   gpu_buffer_sweep_exports(L, b);
   gpu_buffer_release_on(b, s != NULL ? s->stream : NULL);
+}
+
+static gpu_Stream *check_optional_stream (lua_State *L, int arg) {
+  gpu_Stream *s = gpu_teststream(L, arg);
+  luaL_argexpected(L, s != NULL || lua_isnoneornil(L, arg), arg, "gpu.Stream or nil");
+  return s;
+}
+
+static int gpu_free_after (lua_State *L) {
+  gpu_Stream *s = check_optional_stream(L, 2);
+  free_after_stream(L, 1, s);
+  return 0;
+}
+
+/*
+** free_all_after(stream, ...): free_after(x, stream) for each further argument x that is not
+** nil or false: the Lua layer's temporaries, some of which a call makes on some paths only.
+*/
+static int gpu_free_all_after (lua_State *L) {
+  gpu_Stream *s = check_optional_stream(L, 1);
+  int arg, top = lua_gettop(L);
+  for (arg = 2; arg <= top; arg++)
+    if (lua_toboolean(L, arg)) free_after_stream(L, arg, s);
   return 0;
 }
 
@@ -432,7 +453,7 @@ void gpu_memory_open (lua_State *L) {
     {"memset_d32", gpu_memset_d32}, {"memset_d8_async", gpu_memset_d8_async},
     {"memset_d16_async", gpu_memset_d16_async}, {"memset_d32_async", gpu_memset_d32_async},
     {"to_device", gpu_to_device}, {"from_device", gpu_from_device},
-    {"free_after", gpu_free_after}, {NULL, NULL},
+    {"free_after", gpu_free_after}, {"free_all_after", gpu_free_all_after}, {NULL, NULL},
   };
   static const luaL_Reg meta[] = {
     {"__gc", buffer_free}, {"__close", buffer_free}, {"__len", buffer_len},

@@ -32,12 +32,7 @@ local function kernel(name, item_bytes)
 end
 
 -- Temporaries made here are freed in the default stream's order, after the kernels that read them.
-local function release(...)
-  for i = 1, select("#", ...) do
-    local x = select(i, ...)
-    if x then core.free_after(x, nil) end
-  end
-end
+local function release(...) core.free_all_after(nil, ...) end
 
 -- a as a contiguous array, and whether that is a copy.
 local function contiguous(a)

@@ -17,6 +17,7 @@ local internal = {
   program_launcher = true, program_dispatcher = true, view_method = true, axis_layout = true,
   matrix_key = true, blas_matmul = true, cache_hash = true, cache_load = true,
   cache_store = true, nvrtc_identity = true, module_image = true, module_share = true,
+  free_all_after = true,
   -- cuSOLVER's routines on column-major stacks, for gpu.linalg
   solver_getrf = true, solver_getrs = true, solver_potrf = true, solver_potrs = true,
   solver_geqrf = true, solver_orgqr = true, solver_syevd = true, solver_gesvd = true,

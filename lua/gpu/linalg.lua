@@ -192,12 +192,7 @@ local function fresh(x, dtype, stream)
   return x:astype(dtype, {stream = stream})
 end
 
-local function free_all(stream, ...)
-  for i = 1, select("#", ...) do
-    local t = select(i, ...)
-    if t then core.free_after(t, stream) end
-  end
-end
+local free_all = core.free_all_after     -- the temporaries among its arguments, after the stream
 
 -- Kernels ----------------------------------------------------------------------------------
 

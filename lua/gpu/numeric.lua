@@ -51,12 +51,7 @@ local function kind(dtype) return dtypes[dtype].kind end
 local function is_16bit_float(dtype) return kind(dtype) == "f" and dtypes[dtype].size == 2 end
 
 -- Frees the temporaries among the arguments (nil and false skipped) once the stream is done.
-local function release(stream, ...)
-  for i = 1, select("#", ...) do
-    local t = select(i, ...)
-    if t then core.free_after(t, stream) end
-  end
-end
+local release = core.free_all_after
 
 -- a as a contiguous array of dtype: a itself, or a new array (then also returned second).
 local function contiguous_as(a, dtype, stream)

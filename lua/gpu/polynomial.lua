@@ -47,12 +47,7 @@ local function is_list(v) return type(v) == "table" and getmetatable(v) == nil e
 local function number_kind(v) return math.type(v) or typename(v) end
 
 -- Frees the temporaries among the arguments (nil and false skipped) once the stream is done.
-local function release(stream, ...)
-  for i = 1, select("#", ...) do
-    local t = select(i, ...)
-    if t then core.free_after(t, stream) end
-  end
-end
+local release = core.free_all_after
 
 local program = ew.keyed_programs()   -- ew.program(spec) made once a key
 

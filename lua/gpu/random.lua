@@ -771,9 +771,7 @@ local function sampled_places(n, count, shape, opts)
   local places = core.array_empty({at.size}, "int64")
   sample_places(places, at, order)
   M.shuffle_ties(places, sorted_keys, seed, 4 * base)
-  for _, x in ipairs{keys, threshold, below, at, kept, sorted_keys, order} do
-    core.free_after(x, nil)
-  end
+  core.free_all_after(nil, keys, threshold, below, at, kept, sorted_keys, order)
   return first_places(places, count, shape)
 end
 

@@ -47,12 +47,7 @@ local function kind(dtype) return promote.kind(dtype) end
 
 -- Frees the temporaries among the arguments (nil and false skipped) once the default
 -- stream is done with them.
-local function release(...)
-  for i = 1, select("#", ...) do
-    local t = select(i, ...)
-    if t then core.free_after(t, nil) end
-  end
-end
+local function release(...) core.free_all_after(nil, ...) end
 
 -- a as a 1-d array in row-major order: a view of a contiguous a, else a copy; and whether
 -- it is a copy (a temporary to release).

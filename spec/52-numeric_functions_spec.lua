@@ -38,15 +38,7 @@ end
 
 local V = require("value_helpers")(VALUES)
 local same, assert_exact, assert_near = V.same, V.assert_exact, V.assert_near
-
--- The row-major list of a rows x cols list's transpose.
-local function transposed(values, rows, cols)
-  local t = {}
-  for c = 1, cols do
-    for r = 1, rows do t[#t + 1] = values[(r - 1) * cols + c] end
-  end
-  return t
-end
+local transposed = V.transposed
 
 -- Whether dtype stores v as it is.
 local function fits(v, dtype)

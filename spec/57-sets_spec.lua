@@ -32,6 +32,7 @@ end
 
 local V = require("value_helpers")(VALUES)
 local same, assert_exact = V.same, V.assert_exact
+local transposed = V.transposed
 
 -- NumPy's order: false before true, NaN after every number, complex by real part first.
 local function before(x, y)
@@ -64,15 +65,6 @@ end
 local function holds(list, v)
   for _, w in ipairs(list) do if w == v then return true end end
   return false
-end
-
--- The row-major list of a rows x cols list's transpose.
-local function transposed(values, rows, cols)
-  local t = {}
-  for c = 1, cols do
-    for r = 1, rows do t[#t + 1] = values[(r - 1) * cols + c] end
-  end
-  return t
 end
 
 local function integers(lo, hi) return function() return math.random(lo, hi) end end

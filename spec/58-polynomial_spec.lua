@@ -32,18 +32,10 @@ end
 
 local V = require("value_helpers")(VALUES)
 local assert_exact, assert_near = V.assert_exact, V.assert_near
+local transposed = V.transposed
 
 local function assert_shape(shape, a, what)
   assert.are.same(shape, a.shape, what .. ": shape")
-end
-
--- The row-major list of a rows x cols list's transpose.
-local function transposed(values, rows, cols)
-  local t = {}
-  for c = 1, cols do
-    for r = 1, rows do t[#t + 1] = values[(r - 1) * cols + c] end
-  end
-  return t
 end
 
 local function integer_in(lo, hi) return function() return math.random(lo, hi) end end

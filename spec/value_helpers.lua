@@ -1,7 +1,8 @@
 -- spec/value_helpers.lua: an array's values against a Lua list, exactly or within bounds, as
 -- spec/52, 57 and 58 compare them.  require("value_helpers")(values_checked) gives same,
 -- show, assert_exact and assert_near; with values_checked false (a run against the stand-in
--- driver, whose kernels compute nothing) the two assertions check nothing.
+-- driver, whose kernels compute nothing) the two assertions check nothing; and transposed,
+-- for the lists the references build.
 local assert = require "luassert"  -- busted's assert; this module is not run inside a spec
 local R = require "reduction_helpers"
 
@@ -49,6 +50,15 @@ return function(values_checked)
         error(("%s at %d: got %s, expected %s within %.3g"):format(what, i, V.show(h[i]), V.show(want[i]), b), 2)
       end
     end
+  end
+
+  -- The row-major list of a rows x cols list's transpose.
+  function V.transposed(values, rows, cols)
+    local t = {}
+    for c = 1, cols do
+      for r = 1, rows do t[#t + 1] = values[(r - 1) * cols + c] end
+    end
+    return t
   end
 
   return V

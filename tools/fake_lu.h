@@ -1,12 +1,28 @@
 /*
 ** tools/fake_lu.h: the LU the stand-in cuSOLVER and cuBLAS compute (tools/fakecusolver.c's
 ** getrf and getrs, tools/fakecublas.c's batched ones), so that the CPU suite checks the layouts
-** gpu.linalg hands them by their results.  The includer defines FAKE_LU_PIVOT, the pivots'
-** type (int64_t for cuSOLVER's 64-bit API, int for cuBLAS's batched routines).
+** gpu.linalg hands them by their results; and the made-up infos both take from the
+** environment.  The includer defines FAKE_LU_PIVOT, the pivots' type (int64_t for cuSOLVER's
+** 64-bit API, int for cuBLAS's batched routines).
 */
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+
+/* The info that the environment variable `variable` (comma-separated numbers) gives matrix k
+** of a stack: its k-th number (0-based), the last one repeated; 0 when it is unset. */
+static int fake_env_info (const char *variable, int k) {
+  const char *v = getenv(variable);
+  int info = 0;
+  while (v != NULL && *v != '\0') {
+    info = atoi(v);
+    if (k-- == 0) break;
+    v = strchr(v, ',');
+    if (v != NULL) v++;
+  }
+  return info;
+}
 
 /* Element (i, j) of a column-major matrix of float32 or float64, read and written as double. */
 static double get (const void *a, int single, int64_t lda, int64_t i, int64_t j) {

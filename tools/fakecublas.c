@@ -31,6 +31,9 @@
 #include <cuda.h>
 #include <cublas_api.h>
 
+#define FAKE_LU_PIVOT int
+#include "fake_lu.h"
+
 #define EXPORT __attribute__((visibility("default")))
 
 typedef struct FakeHandle { cudaStream_t stream; cublasMath_t mode; } FakeHandle;
@@ -126,25 +129,12 @@ EXPORT cublasStatus_t cublasGemmStridedBatchedEx (
 
 /* ---------------------------------------------------------------- batched LU */
 
-/* The info FAKE_CUBLAS_INFO gives matrix k: its k-th number (0-based), the last repeated. */
-static int fake_info (int k) {
-  const char *v = getenv("FAKE_CUBLAS_INFO");
-  int info = 0;
-  while (v != NULL && *v != '\0') {
-    info = atoi(v);
-    if (k-- == 0) break;
-    v = strchr(v, ',');
-    if (v != NULL) v++;
-  }
-  return info;
-}
+/* The info FAKE_CUBLAS_INFO gives matrix k. */
+static int fake_info (int k) { return fake_env_info("FAKE_CUBLAS_INFO", k); }
 
 static long long step (const void *const *array, int batch) {
   return batch > 1 ? (long long)((const char *)array[1] - (const char *)array[0]) : 0;
 }
-
-#define FAKE_LU_PIVOT int
-#include "fake_lu.h"
 
 /* Whether the routines compute on type t ('S', 'D', 'C', 'Z'). */
 static int computes (char t) {

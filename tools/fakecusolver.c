@@ -38,6 +38,9 @@
 #include <cusolverDn.h>
 #pragma GCC diagnostic pop
 
+#define FAKE_LU_PIVOT int64_t
+#include "fake_lu.h"
+
 #define EXPORT __attribute__((visibility("default")))
 #define DEVICE_BYTES 256
 #define HOST_BYTES 32
@@ -51,19 +54,8 @@ static int env_is (const char *name, const char *value) {
 
 static int fails (const char *routine) { return env_is("FAKE_CUSOLVER_FAIL", routine); }
 
-/* The info FAKE_CUSOLVER_INFO gives matrix k of a stack: its k-th number (0-based), the last
-** one repeated. */
-static int fake_info_at (int k) {
-  const char *v = getenv("FAKE_CUSOLVER_INFO");
-  int info = 0;
-  while (v != NULL && *v != '\0') {
-    info = atoi(v);
-    if (k-- == 0) break;
-    v = strchr(v, ',');
-    if (v != NULL) v++;
-  }
-  return info;
-}
+/* The info FAKE_CUSOLVER_INFO gives matrix k of a stack. */
+static int fake_info_at (int k) { return fake_env_info("FAKE_CUSOLVER_INFO", k); }
 
 static int fake_info (void) { return fake_info_at(0); }
 
@@ -137,10 +129,7 @@ static cusolverStatus_t work_sizes (size_t *device, size_t *host) {
   return CUSOLVER_STATUS_SUCCESS;
 }
 
-/* ---------------------------------------------------------------- LU, computed */
-
-#define FAKE_LU_PIVOT int64_t
-#include "fake_lu.h"
+/* ---------------------------------------------------------------- LU, computed (fake_lu.h) */
 
 EXPORT cusolverStatus_t cusolverDnXgetrf_bufferSize (cusolverDnHandle_t h, cusolverDnParams_t p,
                                                      int64_t m, int64_t n, cudaDataType type,

@@ -36,7 +36,11 @@ __device__ inline double lg_digamma(double x) {
     for (int n = 0; n < 18; n++) s = s * h + c[n];
     return result + s * h;
   }
-  while (x < 10) { result -= 1 / x; x += 1; }
+  // the recurrence's sum of 1/x + 1/(x + 1) + ... as one fraction num / den, built a term at
+  // a time (every term positive): one division where a division a term took most of the time
+  double num = 0, den = 1;
+  while (x < 10) { num = num * x + den; den *= x; x += 1; }
+  result -= num / den;
   const double f = 1 / (x * x);
   // B_2k / 2k for k = 1..7: 1/12, -1/120, 1/252, -1/240, 1/132, -691/32760, 1/12
   const double tail = f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240

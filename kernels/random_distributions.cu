@@ -8,8 +8,18 @@
 // computed in double, one IEEE operation at a time (no fused multiply-add), and rounded to
 // the output's type at the end: lua/gpu/random.lua's twin repeats it operation for operation,
 // and differs only where log, exp, pow and the like differ by an ulp from the C library's.
-// The stream's step and the larger samplers are not inlined: inlined at each of their uses
-// (Philox's ten rounds every one) they made NVRTC take four times as long.
+//
+// random.lua compiles this source in two forms.  With GPU_VARIATE_KIND defined (a kind of the
+// enum below), it is that one distribution's: the variates kernels draw it with every sampler
+// inlined, which took a third to two thirds off a call (the switch and the calls through a
+// frame in local memory).  Without it, it holds the rows' kernels (dirichlet, multinomial),
+// where the stream's step and the larger samplers stay out of line: inlined at each of their
+// uses (Philox's ten rounds every one) they made NVRTC take four times as long.
+#ifdef GPU_VARIATE_KIND
+#define GPU_SAMPLER __forceinline__
+#else
+#define GPU_SAMPLER __noinline__
+#endif
 
 struct gpu_stream {
   unsigned long long counter;
@@ -29,7 +39,7 @@ __device__ __forceinline__ gpu_stream gpu_stream_at(unsigned long long counter, 
   return s;
 }
 
-__device__ __noinline__ unsigned long long gpu_next_bits53(gpu_stream &s) {
+__device__ GPU_SAMPLER unsigned long long gpu_next_bits53(gpu_stream &s) {
   if (s.half) {
     s.half = false;
     return gpu_bits53(s.r.z, s.r.w);
@@ -54,7 +64,7 @@ __device__ double gpu_normal(gpu_stream &s) {
 }
 
 // Standard gamma of shape a >= 1: Marsaglia and Tsang (2000), a normal and a uniform an attempt.
-__device__ __noinline__ double gpu_gamma_large(double a, gpu_stream &s) {
+__device__ GPU_SAMPLER double gpu_gamma_large(double a, gpu_stream &s) {
   const double d = a - 1.0 / 3.0, c = 1.0 / sqrt(9.0 * d);
   for (;;) {
     double x, v;
@@ -89,7 +99,7 @@ __device__ double gpu_log_gamma_variate(double a, gpu_stream &s) {
 // log Gamma through it, with the large terms cancelled by hand: log Gamma itself, near
 // 3e13 at 1e12, would leave an ulp of 0.004 in a log-density.
 #define GPU_LOG_SQRT_2PI 0.91893853320467274178
-__device__ __noinline__ double gpu_stirling_correction(double x) {
+__device__ GPU_SAMPLER double gpu_stirling_correction(double x) {
   double y = x, product = 1.0;
   while (y < 10.0) {
     product = product * y;
@@ -109,7 +119,7 @@ __device__ double gpu_stirling_difference(double y, double z) {
 
 // Poisson of mean lam >= 0: inversion by sequential search below 10, else Hormann's PTRS
 // (transformed rejection with squeeze, 1993).  A whole number as a double.
-__device__ __noinline__ double gpu_poisson(double lam, gpu_stream &s) {
+__device__ GPU_SAMPLER double gpu_poisson(double lam, gpu_stream &s) {
   if (lam == 0.0) return 0.0;
   if (lam < 10.0) {
     const double u = gpu_uniform(s);
@@ -143,7 +153,7 @@ __device__ __noinline__ double gpu_poisson(double lam, gpu_stream &s) {
 
 // Binomial of n trials (a whole number) and chance p in [0, 1]: for p above 1/2 the failures
 // of 1 - p; inversion where n p < 10, else Hormann's BTRS (1993).
-__device__ __noinline__ double gpu_binomial(double n, double p, gpu_stream &s) {
+__device__ GPU_SAMPLER double gpu_binomial(double n, double p, gpu_stream &s) {
   if (n == 0.0 || p == 0.0) return 0.0;
   if (p == 1.0) return n;
   const bool flip = p > 0.5;
@@ -182,6 +192,7 @@ __device__ __noinline__ double gpu_binomial(double n, double p, gpu_stream &s) {
   return flip ? n - k : k;
 }
 
+#ifdef GPU_VARIATE_KIND
 // A whole number as an int64, the largest where it is beyond (a geometric of a tiny p).
 __device__ __forceinline__ long long gpu_count(double k) {
   return k >= 0x1p63 ? 0x7fffffffffffffffll : (long long)k;
@@ -195,77 +206,84 @@ enum {
   GPU_POISSON, GPU_BINOMIAL, GPU_GEOMETRIC, GPU_NEGATIVE_BINOMIAL
 };
 
-__device__ __noinline__ double gpu_variate(int kind, double p1, double p2, gpu_stream &s) {
-  switch (kind) {
-  case GPU_EXPONENTIAL: return p1 * gpu_exponential(s);                        // scale
-  case GPU_GAMMA: return p2 * gpu_gamma(p1, s);                                // shape, scale
-  case GPU_BETA: {                                                             // a, b
+// A value of kind `kind`; `if constexpr` leaves the other kinds' samplers out of the kernel
+// and out of NVRTC's work.
+template <int kind>
+__device__ __forceinline__ double gpu_variate(double p1, double p2, gpu_stream &s) {
+  if constexpr (kind == GPU_EXPONENTIAL) {                                      // scale
+    return p1 * gpu_exponential(s);
+  } else if constexpr (kind == GPU_GAMMA) {                                     // shape, scale
+    return p2 * gpu_gamma(p1, s);
+  } else if constexpr (kind == GPU_BETA) {                                      // a, b
     const double x = gpu_log_gamma_variate(p1, s), y = gpu_log_gamma_variate(p2, s);
     return 1.0 / (1.0 + exp(y - x));
-  }
-  case GPU_STANDARD_T: {                                                       // df
+  } else if constexpr (kind == GPU_STANDARD_T) {                                // df
     const double z = gpu_normal(s), g = gpu_gamma(0.5 * p1, s);
     return z * sqrt(0.5 * p1 / g);
-  }
-  case GPU_F: {                                                                // dfnum, dfden
+  } else if constexpr (kind == GPU_F) {                                         // dfnum, dfden
     const double x = gpu_gamma(0.5 * p1, s), y = gpu_gamma(0.5 * p2, s);
     return (x * p2) / (y * p1);
-  }
-  case GPU_LOGNORMAL: return exp(p1 + p2 * gpu_normal(s));                     // mean, sigma
-  case GPU_LAPLACE: {                                                          // loc, scale
+  } else if constexpr (kind == GPU_LOGNORMAL) {                                 // mean, sigma
+    return exp(p1 + p2 * gpu_normal(s));
+  } else if constexpr (kind == GPU_LAPLACE) {                                   // loc, scale
     const double u = gpu_uniform_open(s);
     return u < 0.5 ? p1 + p2 * log(2.0 * u) : p1 - p2 * log(2.0 - 2.0 * u);
-  }
-  case GPU_LOGISTIC: {                                                         // loc, scale
+  } else if constexpr (kind == GPU_LOGISTIC) {                                  // loc, scale
     const double u = gpu_uniform_open(s);
     return p1 + p2 * log(u / (1.0 - u));
-  }
-  case GPU_GUMBEL: return p1 - p2 * log(-log(gpu_uniform_open(s)));            // loc, scale
-  case GPU_WEIBULL: return p1 == 0.0 ? 0.0 : pow(gpu_exponential(s), 1.0 / p1);   // a
-  case GPU_PARETO: return expm1(gpu_exponential(s) / p1);                      // a
-  case GPU_RAYLEIGH: return p1 * sqrt(2.0 * gpu_exponential(s));               // scale
-  case GPU_CAUCHY: {                                   // tan(pi (u - 1/2)) as a cotangent near 0
+  } else if constexpr (kind == GPU_GUMBEL) {                                    // loc, scale
+    return p1 - p2 * log(-log(gpu_uniform_open(s)));
+  } else if constexpr (kind == GPU_WEIBULL) {                                   // a
+    return p1 == 0.0 ? 0.0 : pow(gpu_exponential(s), 1.0 / p1);
+  } else if constexpr (kind == GPU_PARETO) {                                    // a
+    return expm1(gpu_exponential(s) / p1);
+  } else if constexpr (kind == GPU_RAYLEIGH) {                                  // scale
+    return p1 * sqrt(2.0 * gpu_exponential(s));
+  } else if constexpr (kind == GPU_CAUCHY) {           // tan(pi (u - 1/2)) as a cotangent near 0
     const double u = gpu_uniform_open(s), t = u <= 0.5 ? u : 1.0 - u;
     const double cot = cospi(t) / sinpi(t);
     return u <= 0.5 ? -cot : cot;
-  }
-  case GPU_POISSON: return gpu_poisson(p1, s);                                 // lam
-  case GPU_BINOMIAL: return gpu_binomial(p1, p2, s);                           // n, p
-  case GPU_GEOMETRIC: {                                // -1 / log(1 - p), computed by the host
+  } else if constexpr (kind == GPU_POISSON) {                                   // lam
+    return gpu_poisson(p1, s);
+  } else if constexpr (kind == GPU_BINOMIAL) {                                  // n, p
+    return gpu_binomial(p1, p2, s);
+  } else if constexpr (kind == GPU_GEOMETRIC) {        // -1 / log(1 - p), computed by the host
     const double k = ceil(gpu_exponential(s) * p1);
     return k < 1.0 ? 1.0 : k;
+  } else if constexpr (kind == GPU_NEGATIVE_BINOMIAL) {                         // n, p
+    return gpu_poisson(gpu_gamma(p1, s) * ((1.0 - p2) / p2), s);
+  } else {
+    static_assert(kind != kind, "GPU_VARIATE_KIND names no distribution");
   }
-  case GPU_NEGATIVE_BINOMIAL: return gpu_poisson(gpu_gamma(p1, s) * ((1.0 - p2) / p2), s);   // n, p
-  }
-  return 0.0;
 }
 
 template <typename T>
 __device__ __forceinline__ void gpu_variates(T *out, long long n, unsigned k0, unsigned k1,
-                                             unsigned long long base, int kind, double p1, double p2) {
+                                             unsigned long long base, double p1, double p2) {
   GPU_GRID_STRIDE(e, n) {
     gpu_stream s = gpu_stream_at(base + (unsigned long long)e, k0, k1);
-    out[e] = (T)gpu_variate(kind, p1, p2, s);
+    out[e] = (T)gpu_variate<GPU_VARIATE_KIND>(p1, p2, s);
   }
 }
 
 extern "C" __global__ void gpu_variates_f32(float *out, long long n, unsigned k0, unsigned k1,
-                                            unsigned long long base, int kind, double p1, double p2) {
-  gpu_variates(out, n, k0, k1, base, kind, p1, p2);
+                                            unsigned long long base, double p1, double p2) {
+  gpu_variates(out, n, k0, k1, base, p1, p2);
 }
 
 extern "C" __global__ void gpu_variates_f64(double *out, long long n, unsigned k0, unsigned k1,
-                                            unsigned long long base, int kind, double p1, double p2) {
-  gpu_variates(out, n, k0, k1, base, kind, p1, p2);
+                                            unsigned long long base, double p1, double p2) {
+  gpu_variates(out, n, k0, k1, base, p1, p2);
 }
 
 extern "C" __global__ void gpu_variates_i64(long long *out, long long n, unsigned k0, unsigned k1,
-                                            unsigned long long base, int kind, double p1, double p2) {
+                                            unsigned long long base, double p1, double p2) {
   GPU_GRID_STRIDE(e, n) {
     gpu_stream s = gpu_stream_at(base + (unsigned long long)e, k0, k1);
-    out[e] = gpu_count(gpu_variate(kind, p1, p2, s));
+    out[e] = gpu_count(gpu_variate<GPU_VARIATE_KIND>(p1, p2, s));
   }
 }
+#else
 
 // Dirichlet: a row of k values, the gammas of alpha (all positive) over their sum, by their
 // logarithms (small alphas underflow): a first pass finds the largest logarithm m and the sum
@@ -323,3 +341,4 @@ extern "C" __global__ void gpu_multinomial(long long *out, long long n, unsigned
     out[row * k + k - 1] = (long long)left;
   }
 }
+#endif

@@ -257,7 +257,10 @@ describe("random distributions (CPU twins)", function()
 
   it("compile their kernels", function()
     local source = gpu.kernel_sources["random.cu"] .. "\n" .. gpu.kernel_sources["random_distributions.cu"]
-    assert.is_true(#gpu.compile(source, {arch = "sm_90", no_extern_c = true, options = {"--fmad=false"}}) > 0)
+    local options = {arch = "sm_90", no_extern_c = true, options = {"--fmad=false"}}
+    assert.is_true(#gpu.compile(source, options) > 0)                 -- the rows' kernels
+    -- one distribution's variates kernels (every kind's case is compiled, then folded away)
+    assert.is_true(#gpu.compile("#define GPU_VARIATE_KIND 16\n" .. source, options) > 0)
   end)
 
   it("check their arguments before touching a device", function()

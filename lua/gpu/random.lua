@@ -361,9 +361,8 @@ end
 M.seed(math.floor(os.time() * 1000003 + os.clock() * 1e6) ~ tonumber(tostring({}):match("0x(%x+)") or "0", 16))
 
 local BLOCK = 256
--- The kernels of random_distributions.cu (which follows random.cu in their source).
-local DISTRIBUTION_KERNELS = {gpu_variates_f32 = true, gpu_variates_f64 = true, gpu_variates_i64 = true,
-                              gpu_dirichlet_f32 = true, gpu_dirichlet_f64 = true, gpu_multinomial = true}
+-- The rows' kernels of random_distributions.cu (which follows random.cu in their source).
+local ROW_KERNELS = {gpu_dirichlet_f32 = true, gpu_dirichlet_f64 = true, gpu_multinomial = true}
 local OPTIONS = {seed = true, stream = true}
 local FLOAT_KERNELS = {float32 = {per = 4, suffix = "f32"}, float64 = {per = 2, suffix = "f64"}}
 
@@ -388,23 +387,26 @@ local function dtype_text(dtype)
   return type(dtype) == "string" and "'" .. dtype .. "'" or typename(dtype)
 end
 
--- The kernel `name` of random.cu or random_distributions.cu.
-local function random_kernel(name)
-  return kernel_cache.get("random|" .. name, function()
-    if not DISTRIBUTION_KERNELS[name] then
+-- The kernel `name` of random.cu or random_distributions.cu; the variates kernels are
+-- compiled once for each kind of distribution (see random_distributions.cu).
+local function random_kernel(name, kind)
+  return kernel_cache.get("random|" .. name .. "|" .. (kind or ""), function()
+    if not (ROW_KERNELS[name] or kind) then
       return core.kernel_sources["random.cu"], name, nil, {no_extern_c = true, name = "random.cu"}
     end
+    local source = core.kernel_sources["random.cu"] .. "\n" .. core.kernel_sources["random_distributions.cu"]
+    if kind then source = ("#define GPU_VARIATE_KIND %d\n"):format(kind) .. source end
     -- no fused multiply-adds, so that the Lua twin rounds every operation as the kernel does
-    return core.kernel_sources["random.cu"] .. "\n" .. core.kernel_sources["random_distributions.cu"], name,
-           nil, {no_extern_c = true, name = "random_distributions.cu", options = {"--fmad=false"}}
+    return source, name, nil, {no_extern_c = true, name = "random_distributions.cu", options = {"--fmad=false"}}
   end)
 end
 
--- Fills out (contiguous) with kernel `name`, which makes `per` elements a counter block,
--- passing the extra arguments after the counter's.  The counter blocks are {seed = n}'s from
--- 0, else the default generator's next ones, which it moves past (even for an empty array:
--- nothing is launched then).  Returns out, the seed and the first counter block.
-local function draw_counted(name, per, out, opts, ...)
+-- Fills out (contiguous) with kernel (one of random_kernel's), which makes `per` elements a
+-- counter block, passing the extra arguments after the counter's.  The counter blocks are
+-- {seed = n}'s from 0, else the default generator's next ones, which it moves past (even for
+-- an empty array: nothing is launched then).  Returns out, the seed and the first counter
+-- block.
+local function draw_counted(kernel, per, out, opts, ...)
   local n = out.size
   local blocks = (n + per - 1) // per
   local seed, base
@@ -418,20 +420,20 @@ local function draw_counted(name, per, out, opts, ...)
   local arguments = {out, n, seed & MASK, (seed >> 32) & MASK, base, ...}
   arguments[#arguments + 1] = {block = BLOCK, grid = reduction.grid_stride_blocks(blocks, BLOCK),
                                stream = opts.stream}
-  random_kernel(name)(table.unpack(arguments))
+  kernel(table.unpack(arguments))
   return out, seed, base
 end
 
 -- draw_counted's out alone, which the public functions return.
-local function draw(name, per, out, opts, ...)
-  return (draw_counted(name, per, out, opts, ...))
+local function draw(kernel, per, out, opts, ...)
+  return (draw_counted(kernel, per, out, opts, ...))
 end
 
 -- An array of shape and float dtype of shift + scale * (uniform or normal) numbers.
 local function draw_floats(normal, shape, dtype, opts, shift, scale)
   local kernel = FLOAT_KERNELS[dtype]
   local name = ("gpu_rand_%s_%s"):format(normal and "normal" or "uniform", kernel.suffix)
-  return draw(name, kernel.per, core.array_empty(shape, dtype), opts, shift, scale)
+  return draw(random_kernel(name), kernel.per, core.array_empty(shape, dtype), opts, shift, scale)
 end
 
 -- The checks that the float functions share: the shape (argument n), dtype and options.
@@ -484,8 +486,8 @@ end
 -- Fills out (an integer array, contiguous) with randint's integers for low_bits, range,
 -- threshold and wide as integer_range gives them.
 local function draw_integers(out, opts, low_bits, range, threshold, wide)
-  if wide then return draw("gpu_randint_wide", 2, out, opts, low_bits, range, threshold) end
-  return draw("gpu_randint_" .. out.itemsize, 4, out, opts, low_bits, range, threshold)
+  if wide then return draw(random_kernel("gpu_randint_wide"), 2, out, opts, low_bits, range, threshold) end
+  return draw(random_kernel("gpu_randint_" .. out.itemsize), 4, out, opts, low_bits, range, threshold)
 end
 
 -- randint(low, high, shape[, dtype][, opts]): NumPy's, integers uniform in [low, high)
@@ -516,8 +518,8 @@ end
 -- n random 32-bit keys (uint32), with the seed and first counter block they came from.
 local function draw_keys(n, opts)
   local low_bits, range, threshold = integer_range(0, 1 << 32, "uint32", "permutation")
-  return draw_counted("gpu_randint_4", 4, core.array_empty({n}, "uint32"), opts, low_bits, range,
-                      threshold)
+  return draw_counted(random_kernel("gpu_randint_4"), 4, core.array_empty({n}, "uint32"), opts,
+                      low_bits, range, threshold)
 end
 
 -- 1..n in random order (an int64 array): the places that sort n random 32-bit keys (four
@@ -1175,13 +1177,15 @@ local function distribution_function(name, d)
     if d.integer then                               -- int64 only: the options follow size
       local shape = args.check_shape(size, count + 1, name)
       opts = random_options(after_size, count + 2, name)
-      return draw("gpu_variates_i64", 1, core.array_empty(shape, "int64"), opts,
-                  kernel_parameters(name, d, p1, p2))
+      local kind, q1, q2 = kernel_parameters(name, d, p1, p2)
+      return draw(random_kernel("gpu_variates_i64", kind), 1, core.array_empty(shape, "int64"), opts,
+                  q1, q2)
     end
     local shape, dtype
     shape, dtype, opts = float_arguments(name, size, after_size, opts, count + 1)
-    return draw("gpu_variates_" .. FLOAT_KERNELS[dtype].suffix, 1, core.array_empty(shape, dtype), opts,
-                kernel_parameters(name, d, p1, p2))
+    local kind, q1, q2 = kernel_parameters(name, d, p1, p2)
+    return draw(random_kernel("gpu_variates_" .. FLOAT_KERNELS[dtype].suffix, kind), 1,
+                core.array_empty(shape, dtype), opts, q1, q2)
   end
 end
 
@@ -1296,7 +1300,7 @@ end
 local function draw_rows(name, out, opts, values, ...)
   local k = #values
   local vector = ga.to_gpu(core.host.from_table(values, "float64"))
-  draw(name, k, out, opts, vector, k, ...)
+  draw(random_kernel(name), k, out, opts, vector, k, ...)
   core.free_after(vector, opts.stream)
   return out
 end

@@ -94,22 +94,21 @@ __device__ double gpu_log_gamma_variate(double a, gpu_stream &s) {
   return log(g) + log(1.0 - gpu_uniform(s)) / a;
 }
 
-// log Gamma(x) - ((x - 1/2) log x - x + log sqrt(2 pi)) for x > 0: Stirling's series from 10
-// up, shifted there by a product below.  The rejection tests below take differences of
-// log Gamma through it, with the large terms cancelled by hand: log Gamma itself, near
-// 3e13 at 1e12, would leave an ulp of 0.004 in a log-density.
+// log Gamma(x) - ((x - 1/2) log x - x + log sqrt(2 pi)) for whole x >= 1 (the samplers' k + 1,
+// n - k + 1 and the like): Stirling's series from 10 up, below that its values (from 50-digit
+// arithmetic; random.lua's twin has the same table).  The rejection tests below take
+// differences of log Gamma through it, with the large terms cancelled by hand: log Gamma
+// itself, near 3e13 at 1e12, would leave an ulp of 0.004 in a log-density.
 #define GPU_LOG_SQRT_2PI 0.91893853320467274178
-__device__ GPU_SAMPLER double gpu_stirling_correction(double x) {
-  double y = x, product = 1.0;
-  while (y < 10.0) {
-    product = product * y;
-    y = y + 1.0;
-  }
-  const double r = 1.0 / y, r2 = r * r;
-  const double series = r * (1.0 / 12.0 - r2 * (1.0 / 360.0 - r2 * (1.0 / 1260.0 - r2 * (1.0 / 1680.0
-                        - r2 * (1.0 / 1188.0 - r2 * (691.0 / 360360.0))))));
-  if (y == x) return series;
-  return (y - 0.5) * log(y) - y + series - log(product) - ((x - 0.5) * log(x) - x);
+__constant__ double gpu_stirling_below_10[9] = {
+  0.08106146679532726, 0.0413406959554093, 0.02767792568499834, 0.020790672103765093,
+  0.016644691189821193, 0.013876128823070748, 0.01189670994589177, 0.010411265261972096,
+  0.009255462182712733};
+__device__ __forceinline__ double gpu_stirling_correction(double x) {
+  if (x < 10.0) return gpu_stirling_below_10[(int)x - 1];
+  const double r = 1.0 / x, r2 = r * r;
+  return r * (1.0 / 12.0 - r2 * (1.0 / 360.0 - r2 * (1.0 / 1260.0 - r2 * (1.0 / 1680.0
+         - r2 * (1.0 / 1188.0 - r2 * (691.0 / 360360.0))))));
 }
 
 // (y + 1/2) log(y + 1) - (z + 1/2) log(z + 1), for whole y, z >= 0 whose difference is small.

@@ -924,18 +924,18 @@ end
 
 local LOG_SQRT_2PI = 0.91893853320467274178
 
+-- random_distributions.cu's gpu_stirling_correction (whole x >= 1), its table and all.
+local STIRLING_BELOW_10 = {
+  0.08106146679532726, 0.0413406959554093, 0.02767792568499834, 0.020790672103765093,
+  0.016644691189821193, 0.013876128823070748, 0.01189670994589177, 0.010411265261972096,
+  0.009255462182712733}
+
 local function stirling_correction(x)
-  local y, product = x, 1.0
-  while y < 10.0 do
-    product = product * y
-    y = y + 1.0
-  end
-  local r = 1.0 / y
+  if x < 10.0 then return STIRLING_BELOW_10[math.tointeger(x)] end
+  local r = 1.0 / x
   local r2 = r * r
-  local series = r * (1.0 / 12.0 - r2 * (1.0 / 360.0 - r2 * (1.0 / 1260.0 - r2 * (1.0 / 1680.0
-                 - r2 * (1.0 / 1188.0 - r2 * (691.0 / 360360.0))))))
-  if y == x then return series end
-  return (y - 0.5) * math.log(y) - y + series - math.log(product) - ((x - 0.5) * math.log(x) - x)
+  return r * (1.0 / 12.0 - r2 * (1.0 / 360.0 - r2 * (1.0 / 1260.0 - r2 * (1.0 / 1680.0
+         - r2 * (1.0 / 1188.0 - r2 * (691.0 / 360360.0))))))
 end
 
 local function stirling_difference(y, z)

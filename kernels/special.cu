@@ -6,11 +6,15 @@
 // template over the integer types; special values are NumPy's and SciPy's.
 
 // digamma (SciPy's psi): NaN at the poles (0, -1, -2, ...) but for a zero, which gives the
-// infinity of the side it stands on (-inf at +0, as x -> 0+); NaN at -inf.  Near its positive
-// zero x0 a Taylor series in x - x0 keeps the relative error small; elsewhere the recurrence
-// psi(x) = psi(x + 1) - 1/x brings x to 10 or more, where the asymptotic series
-// psi(x) = log x - 1/(2x) - sum B_2k / (2k x^2k) is exact to double precision.  Negative x
-// reflect: psi(x) = psi(1 - x) - pi cot(pi x).
+// infinity of the side it stands on (-inf at +0, as x -> 0+); NaN at -inf.  Negative x
+// reflect: psi(x) = psi(1 - x) - pi cot(pi x).  From 10 up the asymptotic series
+// psi(x) = log x - 1/(2x) - sum B_2k / (2k x^2k) is exact to double precision; below, the
+// recurrence psi(x) = psi(x + 1) - 1/x brings x into [1, 2) (one step up from below 1, the
+// steps down as one fraction), where psi(x) = (x - x0) g(x), x0 its zero and g a polynomial
+// in x - 3/2 (a Chebyshev fit of psi(x) / (x - x0) in 60-digit arithmetic, error 2e-17), so
+// the relative error stays small at the zero too.  Against 40-digit values: at most 5.1e-16
+// relative for x in (0, 10) (one step and 22 multiply-adds from [0, 1), where a recurrence up
+// to 10 and a logarithm took ten steps).
 __device__ inline double lg_digamma(double x) {
   const double pi = 3.141592653589793;
   if (x != x || x == 1.0 / 0.0) return x;
@@ -21,33 +25,40 @@ __device__ inline double lg_digamma(double x) {
     result = -pi * cospi(x) / sinpi(x);
     x = 1 - x;
   }
-  // x0 = 1.4616321449683622 + 9.549995429965697e-17 and the series' coefficients
-  // psi^(n)(x0) / n!, n = 18 down to 1
-  const double h = (x - 1.4616321449683622) - 9.549995429965697e-17;
-  if (fabs(h) < 0.1) {
-    const double c[18] = {
-      -0.0007380709389960052, 0.0010788252019162967, -0.0015769367714301972,
-      0.002305126326734928, -0.003369801655439328, 0.004926781395729853,
-      -0.007204534386356869, 0.010538791616612175, -0.01542476590494896,
-      0.022597648232218104, -0.03316112647484736, 0.04880428816414311,
-      -0.07219956125645471, 0.10782405069126237, -0.16394270544240652,
-      0.258499760955651, -0.4427631689835921, 0.9676722454476212};
-    double s = 0;
-    for (int n = 0; n < 18; n++) s = s * h + c[n];
-    return result + s * h;
+  if (x >= 10) {
+    const double f = 1 / (x * x);
+    // B_2k / 2k for k = 1..7: 1/12, -1/120, 1/252, -1/240, 1/132, -691/32760, 1/12
+    const double tail = f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240
+                        - f * (1.0 / 132 - f * (691.0 / 32760 - f * (1.0 / 12)))))));
+    return result + log(x) - 0.5 / x - tail;
   }
-  // the recurrence's sum of 1/x + 1/(x + 1) + ... as one fraction num / den, built a term at
-  // a time (every term positive): one division where a division a term took most of the time
-  double num = 0, den = 1;
-  while (x < 10) { num = num * x + den; den *= x; x += 1; }
-  result -= num / den;
-  const double f = 1 / (x * x);
-  // B_2k / 2k for k = 1..7: 1/12, -1/120, 1/252, -1/240, 1/132, -691/32760, 1/12
-  const double tail = f * (1.0 / 12 - f * (1.0 / 120 - f * (1.0 / 252 - f * (1.0 / 240
-                      - f * (1.0 / 132 - f * (691.0 / 32760 - f * (1.0 / 12)))))));
-  return result + log(x) - 0.5 / x - tail;
+  if (x < 1) {
+    result -= 1 / x;
+    x += 1;
+  } else {
+    // 1/(x - 1) + 1/(x - 2) + ... down to [1, 2) as num / den, built a term at a time
+    double num = 0, den = 1;
+    while (x >= 2) {
+      x -= 1;
+      num = num * x + den;
+      den *= x;
+    }
+    result += num / den;
+  }
+  const double g[22] = {
+    -0.00017312261802727394, 0.00025968482126430747, -0.00015148586836773365,
+    0.0002272331660987376, -0.0004821990530566789, 0.0007233266279287554,
+    -0.0010376374098418604, 0.0015566317474486838, -0.002345267632540769, 0.003519006401502276,
+    -0.005279964873257405, 0.007926944646403797, -0.011908218001568644, 0.0179072524394512,
+    -0.02697579675613825, 0.04076083381242074, -0.061922133273064534, 0.09498872445494122,
+    -0.14840492305390884, 0.2405424842407742, -0.4236274212814605, 0.951055876031833};
+  const double t = x - 1.5;
+  double s = 0;
+  for (int n = 0; n < 22; n++) s = s * t + g[n];
+  // x0 = 1.4616321449683622 + 9.549995429965697e-17
+  return result + ((x - 1.4616321449683622) - 9.549995429965697e-17) * s;
 }
-// float through double: the recurrence's cancellation near x0 stays below float's precision
+// float through double, as SciPy computes its float32 psi
 __device__ inline float lg_digamma(float x) { return (float)lg_digamma((double)x); }
 
 // expit (the logistic sigmoid) and logit, its inverse, as SciPy's: logit(0) = -inf,

@@ -197,7 +197,7 @@ __device__ __forceinline__ long long gpu_count(double k) {
   return k >= 0x1p63 ? 0x7fffffffffffffffll : (long long)k;
 }
 
-// The distributions of one value an element, by kind (random.lua's KINDS), with up to three
+// The distributions of one value an element, by kind (random.lua's KIND), with up to two
 // parameters.
 enum {
   GPU_EXPONENTIAL, GPU_GAMMA, GPU_BETA, GPU_STANDARD_T, GPU_F, GPU_LOGNORMAL, GPU_LAPLACE,

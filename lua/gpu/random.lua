@@ -401,12 +401,12 @@ local function random_kernel(name, kind)
   end)
 end
 
--- Fills out (contiguous) with kernel (one of random_kernel's), which makes `per` elements a
--- counter block, passing the extra arguments after the counter's.  The counter blocks are
+-- Fills out (contiguous) with random_kernel(name, kind), which makes `per` elements a counter
+-- block, passing the extra arguments after the counter's.  The counter blocks are
 -- {seed = n}'s from 0, else the default generator's next ones, which it moves past (even for
--- an empty array: nothing is launched then).  Returns out, the seed and the first counter
--- block.
-local function draw_counted(kernel, per, out, opts, ...)
+-- an empty array: nothing is compiled or launched then).  Returns out, the seed and the first
+-- counter block.
+local function draw_counted(name, kind, per, out, opts, ...)
   local n = out.size
   local blocks = (n + per - 1) // per
   local seed, base
@@ -420,20 +420,20 @@ local function draw_counted(kernel, per, out, opts, ...)
   local arguments = {out, n, seed & MASK, (seed >> 32) & MASK, base, ...}
   arguments[#arguments + 1] = {block = BLOCK, grid = reduction.grid_stride_blocks(blocks, BLOCK),
                                stream = opts.stream}
-  kernel(table.unpack(arguments))
+  random_kernel(name, kind)(table.unpack(arguments))
   return out, seed, base
 end
 
 -- draw_counted's out alone, which the public functions return.
-local function draw(kernel, per, out, opts, ...)
-  return (draw_counted(kernel, per, out, opts, ...))
+local function draw(name, kind, per, out, opts, ...)
+  return (draw_counted(name, kind, per, out, opts, ...))
 end
 
 -- An array of shape and float dtype of shift + scale * (uniform or normal) numbers.
 local function draw_floats(normal, shape, dtype, opts, shift, scale)
   local kernel = FLOAT_KERNELS[dtype]
   local name = ("gpu_rand_%s_%s"):format(normal and "normal" or "uniform", kernel.suffix)
-  return draw(random_kernel(name), kernel.per, core.array_empty(shape, dtype), opts, shift, scale)
+  return draw(name, nil, kernel.per, core.array_empty(shape, dtype), opts, shift, scale)
 end
 
 -- The checks that the float functions share: the shape (argument n), dtype and options.
@@ -486,8 +486,8 @@ end
 -- Fills out (an integer array, contiguous) with randint's integers for low_bits, range,
 -- threshold and wide as integer_range gives them.
 local function draw_integers(out, opts, low_bits, range, threshold, wide)
-  if wide then return draw(random_kernel("gpu_randint_wide"), 2, out, opts, low_bits, range, threshold) end
-  return draw(random_kernel("gpu_randint_" .. out.itemsize), 4, out, opts, low_bits, range, threshold)
+  if wide then return draw("gpu_randint_wide", nil, 2, out, opts, low_bits, range, threshold) end
+  return draw("gpu_randint_" .. out.itemsize, nil, 4, out, opts, low_bits, range, threshold)
 end
 
 -- randint(low, high, shape[, dtype][, opts]): NumPy's, integers uniform in [low, high)
@@ -518,8 +518,8 @@ end
 -- n random 32-bit keys (uint32), with the seed and first counter block they came from.
 local function draw_keys(n, opts)
   local low_bits, range, threshold = integer_range(0, 1 << 32, "uint32", "permutation")
-  return draw_counted(random_kernel("gpu_randint_4"), 4, core.array_empty({n}, "uint32"), opts,
-                      low_bits, range, threshold)
+  return draw_counted("gpu_randint_4", nil, 4, core.array_empty({n}, "uint32"), opts, low_bits,
+                      range, threshold)
 end
 
 -- 1..n in random order (an int64 array): the places that sort n random 32-bit keys (four
@@ -1178,14 +1178,13 @@ local function distribution_function(name, d)
       local shape = args.check_shape(size, count + 1, name)
       opts = random_options(after_size, count + 2, name)
       local kind, q1, q2 = kernel_parameters(name, d, p1, p2)
-      return draw(random_kernel("gpu_variates_i64", kind), 1, core.array_empty(shape, "int64"), opts,
-                  q1, q2)
+      return draw("gpu_variates_i64", kind, 1, core.array_empty(shape, "int64"), opts, q1, q2)
     end
     local shape, dtype
     shape, dtype, opts = float_arguments(name, size, after_size, opts, count + 1)
     local kind, q1, q2 = kernel_parameters(name, d, p1, p2)
-    return draw(random_kernel("gpu_variates_" .. FLOAT_KERNELS[dtype].suffix, kind), 1,
-                core.array_empty(shape, dtype), opts, q1, q2)
+    return draw("gpu_variates_" .. FLOAT_KERNELS[dtype].suffix, kind, 1, core.array_empty(shape, dtype),
+                opts, q1, q2)
   end
 end
 
@@ -1300,7 +1299,7 @@ end
 local function draw_rows(name, out, opts, values, ...)
   local k = #values
   local vector = ga.to_gpu(core.host.from_table(values, "float64"))
-  draw(random_kernel(name), k, out, opts, vector, k, ...)
+  draw(name, nil, k, out, opts, vector, k, ...)
   core.free_after(vector, opts.stream)
   return out
 end

@@ -360,11 +360,25 @@ enum { K_ALIGN = K_TILE };   /* a reduction's: the byte alignment its arrays nee
 #define KIND_ARRAY 0x80
 #define MAX_KERNEL_ARGS 64
 
+/* Pushes what is cached under key (a Function, or false where compile gave none) and returns
+** 1; 0, nothing pushed, where nothing is yet. */
+static int push_cached (lua_State *L, lua_Integer key) {
+  if (lua_rawgeti(L, lua_upvalueindex(K_FUNCTIONS), key) != LUA_TNIL) return 1;
+  lua_pop(L, 1);
+  return 0;
+}
+
+/* 1 where the value on top is a Function; else 0, having popped it. */
+static int pushed_function (lua_State *L) {
+  if (lua_type(L, -1) == LUA_TUSERDATA) return 1;
+  lua_pop(L, 1);
+  return 0;
+}
+
 /* Pushes the Function cached under key (compile(layout) on first use: layout NULL for an
 ** ElementwiseKernel's one); 0, nothing pushed, where compile gave none. */
 static int push_function_for (lua_State *L, lua_Integer key, const char *layout) {
-  if (lua_rawgeti(L, lua_upvalueindex(K_FUNCTIONS), key) == LUA_TNIL) {
-    lua_pop(L, 1);
+  if (!push_cached(L, key)) {
     lua_pushvalue(L, lua_upvalueindex(K_COMPILE));
     if (layout != NULL) lua_pushstring(L, layout);
     lua_call(L, layout != NULL, 1);
@@ -375,9 +389,7 @@ static int push_function_for (lua_State *L, lua_Integer key, const char *layout)
     lua_pushvalue(L, -1);
     lua_rawseti(L, lua_upvalueindex(K_FUNCTIONS), key);
   }
-  if (lua_type(L, -1) == LUA_TUSERDATA) return 1;
-  lua_pop(L, 1);
-  return 0;
+  return pushed_function(L);
 }
 
 /* Reads the n arguments from stack index base against the kinds: each array plain (or, with
@@ -605,11 +617,14 @@ static int tiled_dimension (const Layout *l, int64_t tile, unsigned *staged) {
 }
 
 /* Pushes the Function of the layout (the contiguous "c" for nd 0, else "s<nd>") on c's
-** device, compiled on first use; 0, nothing pushed, where compile gave none. */
+** device, compiled on first use; 0, nothing pushed, where compile gave none.  The layout's
+** name is written only on a miss: formatting it cost a broadcast a tenth of its host work. */
 static int push_layout_function (lua_State *L, const gpu_Context *c, int nd) {
+  const lua_Integer key = (lua_Integer)c->ordinal * (GPU_MAXDIM + 1) + nd;
   char layout[16] = "c";
+  if (push_cached(L, key)) return pushed_function(L);
   if (nd > 0) snprintf(layout, sizeof layout, "s%d", nd);
-  return push_function_for(L, (lua_Integer)c->ordinal * (GPU_MAXDIM + 1) + nd, layout);
+  return push_function_for(L, key, layout);
 }
 
 /* Pushes the Function of the tiled layout "t<nd>_<b>_<mask>" (mask: a digit an array, 1 for
@@ -620,7 +635,9 @@ static int push_tiled_function (lua_State *L, const gpu_Context *c, const Layout
   const lua_Integer tiled_key =
       ((((lua_Integer)c->ordinal * LAYOUT_DIMS + b) * (LAYOUT_DIMS + 1) + l->nd) <<
        LAYOUT_ARRAYS) + staged;
-  int k, at = snprintf(layout, sizeof layout, "t%d_%d_", l->nd, b);
+  int k, at;
+  if (push_cached(L, -1 - tiled_key)) return pushed_function(L);
+  at = snprintf(layout, sizeof layout, "t%d_%d_", l->nd, b);
   for (k = 0; k < l->narrays; k++) layout[at++] = (char)('0' + (staged >> k & 1));
   layout[at] = '\0';
   return push_function_for(L, -1 - tiled_key, layout);

@@ -397,7 +397,8 @@ local function random_kernel(name, kind)
     local source = core.kernel_sources["random.cu"] .. "\n" .. core.kernel_sources["random_distributions.cu"]
     if kind then source = ("#define GPU_VARIATE_KIND %d\n"):format(kind) .. source end
     -- no fused multiply-adds, so that the Lua twin rounds every operation as the kernel does
-    return source, name, nil, {no_extern_c = true, name = "random_distributions.cu", options = {"--fmad=false"}}
+    return source, name, nil,
+           {no_extern_c = true, name = "random_distributions.cu", options = {"--fmad=false"}}
   end)
 end
 

@@ -124,6 +124,30 @@ extern "C" __global__ void gpu_rand_normal_f64(double *out, long long n, unsigne
 // Ranges up to 2^32 take 32-bit words, four integers a block, in kernels by element size
 // (the bits of low + x, so signed and unsigned dtypes of a size share one); wider ranges of
 // 8-byte integers take 64-bit words, two a block, and range 0 stands for all of 2^64.
+// The integer in [0, range) from 32-bit word q of block j, r being that block's first attempt.
+__device__ __forceinline__ unsigned long long gpu_bounded32(uint4 r, long long j, int q,
+                                                            unsigned k0, unsigned k1,
+                                                            unsigned long long base,
+                                                            unsigned long long range,
+                                                            unsigned threshold) {
+  unsigned long long m = (unsigned long long)gpu_word(r, q) * range;   // range <= 2^32: exact
+  for (unsigned attempt = 1; (unsigned)m < threshold; attempt++)
+    m = (unsigned long long)gpu_word(gpu_block_bits(base, j, attempt, k0, k1), q) * range;
+  return m >> 32;
+}
+
+// The same from 64-bit word q (range not 0).
+__device__ __forceinline__ unsigned long long gpu_bounded64(uint4 r, long long j, int q,
+                                                            unsigned k0, unsigned k1,
+                                                            unsigned long long base,
+                                                            unsigned long long range,
+                                                            unsigned long long threshold) {
+  unsigned long long x = gpu_word64(r, q);
+  for (unsigned attempt = 1; x * range < threshold; attempt++)
+    x = gpu_word64(gpu_block_bits(base, j, attempt, k0, k1), q);
+  return __umul64hi(x, range);
+}
+
 template <typename T>
 __device__ __forceinline__ void gpu_randint_words(T *out, long long n, unsigned k0, unsigned k1,
                                                   unsigned long long base, unsigned long long low,
@@ -132,13 +156,8 @@ __device__ __forceinline__ void gpu_randint_words(T *out, long long n, unsigned 
     const uint4 r = gpu_block_bits(base, j, 0u, k0, k1);
 #pragma unroll
     for (int q = 0; q < 4; q++) {
-      if (4 * j + q < n) {
-        unsigned long long m = (unsigned long long)gpu_word(r, q) * range;   // range <= 2^32: exact
-        for (unsigned attempt = 1; (unsigned)m < threshold; attempt++) {
-          m = (unsigned long long)gpu_word(gpu_block_bits(base, j, attempt, k0, k1), q) * range;
-        }
-        out[4 * j + q] = (T)(low + (m >> 32));
-      }
+      if (4 * j + q < n)
+        out[4 * j + q] = (T)(low + gpu_bounded32(r, j, q, k0, k1, base, range, threshold));
     }
   }
 }
@@ -175,13 +194,8 @@ extern "C" __global__ void gpu_randint_wide(unsigned long long *out, long long n
 #pragma unroll
     for (int q = 0; q < 2; q++) {
       if (2 * j + q < n) {
-        unsigned long long x = gpu_word64(r, q);
-        if (range != 0) {
-          for (unsigned attempt = 1; x * range < threshold; attempt++) {
-            x = gpu_word64(gpu_block_bits(base, j, attempt, k0, k1), q);
-          }
-          x = __umul64hi(x, range);
-        }
+        const unsigned long long x =
+            range != 0 ? gpu_bounded64(r, j, q, k0, k1, base, range, threshold) : gpu_word64(r, q);
         out[2 * j + q] = low + x;
       }
     }
@@ -226,5 +240,214 @@ extern "C" __global__ void gpu_shuffle_ties(long long *places, const unsigned *k
       places[i + k] = places[j];
       places[j] = swapped;
     }
+  }
+}
+
+// choice's sample of count from a large range without replacement: the first count distinct
+// values among m i.i.d. draws (randint's), in the order drawn, which is drawing one value at
+// a time and drawing again on a repeat: every ordered sample equally likely, in work that
+// grows with the sample rather than the range.  Each draw's place goes into a hash table of
+// the values (open addressing over 2^bits slots, each the least 0-based place that drew its
+// value: the value is that place's draw, so a slot is 32 bits whatever the values' width);
+// a place is first if its value's slot holds it, and the firsts' running count, up to count,
+// is where each goes in the sample.  m < 2^32 - 1.
+#define GPU_SAMPLE_EMPTY 0xFFFFFFFFu
+
+// randint(0, range)'s element e from counter block base: the integer that gpu_randint_8
+// (wide 0: range up to 2^32) or gpu_randint_wide (wide 1; range not 0 here) writes at e.
+__device__ __forceinline__ unsigned long long gpu_sample_value(long long e, unsigned k0,
+                                                               unsigned k1,
+                                                               unsigned long long base,
+                                                               unsigned long long range,
+                                                               unsigned long long threshold,
+                                                               int wide) {
+  const long long j = wide ? e >> 1 : e >> 2;
+  const uint4 r = gpu_block_bits(base, j, 0u, k0, k1);
+  if (wide) return gpu_bounded64(r, j, (int)(e & 1), k0, k1, base, range, threshold);
+  return gpu_bounded32(r, j, (int)(e & 3), k0, k1, base, range, (unsigned)threshold);
+}
+
+#define GPU_SAMPLE_DRAW(e) gpu_sample_value((e), k0, k1, base, range, threshold, wide)
+
+// The home slot of v: the top bits of its product with 2^64 / phi (Fibonacci hashing), so
+// that values from a range shorter than the table still spread over all of it.
+__device__ __forceinline__ unsigned gpu_sample_slot(unsigned long long v, int bits) {
+  return (unsigned)((v * 0x9E3779B97F4A7C15ull) >> (64 - bits));
+}
+
+// Puts place e, whose draw is v, in the table; value_of(p) is place p's draw.
+template <typename ValueOf>
+__device__ __forceinline__ void gpu_sample_insert_place(unsigned *slots, int bits, unsigned e,
+                                                        unsigned long long v, ValueOf value_of) {
+  const unsigned mask = (1u << bits) - 1;
+  for (unsigned h = gpu_sample_slot(v, bits);; h = (h + 1) & mask) {
+    const unsigned seen = atomicCAS(&slots[h], GPU_SAMPLE_EMPTY, e);
+    if (seen == GPU_SAMPLE_EMPTY) return;
+    if (value_of(seen) == v) {                 // every place in a slot drew the same value
+      if (seen > e) atomicMin(&slots[h], e);
+      return;
+    }
+  }
+}
+
+// Whether place e (draw v) is the first to draw v: the slot of v holds it.  Its value is in
+// the table, so the probe ends.
+template <typename ValueOf>
+__device__ __forceinline__ bool gpu_sample_is_first(const unsigned *slots, int bits, unsigned e,
+                                                    unsigned long long v, ValueOf value_of) {
+  const unsigned mask = (1u << bits) - 1;
+  unsigned h = gpu_sample_slot(v, bits);
+  while (value_of(slots[h]) != v) h = (h + 1) & mask;
+  return slots[h] == e;
+}
+
+// The block's running count of mine before this thread (threads in order), and in *all the
+// block's total; sums has a word a warp.  Every thread calls it.
+__device__ __forceinline__ unsigned gpu_sample_block_rank(unsigned mine, unsigned *sums,
+                                                          unsigned *all) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  unsigned upto = mine;                          // inclusive, within the warp
+  for (int o = 1; o < 32; o <<= 1) {
+    const unsigned before = __shfl_up_sync(0xFFFFFFFFu, upto, o);
+    if (lane >= o) upto += before;
+  }
+  if (lane == 31) sums[warp] = upto;
+  __syncthreads();
+  if (warp == 0) {
+    unsigned w = lane < warps ? sums[lane] : 0u;
+    for (int o = 1; o < 32; o <<= 1) {
+      const unsigned before = __shfl_up_sync(0xFFFFFFFFu, w, o);
+      if (lane >= o) w += before;
+    }
+    if (lane < warps) sums[lane] = w;
+  }
+  __syncthreads();
+  *all = sums[warps - 1];
+  return upto - mine + (warp > 0 ? sums[warp - 1] : 0u);
+}
+
+// The whole sample in one block of 1024 threads for up to 2048 draws (places 2t and 2t + 1
+// thread t's), the draws and their table in shared memory; *total is the number of firsts,
+// so the sample is whole if that is count or more.
+#define GPU_SAMPLE_SMALL_DRAWS 2048
+#define GPU_SAMPLE_SMALL_BITS 12               // 4096 slots: at most half of them taken
+extern "C" __global__ void __launch_bounds__(1024)
+gpu_sample_small(long long *places, long long *total, long long count, long long m, unsigned k0,
+                 unsigned k1, unsigned long long base, unsigned long long range,
+                 unsigned long long threshold, int wide) {
+  __shared__ unsigned long long values[GPU_SAMPLE_SMALL_DRAWS];
+  __shared__ unsigned slots[1 << GPU_SAMPLE_SMALL_BITS];
+  __shared__ unsigned sums[32];
+  const int t = threadIdx.x;
+  const auto value_of = [&](unsigned p) { return values[p]; };
+  for (int s = t; s < 1 << GPU_SAMPLE_SMALL_BITS; s += blockDim.x) slots[s] = GPU_SAMPLE_EMPTY;
+  for (int e = 2 * t; e < 2 * t + 2 && e < m; e++) values[e] = GPU_SAMPLE_DRAW(e);
+  __syncthreads();
+  for (int e = 2 * t; e < 2 * t + 2 && e < m; e++)
+    gpu_sample_insert_place(slots, GPU_SAMPLE_SMALL_BITS, e, values[e], value_of);
+  __syncthreads();
+  unsigned firsts = 0;                           // bit k: place 2t + k is first
+  for (int e = 2 * t; e < 2 * t + 2 && e < m; e++) {
+    const bool first = gpu_sample_is_first(slots, GPU_SAMPLE_SMALL_BITS, e, values[e], value_of);
+    firsts |= (unsigned)first << (e - 2 * t);
+  }
+  unsigned all;
+  long long rank = gpu_sample_block_rank(__popc(firsts), sums, &all);
+  for (int k = 0; k < 2; k++) {
+    if (!(firsts >> k & 1)) continue;
+    if (rank < count) places[rank] = (long long)values[2 * t + k] + 1;
+    rank++;
+  }
+  if (t == 0) *total = all;
+}
+
+// Larger samples: gpu_sample_insert puts every place in the table (slots) and writes the
+// draws (values); then gpu_sample_take, a tile of 4096 places a block of 1024 threads (4 in a
+// row each: the probes wait on memory, so the more threads the better), finds the firsts and
+// their running count: each tile's count of firsts added to those of the tiles before it by
+// a decoupled look-back over a status word a tile (after the slots), then a counter that
+// hands out the tiles in order (so every tile looked back at has a block).  A status word is
+// all ones until the tile publishes its own count (bit 62) or its inclusive count (bit 63);
+// status and slots start all ones, so one fill prepares both.
+#define GPU_SAMPLE_TILE 4096
+#define GPU_SAMPLE_PER_THREAD 4
+#define GPU_SAMPLE_OWN (1ull << 62)
+#define GPU_SAMPLE_INCLUSIVE (1ull << 63)
+#define GPU_SAMPLE_NOT_READY 0xFFFFFFFFFFFFFFFFull
+
+extern "C" __global__ void gpu_sample_insert(unsigned *slots, int bits, unsigned long long *values,
+                                             long long m, unsigned k0, unsigned k1,
+                                             unsigned long long base, unsigned long long range,
+                                             unsigned long long threshold, int wide) {
+  const auto value_of = [&](unsigned p) { return GPU_SAMPLE_DRAW(p); };
+  GPU_GRID_STRIDE(e, m) {
+    const unsigned long long v = GPU_SAMPLE_DRAW(e);
+    values[e] = v;
+    gpu_sample_insert_place(slots, bits, (unsigned)e, v, value_of);
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(1024)
+gpu_sample_take(long long *places, long long *total, long long count, unsigned *slots, int bits,
+                const unsigned long long *values, long long m) {
+  unsigned long long *status = (unsigned long long *)(slots + (1u << bits));
+  const long long tiles = (m + GPU_SAMPLE_TILE - 1) / GPU_SAMPLE_TILE;
+  const unsigned mask = (1u << bits) - 1;
+  __shared__ unsigned sums[32];
+  __shared__ long long tile_of_block, before_tile;
+  const int t = threadIdx.x, lane = t & 31;
+  if (t == 0) tile_of_block = (long long)(atomicAdd(&status[tiles], 1ull) + 1);   // from all ones
+  __syncthreads();
+  const int per = GPU_SAMPLE_PER_THREAD;
+  const long long tile = tile_of_block, start = tile * GPU_SAMPLE_TILE + per * t;
+  const int here = (int)min((long long)per, max(0ll, m - start));
+  // the firsts among this thread's places: each one's home slot read at once (their loads in
+  // flight together rather than one probe after another), then the rare longer probes
+  unsigned long long v[GPU_SAMPLE_PER_THREAD];
+  unsigned h[GPU_SAMPLE_PER_THREAD], at[GPU_SAMPLE_PER_THREAD], firsts = 0;
+#pragma unroll
+  for (int k = 0; k < per; k++) if (k < here) v[k] = values[start + k];
+#pragma unroll
+  for (int k = 0; k < per; k++) if (k < here) at[k] = slots[h[k] = gpu_sample_slot(v[k], bits)];
+#pragma unroll
+  for (int k = 0; k < per; k++) {
+    if (k >= here) continue;
+    while (values[at[k]] != v[k]) at[k] = slots[h[k] = (h[k] + 1) & mask];
+    firsts |= (unsigned)(at[k] == (unsigned)(start + k)) << k;
+  }
+  unsigned in_tile;
+  const unsigned rank_in_tile = gpu_sample_block_rank(__popc(firsts), sums, &in_tile);
+  if (t < 32) {                                  // the look-back, 32 tiles a step
+    volatile unsigned long long *word = status;
+    unsigned long long before = 0;
+    if (tile > 0) {
+      if (t == 0) word[tile] = GPU_SAMPLE_OWN | in_tile;
+      for (long long p = tile - 1;; p -= 32) {
+        const long long q = p - lane;
+        unsigned long long w = q >= 0 ? word[q] : GPU_SAMPLE_INCLUSIVE;   // before tile 0: none
+        while (__any_sync(0xFFFFFFFFu, w == GPU_SAMPLE_NOT_READY)) {
+          if (w == GPU_SAMPLE_NOT_READY) w = word[q];
+        }
+        const unsigned inclusive = __ballot_sync(0xFFFFFFFFu, (w & GPU_SAMPLE_INCLUSIVE) != 0);
+        const int nearest = inclusive ? __ffs(inclusive) - 1 : 31;
+        unsigned long long sum = lane <= nearest ? w & (GPU_SAMPLE_OWN - 1) : 0;
+        for (int o = 16; o > 0; o >>= 1) sum += __shfl_xor_sync(0xFFFFFFFFu, sum, o);
+        before += sum;
+        if (inclusive) break;
+      }
+    }
+    if (t == 0) {
+      word[tile] = GPU_SAMPLE_INCLUSIVE | (before + in_tile);
+      before_tile = (long long)before;
+      if (tile == tiles - 1) *total = (long long)(before + in_tile);
+    }
+  }
+  __syncthreads();
+  long long rank = before_tile + rank_in_tile;
+#pragma unroll
+  for (int k = 0; k < per; k++) {
+    if (!(firsts >> k & 1)) continue;
+    if (rank < count) places[rank] = (long long)v[k] + 1;
+    rank++;
   }
 }

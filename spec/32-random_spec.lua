@@ -131,6 +131,26 @@ describe("random numbers", function()
     end
   end)
 
+  it("twin choice's drawn samples: randint's draws, each value kept the first time", function()
+    local seed = math.random(0, 1 << 50)
+    for _, n in ipairs{20000, (1 << 40) + 3} do
+      local sample = random.reference_sample(n, 5000, seed, 7)
+      local draws = random.reference_randint(12000, 0, n, "int64", seed, 7)
+      local seen, want = {}, {}
+      for _, v in ipairs(draws) do
+        if not seen[v] and #want < 5000 then seen[v], want[#want + 1] = true, v + 1 end
+      end
+      assert.are.equal(5000, #want)                    -- 12000 draws of 20000 values hold 5000
+      assert.are.same(want, sample)
+    end
+    helpers.assert_error("bad argument #1 to 'reference_sample' (n must be a whole number of at least 1, got 0)",
+                         random.reference_sample, 0, 0, 1)
+    helpers.assert_error("bad argument #2 to 'reference_sample' (count 6 exceeds n 5)",
+                         random.reference_sample, 5, 6, 1)
+    helpers.assert_error("bad argument #3 to 'reference_sample' (integer seed expected, got nil)",
+                         random.reference_sample, 5, 2)
+  end)
+
   it("compile their kernels", function()
     assert.is_true(#gpu.compile(gpu.kernel_sources["random.cu"], {arch = "sm_90", no_extern_c = true}) > 0)
     -- the elementwise kernels: rows gathered a unit of each element size, choice's pick and keys
@@ -616,22 +636,68 @@ describe("random numbers", function()
                          random.choice, scalar, 1)
   end)
 
-  helpers.gpu_it("choice without replacement of a small part sorts only the smallest keys, as the whole sort", function()
-    -- 2^16 + 3 places, a sample of 5000: the selection's way; with a stream, the whole sort's
+  -- The distinct values of how many draws from randint(0, n) (from block 0) hold count of
+  -- them: choice's draws, doubled from m while too few.
+  local function draws_for(n, count, seed, m)
+    while true do
+      local seen, distinct = {}, 0
+      for _, v in ipairs(random.reference_randint(m, 0, n, "int64", seed)) do
+        if not seen[v] then seen[v], distinct = true, distinct + 1 end
+      end
+      if distinct >= count then return m end
+      m = 2 * m
+    end
+  end
+
+  helpers.gpu_it("choice without replacement of a small part keeps the first distinct of randint's draws", function()
+    -- 2^16 + 3 places, a sample of 5000; the same on a stream
     local n, seed = (1 << 16) + 3, math.random(0, 1 << 50)
-    local want = {table.unpack(random.reference_permutation(n, seed), 1, 5000)}
-    assert_values(want, random.choice(n, {50, 100}, {replace = false, seed = seed}), "sampled choice")
+    local want = random.reference_sample(n, 5000, seed)
+    local c = random.choice(n, {50, 100}, {replace = false, seed = seed})
+    assert.are.same({50, 100}, c.shape)
+    assert_values(want, c, "sampled choice")
     local s = gpu.Stream()
-    local whole = random.choice(n, 5000, {replace = false, seed = seed, stream = s})
+    local on_stream = random.choice(n, 5000, {replace = false, seed = seed, stream = s})
     s:synchronize()
-    assert_values(want, whole, "choice by the whole sort")
+    assert_values(want, on_stream, "sampled choice on a stream")
     s:free()
-    -- the default generator moves past the n keys' blocks either way
+    -- a quarter of 2^14 + 5 (hundreds of repeats among the draws), ranges past 2^32 (64-bit
+    -- draws, two a block), and samples that one block takes (up to 2048 draws; repeats too)
+    for _, case in ipairs{{(1 << 14) + 5, ((1 << 14) + 5) // 4}, {(1 << 40) + 7, 3000},
+                          {1 << 14, 1500}, {(1 << 40) + 7, 1000}, {(1 << 16) + 3, 1}} do
+      local got = random.choice(case[1], case[2], {replace = false, seed = seed})
+      assert_values(random.reference_sample(case[1], case[2], seed), got, "sample of " .. case[2])
+      local h, seen = R.get(got), {}
+      for i = 1, case[2] do
+        assert(h[i] >= 1 and h[i] <= case[1] and not seen[h[i]], "repeated or outside: " .. h[i])
+        seen[h[i]] = true
+      end
+    end
+    -- the default generator moves past the draws' blocks
     random.seed(seed)
-    local c = random.choice(n, 300, {replace = false})
+    local d = random.choice(n, 300, {replace = false})
     local k = random.randint(0, 1000, 4, "int32")
-    assert_values({table.unpack(random.reference_permutation(n, seed), 1, 300)}, c, "sampled choice, default")
-    assert_values(random.reference_randint(4, 0, 1000, "int32", seed, (n + 3) // 4), k, "randint after it")
+    assert_values(random.reference_sample(n, 300, seed), d, "sampled choice, default")
+    local blocks = (draws_for(n, 300, seed, random.sample_draws(n, 300)) + 3) // 4
+    assert_values(random.reference_randint(4, 0, 1000, "int32", seed, blocks), k, "randint after it")
+  end)
+
+  helpers.gpu_it("choice without replacement draws twice as many while the draws hold too few distinct values", function()
+    local n, seed = (1 << 14) + 1, math.random(0, 1 << 50)
+    local count = n // 4
+    local sample_draws = random.sample_draws
+    random.sample_draws = function(_, wanted) return wanted // 8 end
+    local ok, failure = pcall(function()
+      assert_values(random.reference_sample(n, count, seed),
+                    random.choice(n, count, {replace = false, seed = seed}), "sample after shortfalls")
+      random.seed(seed)
+      random.choice(n, count, {replace = false})
+      local k = random.randint(0, 1000, 4, "int32")
+      local blocks = (draws_for(n, count, seed, count // 8) + 3) // 4
+      assert_values(random.reference_randint(4, 0, 1000, "int32", seed, blocks), k, "randint after it")
+    end)
+    random.sample_draws = sample_draws
+    assert(ok, failure)
   end)
 
   helpers.gpu_it("choice takes randint's places, a permutation's first ones, or the rows at them", function()

@@ -88,6 +88,7 @@ local cases = {   -- {name, call}
   {"randint 2^26", function() return random.randint(0, 1000, n, "int32") end},
   {"permutation 2^24", function() return random.permutation(1 << 24) end},
   {"choice 2^20 of 2^24", function() return random.choice(1 << 24, 1 << 20, {replace = false}) end},
+  {"choice 1000 of 2^30", function() return random.choice(1 << 30, 1000, {replace = false}) end},
   {"standard_gamma 2^26", function() return random.standard_gamma(2.5, n, "float32") end},
   {"exponential 2^26", function() return random.exponential(1, n, "float32") end},
   {"poisson 2^26", function() return random.poisson(10, n) end},

@@ -79,6 +79,7 @@ cases = [
     ("randint 2^26", lambda: cp.random.randint(0, 1000, n, dtype=cp.int32)),
     ("permutation 2^24", lambda: cp.random.permutation(1 << 24)),
     ("choice 2^20 of 2^24", lambda: cp.random.choice(1 << 24, 1 << 20, replace=False)),
+    ("choice 1000 of 2^30", lambda: cp.random.choice(1 << 30, 1000, replace=False)),
     ("standard_gamma 2^26", lambda: cp.random.standard_gamma(2.5, n, dtype=cp.float32)),
     ("exponential 2^26", lambda: cp.random.exponential(1, n, dtype=cp.float32)),
     ("poisson 2^26", lambda: cp.random.poisson(10, n)),

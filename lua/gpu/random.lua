@@ -347,6 +347,30 @@ function M.reference_permutation(count, seed, base)
   return M.reference_shuffle_ties(places, sorted_keys, seed, 4 * base)
 end
 
+-- The sample choice(n, count, {replace = false, seed = seed}) gives for at most a quarter of
+-- 2^14 or more places (from counter block base): the first count distinct values of
+-- randint(0, n)'s draws, plus one, drawn here a thousand blocks at a time.
+function M.reference_sample(n, count, seed, base)
+  if math.type(n) ~= "integer" or n < 1 then
+    argerror(1, "reference_sample", "n must be a whole number of at least 1, got " .. tostring(n))
+  end
+  check_count("reference_sample", count)
+  if count > n then argerror(2, "reference_sample", ("count %d exceeds n %d"):format(count, n)) end
+  base = check_seed("reference_sample", seed, base, 3)
+  local per = select(4, integer_range(0, n, "int64", "reference_sample")) and 2 or 4
+  local sample, seen = {}, {}
+  while #sample < count do
+    for _, v in ipairs(M.reference_randint(1000 * per, 0, n, "int64", seed, base)) do
+      if not seen[v] and #sample < count then
+        seen[v] = true
+        sample[#sample + 1] = v + 1
+      end
+    end
+    base = base + 1000
+  end
+  return sample
+end
+
 -- The default generator ----------------------------------------------------------------------
 
 local default = {seed = 0, counter = 0}
@@ -402,6 +426,13 @@ local function random_kernel(name, kind)
   end)
 end
 
+-- The seed and first counter block of a call's draws: {seed = n}'s from 0, else the default
+-- generator's next one (which the caller moves past the blocks it draws).
+local function counter_start(opts)
+  if opts.seed ~= nil then return opts.seed, 0 end
+  return default.seed, default.counter
+end
+
 -- Fills out (contiguous) with random_kernel(name, kind), which makes `per` elements a counter
 -- block, passing the extra arguments after the counter's.  The counter blocks are
 -- {seed = n}'s from 0, else the default generator's next ones, which it moves past (even for
@@ -410,13 +441,8 @@ end
 local function draw_counted(name, kind, per, out, opts, ...)
   local n = out.size
   local blocks = (n + per - 1) // per
-  local seed, base
-  if opts.seed ~= nil then
-    seed, base = opts.seed, 0
-  else
-    seed, base = default.seed, default.counter
-    default.counter = default.counter + blocks
-  end
+  local seed, base = counter_start(opts)
+  if opts.seed == nil then default.counter = base + blocks end
   if n == 0 then return out, seed, base end
   local arguments = {out, n, seed & MASK, (seed >> 32) & MASK, base, ...}
   arguments[#arguments + 1] = {block = BLOCK, grid = reduction.grid_stride_blocks(blocks, BLOCK),
@@ -736,55 +762,102 @@ local function first_places(places, count, shape, stream)
   return kept:reshape(shape)
 end
 
-local kept_kernel, places_kernel
--- The keys at the 0-based places `at`; then the places (1-based) of those keys in the order
--- (1-based places among them) that sorts them.
-local function sample_kernels()
-  kept_kernel = kept_kernel or ew.ElementwiseKernel(
-    "unsigned *kept, const unsigned *keys, const long long *at",
-    "kept[i] = keys[at[i]]", "random_kept")
-  places_kernel = places_kernel or ew.ElementwiseKernel(
-    "long long *places, const long long *at, const long long *order",
-    "places[i] = at[order[i] - 1] + 1", "random_sample_places")
-  return kept_kernel, places_kernel
+-- Populations from this size, of which a sample takes at most this share, take
+-- distinct_places' draws rather than a permutation's first places.
+local SAMPLE_MIN, SAMPLE_MOST = 1 << 14, 0.25
+-- The most draws distinct_places starts from: 16 times as many fit its 32-bit places (and
+-- twice that many slots its 32-bit slot numbers).
+local SAMPLE_DRAWS_MOST = 1 << 26
+
+-- log(1 + x), accurate for tiny x too (Goldberg's correction of the rounded 1 + x).
+local function log1p(x)
+  local u = 1 + x
+  if u == 1 then return x end
+  return math.log(u) * x / (u - 1)
 end
 
--- Populations from this size, of which a sample takes at most this share, take sampled_places'
--- selection rather than the whole sort.
-local SAMPLE_MIN, SAMPLE_MOST = 1 << 14, 0.25
+-- How many i.i.d. draws from n values distinct_places takes first for a sample of count: as
+-- many as give count + 4 sqrt(count) + 16 distinct values on average.  The distinct count's
+-- spread is below the square root of its mean, so a shortfall (which draws twice as many
+-- again) is a many-sigma event.  A field of M so that a spec can force the shortfall.
+function M.sample_draws(n, count)
+  local distinct = count + 4 * math.sqrt(count) + 16
+  return math.ceil(log1p(-distinct / n) / log1p(-1 / n))
+end
 
--- The first count of shuffled_places(n, opts) in shape, sorting fewer keys where count is a
--- small part of n: the keys up to the count-th smallest (sort.select) are the sorted order's
--- first m >= count, which compaction gathers in place order and a sort of m keys then orders
--- as the whole sort would, their runs of ties starting where they would (the same shuffles).
--- Compaction works on the default stream, so a call given a stream takes the whole sort.
-local function sampled_places(n, count, shape, opts)
-  if opts.stream ~= nil or n < SAMPLE_MIN or count > n * SAMPLE_MOST or count == 0 then
-    return first_places(shuffled_places(n, opts), count, shape, opts.stream)
+-- The draws of distinct_places: their counter's key and first block, randint's range and
+-- threshold for [0, n), whether its words are 64-bit and how many draws a block makes.
+local function sample_draws_of(n, seed, base)
+  local _, range, threshold, wide = integer_range(0, n, "int64", "choice")
+  return {k0 = seed & MASK, k1 = (seed >> 32) & MASK, base = base, range = range,
+          threshold = threshold, wide = wide, per = wide and 2 or 4}
+end
+
+-- Up to this many draws, one block takes the whole sample (random.cu's gpu_sample_small);
+-- more take a block a tile of this many.
+local SAMPLE_SMALL_DRAWS, SAMPLE_TILE = 2048, 4096
+
+-- Writes into places (int64, count elements) the first count distinct values + 1 of m
+-- draws; returns how many distinct values the draws hold (the sample is whole if count).
+local function take_sample(places, count, m, draws, stream)
+  local total = core.array_empty({1}, "int64")
+  local k0, k1, base, range = draws.k0, draws.k1, draws.base, draws.range
+  local threshold, wide = draws.threshold, draws.wide and 1 or 0
+  if m <= SAMPLE_SMALL_DRAWS then
+    random_kernel("gpu_sample_small")(places, total, count, m, k0, k1, base, range, threshold, wide,
+                                      {block = 1024, grid = 1, stream = stream})
+  else
+    local bits = 1
+    while 1 << bits < 2 * m do bits = bits + 1 end      -- at most half the slots taken
+    local tiles = (m + SAMPLE_TILE - 1) // SAMPLE_TILE
+    -- the slots (int32), then the tiles' status words and the tile counter (int64)
+    local work = core.array_empty({(1 << bits) // 2 + tiles + 1}, "int64")
+    work:fill(-1, {stream = stream})
+    local values = core.array_empty({m}, "int64")
+    random_kernel("gpu_sample_insert")(work, bits, values, m, k0, k1, base, range, threshold, wide,
+      {block = BLOCK, grid = reduction.grid_stride_blocks(m, BLOCK), stream = stream})
+    random_kernel("gpu_sample_take")(places, total, count, work, bits, values, m,
+                                     {block = 1024, grid = tiles, stream = stream})
+    core.free_all_after(stream, work, values)
   end
-  local sort, compact = require "gpu.sort", require "gpu.compact"
-  local keys, seed, base = draw_keys(n, opts)
-  local threshold = sort.select(keys, {count})
-  local below = ga.le(keys, threshold:get()[1])
-  local at = compact.flat_indices(below)
-  local keep, sample_places = sample_kernels()
-  local kept = core.array_empty({at.size}, "uint32")
-  keep(kept, keys, at)
-  local sorted_keys, order = sort.with_places(kept)
-  local places = core.array_empty({at.size}, "int64")
-  sample_places(places, at, order)
-  M.shuffle_ties(places, sorted_keys, seed, 4 * base)
-  core.free_all_after(nil, keys, threshold, below, at, kept, sorted_keys, order)
-  return first_places(places, count, shape)
+  if stream ~= nil then stream:synchronize() end
+  local distinct = total[1]                             -- reads one element: synchronizes
+  total:free()
+  return distinct
+end
+
+-- The first count distinct values of randint(0, n)'s draws (the function of seed and counter
+-- that randint's are), 1-based, in shape: a uniform sample in uniform order, by work that
+-- grows with count rather than n (random.cu's gpu_sample_*).  Draws M.sample_draws(n, count)
+-- values, twice as many while they hold fewer than count distinct ones; the default
+-- generator moves past the blocks of the draws that sufficed.
+local function distinct_places(n, count, shape, opts)
+  local stream = opts.stream
+  local seed, base = counter_start(opts)
+  local draws = sample_draws_of(n, seed, base)
+  local first_m = M.sample_draws(n, count)
+  local m = first_m
+  while true do
+    local places = core.array_empty(shape, "int64")
+    if take_sample(places, count, m, draws, stream) >= count then
+      if opts.seed == nil then default.counter = base + (m + draws.per - 1) // draws.per end
+      return places
+    end
+    core.free_after(places, stream)
+    m = 2 * m
+    -- 16 times the first draws hold count distinct values but for a broken device
+    assert(m <= 16 * first_m, "choice's draws hold too few distinct values")
+  end
 end
 
 -- choice(n or a, size[, {replace = true, p =, seed =, stream =}]): NumPy's, a sample of
 -- size (a shape) places of 1..n (int64), or of a's rows (the result of shape size followed
 -- by a's other axes).  With replacement, uniform (randint's), or by the probabilities p
 -- (a GPUArray or a table) through their running total (in float64: a place's chance is its
--- p to within that total's rounding and the 2^-53 steps of the uniform number); without, the
--- first of a permutation, or by p the first of keys that order the places as drawing them
--- one at a time does.
+-- p to within that total's rounding and the 2^-53 steps of the uniform number); without, as
+-- drawing one place at a time, again on a repeat (distinct_places; a sample of at most a
+-- quarter of 2^14 or more places, up to about 2^26 of them), else the first of a permutation,
+-- or by p the first of keys that order the places as drawing them one at a time does.
 function M.choice(x, size, opts)
   local fname = "choice"
   local n, a = population(x, fname)
@@ -823,8 +896,13 @@ function M.choice(x, size, opts)
   elseif replace then
     places = core.array_empty(shape, "int64")
     if n > 0 then draw_integers(places, opts, integer_range(1, n + 1, "int64", fname)) end
+  elseif count == 0 then
+    places = core.array_empty(shape, "int64")
+  elseif n >= SAMPLE_MIN and count <= n * SAMPLE_MOST
+         and M.sample_draws(n, count) <= SAMPLE_DRAWS_MOST then
+    places = distinct_places(n, count, shape, opts)
   else
-    places = sampled_places(n, count, shape, opts)
+    places = first_places(shuffled_places(n, opts), count, shape, stream)
   end
   if a == nil then return places end
   local result = rows_of(a, places, stream)
@@ -1358,7 +1436,8 @@ function M.install(gpu)
                 choice = M.choice, seed = M.seed, philox = M.philox, reference = M.reference,
                 reference_uniform = M.reference_uniform, reference_normal = M.reference_normal,
                 reference_randint = M.reference_randint,
-                reference_permutation = M.reference_permutation, multinomial = M.multinomial,
+                reference_permutation = M.reference_permutation,
+                reference_sample = M.reference_sample, multinomial = M.multinomial,
                 dirichlet = M.dirichlet, reference_multinomial = M.reference_multinomial,
                 reference_dirichlet = M.reference_dirichlet}
   for name in pairs(DISTRIBUTIONS) do

@@ -14,3 +14,83 @@ extern "C" __global__ void gpu_matrix_addresses(unsigned long long *out, long lo
     out[j] = j < matrices ? base0 + i * step0 : base1 + i * step1;
   }
 }
+
+// Stacks of small real matrices (at most GPU_SMALL_ROWS rows) solved without cuBLAS: a thread
+// for each right side of each matrix, which factors its matrix (the few hundred operations
+// of an 8 x 8 LU cost less than sharing the factors between threads) and solves for that
+// side: Gaussian elimination with partial pivoting, the pivot the first of the largest
+// magnitudes in its column (LAPACK's getrf's), then back substitution.  a: the matrices,
+// row-major, matrix i at a + i * a_step (0: one for all); b: the right sides, row-major n x k,
+// at b + i * b_step, or NULL for the identity's columns (k = n: the inverse); x: n x k each,
+// contiguous.  singular[block]: whether a matrix that block's threads solved had a zero pivot
+// (getrf's info > 0: x is then not a solution); a flag a block, as the caller reads them all
+// back to learn whether any was singular.
+#define GPU_SMALL_ROWS 8
+
+template <typename T>
+__device__ __forceinline__ void gpu_small_solve(T *x, int *singular, const T *a,
+                                                long long a_step, const T *b, long long b_step,
+                                                long long matrices, int n, int k) {
+  bool zero_pivot = false;
+  for (long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x; t < matrices * k;
+       t += (long long)gridDim.x * blockDim.x) {
+    const long long i = t / k;
+    const int side = (int)(t % k);
+    const T *ai = a + i * a_step;
+    T lu[GPU_SMALL_ROWS][GPU_SMALL_ROWS], y[GPU_SMALL_ROWS];
+    for (int r = 0; r < n; r++) {
+      for (int c = 0; c < n; c++) lu[r][c] = ai[r * n + c];
+      y[r] = b != NULL ? b[i * b_step + (long long)r * k + side] : (T)(r == side);
+    }
+    for (int j = 0; j < n; j++) {
+      int p = j;
+      T largest = fabs(lu[j][j]);
+      for (int r = j + 1; r < n; r++) {
+        if (fabs(lu[r][j]) > largest) {
+          largest = fabs(lu[r][j]);
+          p = r;
+        }
+      }
+      if (largest == (T)0) {
+        zero_pivot = true;
+        continue;
+      }
+      if (p != j) {
+        for (int c = j; c < n; c++) {
+          const T swapped = lu[j][c];
+          lu[j][c] = lu[p][c];
+          lu[p][c] = swapped;
+        }
+        const T swapped = y[j];
+        y[j] = y[p];
+        y[p] = swapped;
+      }
+      for (int r = j + 1; r < n; r++) {
+        const T factor = lu[r][j] / lu[j][j];
+        for (int c = j + 1; c < n; c++) lu[r][c] -= factor * lu[j][c];
+        y[r] -= factor * y[j];
+      }
+    }
+    for (int r = n - 1; r >= 0; r--) {
+      T sum = y[r];
+      for (int c = r + 1; c < n; c++) sum -= lu[r][c] * y[c];
+      y[r] = sum / lu[r][r];
+    }
+    T *xi = x + i * (long long)n * k;
+    for (int r = 0; r < n; r++) xi[(long long)r * k + side] = y[r];
+  }
+  const int any = __syncthreads_or(zero_pivot);
+  if (threadIdx.x == 0) singular[blockIdx.x] = any != 0;
+}
+
+extern "C" __global__ void gpu_small_solve_f32(float *x, int *singular, const float *a,
+                                               long long a_step, const float *b, long long b_step,
+                                               long long matrices, int n, int k) {
+  gpu_small_solve(x, singular, a, a_step, b, b_step, matrices, n, k);
+}
+
+extern "C" __global__ void gpu_small_solve_f64(double *x, int *singular, const double *a,
+                                               long long a_step, const double *b, long long b_step,
+                                               long long matrices, int n, int k) {
+  gpu_small_solve(x, singular, a, a_step, b, b_step, matrices, n, k);
+}

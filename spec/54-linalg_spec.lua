@@ -593,7 +593,12 @@ describe("gpu.linalg", function()
 end)
 
 describe("gpu.linalg without a GPU", function()
-  local fake_run, traces = LR.fake_run, LR.traces
+  local traces = LR.traces
+  -- cuSOLVER's and cuBLAS's calls: small real stacks, which take gpu_small_solve (spec/67),
+  -- sent to them too
+  local function fake_run(code, env)
+    return LR.fake_run("require('gpu.linalg').small_rows = 0\n" .. code, env)
+  end
 
   it("hands cuSOLVER each call's layout (tools/fakecusolver.c)", function()
     local out, ok = fake_run([[

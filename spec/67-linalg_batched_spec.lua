@@ -8,7 +8,9 @@
 -- values against a Lua one-sided Jacobi's), for each dtype, stacks of 1000 4 x 4, 37 7 x 7
 -- and 3 32 x 32 matrices (1000 4 x 3, 37 5 x 7, 3 32 x 32, 2 32 x 20 for svd), views,
 -- streams, one singular or indefinite matrix among regular ones; linalg.batched_calls
--- counts the batched calls, so that a silent fall back to the loop fails.  Without a GPU, the stand-ins' traces
+-- counts the batched calls, so that a silent fall back to the loop fails.  Real stacks of at
+-- most linalg.small_rows rows solve and invert in batched.cu's gpu_small_solve: those tests
+-- run twice, the second time with small_rows 0 (cuBLAS's routines).  Without a GPU, the stand-ins' traces
 -- (tools/fakecublas.c, tools/fakecusolver.c): the pointer arrays' steps, the choice between
 -- the batched call and the loop, the infos and failed calls.
 --
@@ -132,6 +134,26 @@ local function assert_batched(routine, count, what, f, ...)
   return table.unpack(results, 1, results.n)
 end
 
+-- The routine that solve and inv of a stack of n x n matrices of dtype take: gpu_small_solve
+-- (counted as small) for real ones of at most linalg.small_rows rows, else getrfBatched.
+local function lu_routine(dtype, n)
+  return REAL[dtype] == dtype and n <= linalg.small_rows and "small" or "getrf"
+end
+
+-- Declares the test `name` twice: with linalg.small_rows as it is, and 0 (every stack to
+-- cuBLAS's batched routines).
+local function for_both_paths(name, f)
+  for _, rows in ipairs{linalg.small_rows, 0} do
+    helpers.gpu_it(("%s (small_rows %d)"):format(name, rows), function()
+      local was = linalg.small_rows
+      linalg.small_rows = rows
+      local ok, err = pcall(f)
+      linalg.small_rows = was
+      assert(ok, err)
+    end)
+  end
+end
+
 local function assert_triangular(F, upper, what)
   for i = 1, #F do
     for j = 1, #F do
@@ -143,7 +165,7 @@ local function assert_triangular(F, upper, what)
 end
 
 describe("gpu.linalg's batched routines", function()
-  helpers.gpu_it("solve: a x = b for stacks of small matrices, vectors and matrices of b, a stream", function()
+  for_both_paths("solve: a x = b for stacks of small matrices, vectors and matrices of b, a stream", function()
     local s = gpu.Stream()
     for _, dtype in ipairs(DTYPES) do
       local eps = EPS[dtype]
@@ -161,8 +183,8 @@ describe("gpu.linalg's batched routines", function()
         v = R.reshaped(v, {n})
         local opts = c % 2 == 0 and {stream = s} or nil
         local what = ("solve %s case %d"):format(dtype, c)
-        local x = assert_batched("getrf", 1, what, L.solve, a, b, opts)
-        local y = assert_batched("getrf", 1, what, L.solve, a, v, opts)
+        local x = assert_batched(lu_routine(dtype, n), 1, what, L.solve, a, b, opts)
+        local y = assert_batched(lu_routine(dtype, n), 1, what, L.solve, a, v, opts)
         s:synchronize()
         assert.are.same(shape_with(batch, n, 2), x.shape, what)
         assert.are.same(shape_with(batch, n), y.shape, what)
@@ -176,9 +198,10 @@ describe("gpu.linalg's batched routines", function()
         end
       end
     end
-    -- the same stack with cuBLAS off: cuSOLVER's loop, the same x
-    local a, A = to_device({dominant(4, "float64"), dominant(4, "float64")}, {2, 4, 4}, "float64")
-    local b, B = to_device({random_matrix(4, 1, "float64"), random_matrix(4, 1, "float64")}, {2, 4, 1}, "float64")
+    -- a complex stack with cuBLAS off: cuSOLVER's loop, the same x
+    local a, A = to_device({dominant(4, "complex128"), dominant(4, "complex128")}, {2, 4, 4}, "complex128")
+    local b, B = to_device({random_matrix(4, 1, "complex128"), random_matrix(4, 1, "complex128")}, {2, 4, 1},
+                           "complex128")
     local was = gpu.use_cublas(false)
     local ok, x = pcall(assert_batched, "getrf", 0, "cuBLAS off", L.solve, a, b)
     gpu.use_cublas(was)
@@ -207,8 +230,8 @@ describe("gpu.linalg's batched routines", function()
       for i = 1, count do A[i] = matrix(n, n, function(r, col) return W[i][r][col + 1] end) end
       local transposed = sliced:transpose({1, 3, 2})
       local what = "views " .. dtype
-      local x = assert_batched("getrf", 1, what, L.inv, sliced)
-      local xt = assert_batched("getrf", 1, what, L.inv, transposed)
+      local x = assert_batched(lu_routine(dtype, n), 1, what, L.inv, sliced)
+      local xt = assert_batched(lu_routine(dtype, n), 1, what, L.inv, transposed)
       local det = assert_batched("getrf", 1, what, L.det, transposed)
       local sign, logabsdet = assert_batched("getrf", 1, what, L.slogdet, sliced)
       local X, XT, d, sg, l = matrices_of(x), matrices_of(xt), values_of(det), values_of(sign), values_of(logabsdet)
@@ -228,7 +251,7 @@ describe("gpu.linalg's batched routines", function()
     end
   end)
 
-  helpers.gpu_it("inv, det and slogdet of stacks of small matrices match Lua's, a stream", function()
+  for_both_paths("inv, det and slogdet of stacks of small matrices match Lua's, a stream", function()
     local s = gpu.Stream({non_blocking = true})
     for _, dtype in ipairs(DTYPES) do
       local eps = EPS[dtype]
@@ -240,7 +263,7 @@ describe("gpu.linalg's batched routines", function()
         local a, A = to_device(mats, shape_with(batch, n, n), dtype)
         local opts = c % 2 == 1 and {stream = s} or nil
         local what = ("inv %s case %d"):format(dtype, c)
-        local x = assert_batched("getrf", 1, what, L.inv, a, opts)
+        local x = assert_batched(lu_routine(dtype, n), 1, what, L.inv, a, opts)
         local det = assert_batched("getrf", 1, what, L.det, a, opts)
         local sign, logabsdet = assert_batched("getrf", 1, what, L.slogdet, a, opts)
         s:synchronize()
@@ -285,15 +308,16 @@ describe("gpu.linalg's batched routines", function()
     helpers.assert_error("bad argument #1 to 'slogdet' (array has been freed)", L.slogdet, a)
   end)
 
-  helpers.gpu_it("one singular matrix in a stack: solve and inv name it, det 0, slogdet 0 and -inf", function()
+  for_both_paths("one singular matrix in a stack: solve and inv name it, det 0, slogdet 0 and -inf", function()
     for _, dtype in ipairs(DTYPES) do
       local mats = {}
       for i = 1, 50 do mats[i] = i == 17 and singular(4, dtype) or dominant(4, dtype) end
       local a, A = to_device(mats, {50, 4, 4}, dtype)
       local what = "singular " .. dtype
-      assert_batched("getrf", 1, what, helpers.assert_error, "bad argument #1 to 'solve' (Singular matrix)",
-                     L.solve, a, gpu.zeros({4}, dtype))
-      assert_batched("getrf", 1, what, helpers.assert_error, "bad argument #1 to 'inv' (Singular matrix)", L.inv, a)
+      assert_batched(lu_routine(dtype, 4), 1, what, helpers.assert_error,
+                     "bad argument #1 to 'solve' (Singular matrix)", L.solve, a, gpu.zeros({4}, dtype))
+      assert_batched(lu_routine(dtype, 4), 1, what, helpers.assert_error,
+                     "bad argument #1 to 'inv' (Singular matrix)", L.inv, a)
       local s = gpu.Stream({non_blocking = true})
       helpers.assert_error("bad argument #1 to 'inv' (Singular matrix)", L.inv, a, {stream = s})
       helpers.assert_error("bad argument #1 to 'solve' (Singular matrix)", L.solve, a,
@@ -587,7 +611,49 @@ describe("gpu.linalg's batched routines", function()
 end)
 
 describe("gpu.linalg's batched routines without a GPU", function()
-  local fake_run, traces = LR.fake_run, LR.traces
+  local traces = LR.traces
+  -- cuBLAS's and cuSOLVER's batched routines, which real stacks of at most linalg.small_rows
+  -- rows leave for gpu_small_solve: small_rows 0 sends them there
+  local function fake_run(code, env)
+    return LR.fake_run("require('gpu.linalg').small_rows = 0\n" .. code, env)
+  end
+
+  it("solves and inverts real stacks of at most small_rows rows in one kernel, without cuBLAS", function()
+    local out, ok = LR.fake_run([[
+      local linalg = require "gpu.linalg"
+      -- the stand-in runs no kernel: zeroed infos, so no singular matrix
+      mark("small")
+      L.solve(gpu.zeros({1000, 4, 4}, "float32"), gpu.zeros({1000, 4, 2}, "float32"))
+      L.solve(gpu.zeros({2, 3, 8, 8}), gpu.zeros({8}))
+      L.solve(gpu.zeros({4, 4}), gpu.zeros({7, 4, 3}, "int32"))     -- one a for the stack of b
+      L.inv(gpu.zeros({37, 7, 7}, "float32"))
+      L.inv(gpu.zeros({4, 3, 5}):narrow(3, 2, 3))
+      print("small", linalg.batched_calls.small, linalg.batched_calls.getrf)
+      mark("batched")     -- complex, 9 rows, or a single matrix: as before
+      L.inv(gpu.zeros({3, 4, 4}, "complex64"))
+      L.solve(gpu.zeros({2, 9, 9}), gpu.zeros({9}))
+      L.inv(gpu.zeros({1, 3, 3}))
+      print("batched", linalg.batched_calls.small, linalg.batched_calls.getrf)
+      mark("off")
+      linalg.small_rows = 0
+      L.inv(gpu.zeros({2, 3, 3}))
+      print("off", linalg.batched_calls.small, linalg.batched_calls.getrf)
+      mark("end")
+    ]], {FAKE_CUSOLVER_INFO = "0", FAKE_CUBLAS_INFO = "0"})
+    assert(ok, out)
+    assert.truthy(out:find("\nsmall\t5\t0\n"), out)
+    assert.truthy(out:find("\nbatched\t5\t2\n"), out)
+    assert.truthy(out:find("\noff\t5\t3\n"), out)
+    local got = traces(out)
+    assert.are.same({}, got.small, out)
+    assert.are.same({"cublas getrfBatched C n 4 lda 4 batch 3 step 128",
+                     "cublas getriBatched C n 4 lda 4 ldc 4 batch 3 step 128 128",
+                     "cublas getrfBatched D n 9 lda 9 batch 2 step 648",
+                     "cublas getrsBatched T D n 9 nrhs 1 lda 9 ldb 9 batch 2 step 648 72",
+                     "Xgetrf R_64F m 3 n 3 lda 3", "Xgetrs N R_64F n 3 nrhs 3 lda 3 ldb 3"}, got.batched, out)
+    assert.are.same({"cublas getrfBatched D n 3 lda 3 batch 2 step 72",
+                     "cublas getriBatched D n 3 lda 3 ldc 3 batch 2 step 72 72"}, got.off, out)
+  end)
 
   it("hands each stack of small matrices to one batched call, its pointer arrays one matrix apart", function()
     local out, ok = fake_run([[

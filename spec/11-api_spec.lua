@@ -102,7 +102,7 @@ describe("API.md", function()
                      "reference_logistic", "reference_lognormal", "reference_multinomial",
                      "reference_negative_binomial", "reference_normal", "reference_pareto",
                      "reference_permutation", "reference_poisson", "reference_randint", "reference_rayleigh",
-                     "reference_standard_cauchy", "reference_standard_exponential", "reference_standard_gamma",
+                     "reference_sample", "reference_standard_cauchy", "reference_standard_exponential", "reference_standard_gamma",
                      "reference_standard_t", "reference_uniform", "reference_weibull", "seed", "shuffle",
                      "standard_cauchy", "standard_exponential", "standard_gamma", "standard_t", "uniform",
                      "weibull"}, names)

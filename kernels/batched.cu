@@ -94,3 +94,50 @@ extern "C" __global__ void gpu_small_solve_f64(double *x, int *singular, const d
                                                long long matrices, int n, int k) {
   gpu_small_solve(x, singular, a, a_step, b, b_step, matrices, n, k);
 }
+
+// cholesky of stacks of small real matrices (at most GPU_SMALL_ROWS rows), a thread a
+// matrix: L with L L^T = a from a's lower triangle (upper 0), or U = L^T from its upper one
+// (upper 1), the other triangle zero; Cholesky-Banachiewicz, row by row.  A pivot that is
+// not positive (or NaN: potrf's test) marks the block's flag in singular, as above.
+template <typename T>
+__device__ __forceinline__ void gpu_small_cholesky(T *out, int *singular, const T *a,
+                                                   long long matrices, int n, int upper) {
+  bool indefinite = false;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < matrices;
+       i += (long long)gridDim.x * blockDim.x) {
+    const T *ai = a + i * (long long)n * n;
+    T *oi = out + i * (long long)n * n;
+    T l[GPU_SMALL_ROWS][GPU_SMALL_ROWS];
+    for (int r = 0; r < n; r++) {
+      for (int c = 0; c <= r; c++) {
+        T sum = upper ? ai[c * n + r] : ai[r * n + c];      // a(r, c) of the triangle given
+        for (int j = 0; j < c; j++) sum -= l[r][j] * l[c][j];
+        if (c < r) {
+          l[r][c] = sum / l[c][c];
+        } else {
+          if (!(sum > (T)0)) indefinite = true;
+          l[r][r] = sqrt(sum);
+        }
+      }
+    }
+    for (int r = 0; r < n; r++) {
+      for (int c = 0; c < n; c++) {
+        const T v = c <= r ? l[r][c] : (T)0;
+        if (upper) oi[c * n + r] = v;
+        else oi[r * n + c] = v;
+      }
+    }
+  }
+  const int any = __syncthreads_or(indefinite);
+  if (threadIdx.x == 0) singular[blockIdx.x] = any != 0;
+}
+
+extern "C" __global__ void gpu_small_cholesky_f32(float *out, int *singular, const float *a,
+                                                  long long matrices, int n, int upper) {
+  gpu_small_cholesky(out, singular, a, matrices, n, upper);
+}
+
+extern "C" __global__ void gpu_small_cholesky_f64(double *out, int *singular, const double *a,
+                                                  long long matrices, int n, int upper) {
+  gpu_small_cholesky(out, singular, a, matrices, n, upper);
+}

@@ -9,8 +9,8 @@
 -- and 3 32 x 32 matrices (1000 4 x 3, 37 5 x 7, 3 32 x 32, 2 32 x 20 for svd), views,
 -- streams, one singular or indefinite matrix among regular ones; linalg.batched_calls
 -- counts the batched calls, so that a silent fall back to the loop fails.  Real stacks of at
--- most linalg.small_rows rows solve and invert in batched.cu's gpu_small_solve: those tests
--- run twice, the second time with small_rows 0 (cuBLAS's routines).  Without a GPU, the stand-ins' traces
+-- most linalg.small_rows rows solve, invert and factor in batched.cu's kernels: those tests
+-- run twice, the second time with small_rows 0 (cuBLAS's and cuSOLVER's routines).  Without a GPU, the stand-ins' traces
 -- (tools/fakecublas.c, tools/fakecusolver.c): the pointer arrays' steps, the choice between
 -- the batched call and the loop, the infos and failed calls.
 --
@@ -134,11 +134,13 @@ local function assert_batched(routine, count, what, f, ...)
   return table.unpack(results, 1, results.n)
 end
 
--- The routine that solve and inv of a stack of n x n matrices of dtype take: gpu_small_solve
--- (counted as small) for real ones of at most linalg.small_rows rows, else getrfBatched.
-local function lu_routine(dtype, n)
-  return REAL[dtype] == dtype and n <= linalg.small_rows and "small" or "getrf"
+-- The routine that solve and inv (getrf), or cholesky (potrf), of a stack of n x n matrices
+-- of dtype take: batched.cu's small kernels (counted as small) for real ones of at most
+-- linalg.small_rows rows.
+local function small_or(routine, dtype, n)
+  return REAL[dtype] == dtype and n <= linalg.small_rows and "small" or routine
 end
+local function lu_routine(dtype, n) return small_or("getrf", dtype, n) end
 
 -- Declares the test `name` twice: with linalg.small_rows as it is, and 0 (every stack to
 -- cuBLAS's batched routines).
@@ -339,7 +341,7 @@ describe("gpu.linalg's batched routines", function()
     end
   end)
 
-  helpers.gpu_it("cholesky: L L^H = a for stacks of small matrices, either triangle; one indefinite named", function()
+  for_both_paths("cholesky: L L^H = a for stacks of small matrices, either triangle; one indefinite named", function()
     local s = gpu.Stream()
     for _, dtype in ipairs(DTYPES) do
       local eps = EPS[dtype]
@@ -351,7 +353,7 @@ describe("gpu.linalg's batched routines", function()
           for i = 1, count do mats[i] = with_junk(hermitian(n, dtype, true), dtype, upper) end
           local a, A = to_device(mats, shape_with(batch, n, n), dtype)
           local what = ("cholesky %s case %d%s"):format(dtype, c, upper and " upper" or "")
-          local f = assert_batched("potrf", 1, what, L.cholesky, a,
+          local f = assert_batched(small_or("potrf", dtype, n), 1, what, L.cholesky, a,
                                    {upper = upper or nil, stream = c % 2 == 0 and s or nil})
           s:synchronize()
           assert.are.same(shape_with(batch, n, n), f.shape, what)
@@ -373,7 +375,7 @@ describe("gpu.linalg's batched routines", function()
         mats[i] = matrix(5, 6, function(r, col) return col <= 5 and H[r][col] or random_entry(dtype) end)
       end
       local w, W = to_device(mats, {9, 5, 6}, dtype)
-      local f = assert_batched("potrf", 1, "view " .. dtype, L.cholesky, w:narrow(3, 1, 5))
+      local f = assert_batched(small_or("potrf", dtype, 5), 1, "view " .. dtype, L.cholesky, w:narrow(3, 1, 5))
       for i, F in ipairs(matrices_of(f)) do
         local H = hermitian_of(matrix(5, 5, function(r, col) return W[i][r][col] end), false)
         assert_small(distance(matmul(F, ct(F)), H), 30 * 5 * eps * norm(H), "view " .. dtype .. " " .. i)
@@ -388,7 +390,7 @@ describe("gpu.linalg's batched routines", function()
       for i = 1, 20 do stack[i] = i == 11 and bad or hermitian(4, dtype, true) end
       local a = to_device(stack, {20, 4, 4}, dtype)
       for _, upper in ipairs{false, true} do
-        assert_batched("potrf", 1, "indefinite " .. dtype, helpers.assert_error,
+        assert_batched(small_or("potrf", dtype, 4), 1, "indefinite " .. dtype, helpers.assert_error,
                        "bad argument #1 to 'cholesky' (Matrix is not positive definite)", L.cholesky, a,
                        {upper = upper})
       end
@@ -618,7 +620,7 @@ describe("gpu.linalg's batched routines without a GPU", function()
     return LR.fake_run("require('gpu.linalg').small_rows = 0\n" .. code, env)
   end
 
-  it("solves and inverts real stacks of at most small_rows rows in one kernel, without cuBLAS", function()
+  it("solves, inverts and factors real stacks of at most small_rows rows in one kernel, without cuBLAS", function()
     local out, ok = LR.fake_run([[
       local linalg = require "gpu.linalg"
       -- the stand-in runs no kernel: zeroed infos, so no singular matrix
@@ -628,6 +630,7 @@ describe("gpu.linalg's batched routines without a GPU", function()
       L.solve(gpu.zeros({4, 4}), gpu.zeros({7, 4, 3}, "int32"))     -- one a for the stack of b
       L.inv(gpu.zeros({37, 7, 7}, "float32"))
       L.inv(gpu.zeros({4, 3, 5}):narrow(3, 2, 3))
+      L.cholesky(gpu.zeros({5, 2, 2}, "float32"), {upper = true})       -- zeroed infos: no error
       print("small", linalg.batched_calls.small, linalg.batched_calls.getrf)
       mark("batched")     -- complex, 9 rows, or a single matrix: as before
       L.inv(gpu.zeros({3, 4, 4}, "complex64"))
@@ -641,9 +644,9 @@ describe("gpu.linalg's batched routines without a GPU", function()
       mark("end")
     ]], {FAKE_CUSOLVER_INFO = "0", FAKE_CUBLAS_INFO = "0"})
     assert(ok, out)
-    assert.truthy(out:find("\nsmall\t5\t0\n"), out)
-    assert.truthy(out:find("\nbatched\t5\t2\n"), out)
-    assert.truthy(out:find("\noff\t5\t3\n"), out)
+    assert.truthy(out:find("\nsmall\t6\t0\n"), out)
+    assert.truthy(out:find("\nbatched\t6\t2\n"), out)
+    assert.truthy(out:find("\noff\t6\t3\n"), out)
     local got = traces(out)
     assert.are.same({}, got.small, out)
     assert.are.same({"cublas getrfBatched C n 4 lda 4 batch 3 step 128",

@@ -49,8 +49,8 @@
 -- (gpu.use_cublas(false) turns it off: the loop then), cuSOLVER's potrfBatched for cholesky,
 -- syevjBatched (Jacobi's method) for eigh and eigvalsh, and gesvdjBatched (Jacobi's too; M and
 -- N both at most BATCHED_MAX) for svd and what rests on it (matrix_rank, pinv, cond).  Real
--- stacks of at most M.small_rows rows take one kernel of their own for solve and inv
--- (batched.cu's gpu_small_solve), with or without cuBLAS.
+-- stacks of at most M.small_rows rows take kernels of their own for solve, inv and cholesky
+-- (batched.cu's gpu_small_solve and gpu_small_cholesky), with or without cuBLAS.
 
 local core = require "gpu.core"
 local kernel_cache = require "gpu.kernel_cache"
@@ -85,9 +85,10 @@ local EPSILON = {float32 = 2.0 ^ -23, float64 = 2.0 ^ -52}
 local BATCHED_MAX = 32
 
 -- Stacks of float32 or float64 matrices of at most this many rows are solved and inverted by
--- batched.cu's gpu_small_solve: one launch, a thread a right side, against getrfBatched,
--- getrsBatched and the infos' arrays (10000 4 x 4 solves on the H200: 0.22 ms by cuBLAS, CuPy
--- 0.11).  A field, so that the specs can set it to 0 and reach cuBLAS's routines.
+-- batched.cu's gpu_small_solve (a thread a right side) and factored by gpu_small_cholesky (a
+-- thread a matrix): one launch, against getrfBatched, getrsBatched, the infos' arrays and
+-- their copies (10000 4 x 4 solves on the H200: 0.12 ms by cuBLAS, CuPy 0.11-0.21).  A field,
+-- so that the specs can set it to 0 and reach cuBLAS's and cuSOLVER's routines.
 M.small_rows = 8
 
 -- How often each batched routine ran (for the specs, which check that a stack took it);
@@ -345,12 +346,23 @@ end
 
 -- Small stacks (see M.small_rows) -----------------------------------------------------------
 
-local SMALL_KERNELS = {float32 = {key = "linalg|small f32", name = "gpu_small_solve_f32"},
-                       float64 = {key = "linalg|small f64", name = "gpu_small_solve_f64"}}
+local SMALL_SUFFIXES = {float32 = "f32", float64 = "f64"}
 
--- Whether `count` n x n matrices of dtype take gpu_small_solve.
+-- Whether `count` n x n matrices of dtype take batched.cu's small kernels.
 local function small_stack(n, count, dtype)
-  return SMALL_KERNELS[dtype] ~= nil and n >= 1 and n <= M.small_rows and count >= 2
+  return SMALL_SUFFIXES[dtype] ~= nil and n >= 1 and n <= M.small_rows and count >= 2
+end
+
+-- batched.cu's kernel `name` for dtype (gpu_small_solve, gpu_small_cholesky), and the grid
+-- and the array of its blocks' flags for `threads` threads of 128 a block.
+local function small_kernel(name, dtype, threads)
+  local full = name .. "_" .. SMALL_SUFFIXES[dtype]
+  local kernel = kernel_cache.get("linalg|" .. full, function()
+    return core.kernel_sources["batched.cu"], full, nil, {no_extern_c = true, name = "batched.cu"}
+  end)
+  local grid = reduction.grid_stride_blocks(threads, 128)
+  M.batched_calls.small = M.batched_calls.small + 1
+  return kernel, grid, core.array_empty({grid}, "int32")
 end
 
 -- An operand of gpu_small_solve: x (matrices of `size` elements, broadcast to shape) as a
@@ -367,15 +379,9 @@ end
 -- the identity's columns, so that x is the inverse), and a flag a block of the kernel's,
 -- nonzero where a matrix was singular (which check_info reads as it reads infos).
 local function small_solve(a, a_step, b, b_step, count, n, k, shape, dtype, stream)
-  local grid = reduction.grid_stride_blocks(count * k, 128)
+  local kernel, grid, singular = small_kernel("gpu_small_solve", dtype, count * k)
   local x = core.array_empty(shape, dtype)
-  local singular = core.array_empty({grid}, "int32")
-  local which = SMALL_KERNELS[dtype]
-  local kernel = kernel_cache.get(which.key, function()
-    return core.kernel_sources["batched.cu"], which.name, nil, {no_extern_c = true, name = "batched.cu"}
-  end)
   kernel(x, singular, a, a_step, b, b_step, count, n, k, {block = 128, grid = grid, stream = stream})
-  M.batched_calls.small = M.batched_calls.small + 1
   return x, singular
 end
 
@@ -528,7 +534,15 @@ function M.cholesky(a, opts)
   local stream = opts.stream
   local batch = shape_of(a.shape, a.ndim - 2)
   local factor, info
-  if a.size > 0 and batched(n, batch) then
+  if a.size > 0 and small_stack(n, product(batch), dtype) then
+    local count = product(batch)
+    local aa, _, copy = small_operand(a, a.shape, n * n, dtype, stream)
+    local kernel, grid
+    kernel, grid, info = small_kernel("gpu_small_cholesky", dtype, count)
+    factor = core.array_empty(a.shape, dtype)
+    kernel(factor, info, aa, count, n, upper and 1 or 0, {block = 128, grid = grid, stream = stream})
+    free_all(stream, copy and aa)
+  elseif a.size > 0 and batched(n, batch) then
     -- potrfBatched works in the column-major lower triangle: given the upper one it converts
     -- the stack there and back (two passes, 0.1 ms of 10000 4 x 4).  That lower triangle is
     -- the upper one of the row-major copy, so the copy is of a^T for L, whose factor then

@@ -141,3 +141,93 @@ extern "C" __global__ void gpu_small_cholesky_f64(double *out, int *singular, co
                                                   long long matrices, int n, int upper) {
   gpu_small_cholesky(out, singular, a, matrices, n, upper);
 }
+
+// eigh and eigvalsh of stacks of small real symmetric matrices (at most GPU_SMALL_ROWS rows),
+// a thread a matrix: cyclic Jacobi, every off-diagonal element rotated away in turn each sweep
+// until their squares sum to eps^2 of the whole's (the off-diagonal norm then squares at each
+// sweep: a few sweeps), the rotations gathered into the eigenvectors.  m holds the matrices
+// (their lower triangle read, upper 0, or their upper one, upper 1) and gets the eigenvectors,
+// row j of a matrix the j-th (where vectors is 1); w the eigenvalues, ascending.  A matrix
+// not diagonal after GPU_SMALL_SWEEPS sweeps (NaN, say) marks its block's flag in unconverged.
+#define GPU_SMALL_SWEEPS 30
+
+template <typename T>
+__device__ __forceinline__ void gpu_small_eigh(T *m, T *w, int *unconverged, long long matrices,
+                                               int n, int upper, int vectors, T eps) {
+  bool failed = false;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < matrices;
+       i += (long long)gridDim.x * blockDim.x) {
+    T *mi = m + i * (long long)n * n;
+    T s[GPU_SMALL_ROWS][GPU_SMALL_ROWS], v[GPU_SMALL_ROWS][GPU_SMALL_ROWS];
+    for (int r = 0; r < n; r++) {
+      for (int c = 0; c < n; c++) {
+        s[r][c] = (upper ? r <= c : r >= c) ? mi[r * n + c] : mi[c * n + r];
+        v[r][c] = (T)(r == c);
+      }
+    }
+    bool diagonal = false;
+    for (int sweep = 0; sweep < GPU_SMALL_SWEEPS && !diagonal; sweep++) {
+      T off = 0, all = 0;
+      for (int p = 0; p < n; p++) {
+        all += s[p][p] * s[p][p];
+        for (int q = p + 1; q < n; q++) off += s[p][q] * s[p][q];
+      }
+      all += 2 * off;
+      diagonal = off <= eps * eps * all;
+      if (diagonal) break;
+      for (int p = 0; p < n - 1; p++) {
+        for (int q = p + 1; q < n; q++) {
+          if (s[p][q] == (T)0) continue;
+          // the rotation in (p, q) whose tangent is the smaller root of t^2 + 2 theta t = 1
+          const T theta = (s[q][q] - s[p][p]) / (2 * s[p][q]);
+          const T t = (theta >= (T)0 ? (T)1 : (T)-1) / (fabs(theta) + sqrt(theta * theta + (T)1));
+          const T c = (T)1 / sqrt(t * t + (T)1), sn = t * c;
+          for (int k = 0; k < n; k++) {              // columns p and q, then rows p and q
+            const T kp = s[k][p], kq = s[k][q];
+            s[k][p] = c * kp - sn * kq;
+            s[k][q] = sn * kp + c * kq;
+          }
+          for (int k = 0; k < n; k++) {
+            const T pk = s[p][k], qk = s[q][k];
+            s[p][k] = c * pk - sn * qk;
+            s[q][k] = sn * pk + c * qk;
+          }
+          for (int k = 0; k < n; k++) {
+            const T kp = v[k][p], kq = v[k][q];
+            v[k][p] = c * kp - sn * kq;
+            v[k][q] = sn * kp + c * kq;
+          }
+        }
+      }
+    }
+    if (!diagonal) failed = true;
+    for (int j = 0; j < n; j++) {                    // ascending: a selection sort, columns along
+      int least = j;
+      for (int k = j + 1; k < n; k++) if (s[k][k] < s[least][least]) least = k;
+      if (least != j) {
+        const T d = s[j][j];
+        s[j][j] = s[least][least];
+        s[least][least] = d;
+        for (int r = 0; r < n; r++) {
+          const T x = v[r][j];
+          v[r][j] = v[r][least];
+          v[r][least] = x;
+        }
+      }
+      w[i * n + j] = s[j][j];
+      if (vectors) for (int r = 0; r < n; r++) mi[j * n + r] = v[r][j];
+    }
+  }
+  const int any = __syncthreads_or(failed);
+  if (threadIdx.x == 0) unconverged[blockIdx.x] = any != 0;
+}
+
+extern "C" __global__ void gpu_small_eigh_f32(float *m, float *w, int *unconverged,
+                                              long long matrices, int n, int upper, int vectors) {
+  gpu_small_eigh(m, w, unconverged, matrices, n, upper, vectors, 1.1920928955078125e-7f);
+}
+
+extern "C" __global__ void gpu_small_eigh_f64(double *m, double *w, int *unconverged,
+                                              long long matrices, int n, int upper, int vectors) {
+  gpu_small_eigh(m, w, unconverged, matrices, n, upper, vectors, 2.220446049250313e-16);
+}

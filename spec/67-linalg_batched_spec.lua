@@ -9,8 +9,9 @@
 -- and 3 32 x 32 matrices (1000 4 x 3, 37 5 x 7, 3 32 x 32, 2 32 x 20 for svd), views,
 -- streams, one singular or indefinite matrix among regular ones; linalg.batched_calls
 -- counts the batched calls, so that a silent fall back to the loop fails.  Real stacks of at
--- most linalg.small_rows rows solve, invert and factor in batched.cu's kernels: those tests
--- run twice, the second time with small_rows 0 (cuBLAS's and cuSOLVER's routines).  Without a GPU, the stand-ins' traces
+-- most linalg.small_rows rows solve, invert, factor and diagonalize in batched.cu's kernels:
+-- those tests run twice, the second time with small_rows 0 (cuBLAS's and cuSOLVER's
+-- routines).  Without a GPU, the stand-ins' traces
 -- (tools/fakecublas.c, tools/fakecusolver.c): the pointer arrays' steps, the choice between
 -- the batched call and the loop, the infos and failed calls.
 --
@@ -134,9 +135,9 @@ local function assert_batched(routine, count, what, f, ...)
   return table.unpack(results, 1, results.n)
 end
 
--- The routine that solve and inv (getrf), or cholesky (potrf), of a stack of n x n matrices
--- of dtype take: batched.cu's small kernels (counted as small) for real ones of at most
--- linalg.small_rows rows.
+-- The routine that solve and inv (getrf), cholesky (potrf), or eigh and eigvalsh (syevj) of a
+-- stack of n x n matrices of dtype take: batched.cu's small kernels (counted as small) for
+-- real ones of at most linalg.small_rows rows.
 local function small_or(routine, dtype, n)
   return REAL[dtype] == dtype and n <= linalg.small_rows and "small" or routine
 end
@@ -399,7 +400,7 @@ describe("gpu.linalg's batched routines", function()
     end
   end)
 
-  helpers.gpu_it("eigh and eigvalsh: a v = v diag(w), w ascending, for stacks of small matrices", function()
+  for_both_paths("eigh and eigvalsh: a v = v diag(w), w ascending, for stacks of small matrices", function()
     local s = gpu.Stream()
     for _, dtype in ipairs(DTYPES) do
       local eps = EPS[dtype]
@@ -413,8 +414,8 @@ describe("gpu.linalg's batched routines", function()
           local a, A = to_device(mats, shape_with(batch, n, n), dtype)
           local opts = {UPLO = uplo, stream = c % 2 == 0 and s or nil}
           local what = ("eigh %s case %d %s"):format(dtype, c, uplo)
-          local w, v = assert_batched("syevj", 1, what, L.eigh, a, opts)
-          local w_only = assert_batched("syevj", 1, what, L.eigvalsh, a, opts)
+          local w, v = assert_batched(small_or("syevj", dtype, n), 1, what, L.eigh, a, opts)
+          local w_only = assert_batched(small_or("syevj", dtype, n), 1, what, L.eigvalsh, a, opts)
           s:synchronize()
           assert.are.same(shape_with(batch, n), w.shape, what)
           assert.are.equal(REAL[dtype], w.dtype, what)
@@ -438,7 +439,8 @@ describe("gpu.linalg's batched routines", function()
     end
     -- exactly enough: [[2, 1], [1, 2]] has 1 and 3, [[5, 0], [0, -1]] -1 and 5; a transposed stack
     local a = R.reshaped(R.to_gpu({2, 1, 1, 2, 5, 0, 0, -1}, "float64"), {2, 2, 2})
-    local values = helpers.flat(R.get(assert_batched("syevj", 1, "exact", L.eigvalsh, a:transpose({1, 3, 2}))))
+    local values = helpers.flat(R.get(assert_batched(small_or("syevj", "float64", 2), 1, "exact", L.eigvalsh,
+                                                     a:transpose({1, 3, 2}))))
     for i, want in ipairs{1, 3, -1, 5} do helpers.assert_close(want, values[i], 1e-14, "eigenvalue " .. i) end
     a:free()
     helpers.assert_error("bad argument #1 to 'eigh' (array has been freed)", L.eigh, a)
@@ -620,7 +622,7 @@ describe("gpu.linalg's batched routines without a GPU", function()
     return LR.fake_run("require('gpu.linalg').small_rows = 0\n" .. code, env)
   end
 
-  it("solves, inverts and factors real stacks of at most small_rows rows in one kernel, without cuBLAS", function()
+  it("solves, inverts, factors and diagonalizes real stacks of at most small_rows rows in one kernel", function()
     local out, ok = LR.fake_run([[
       local linalg = require "gpu.linalg"
       -- the stand-in runs no kernel: zeroed infos, so no singular matrix
@@ -631,6 +633,7 @@ describe("gpu.linalg's batched routines without a GPU", function()
       L.inv(gpu.zeros({37, 7, 7}, "float32"))
       L.inv(gpu.zeros({4, 3, 5}):narrow(3, 2, 3))
       L.cholesky(gpu.zeros({5, 2, 2}, "float32"), {upper = true})       -- zeroed infos: no error
+      L.eigh(gpu.zeros({3, 8, 8}))
       print("small", linalg.batched_calls.small, linalg.batched_calls.getrf)
       mark("batched")     -- complex, 9 rows, or a single matrix: as before
       L.inv(gpu.zeros({3, 4, 4}, "complex64"))
@@ -644,9 +647,9 @@ describe("gpu.linalg's batched routines without a GPU", function()
       mark("end")
     ]], {FAKE_CUSOLVER_INFO = "0", FAKE_CUBLAS_INFO = "0"})
     assert(ok, out)
-    assert.truthy(out:find("\nsmall\t6\t0\n"), out)
-    assert.truthy(out:find("\nbatched\t6\t2\n"), out)
-    assert.truthy(out:find("\noff\t6\t3\n"), out)
+    assert.truthy(out:find("\nsmall\t7\t0\n"), out)
+    assert.truthy(out:find("\nbatched\t7\t2\n"), out)
+    assert.truthy(out:find("\noff\t7\t3\n"), out)
     local got = traces(out)
     assert.are.same({}, got.small, out)
     assert.are.same({"cublas getrfBatched C n 4 lda 4 batch 3 step 128",

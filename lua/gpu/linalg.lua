@@ -49,8 +49,9 @@
 -- (gpu.use_cublas(false) turns it off: the loop then), cuSOLVER's potrfBatched for cholesky,
 -- syevjBatched (Jacobi's method) for eigh and eigvalsh, and gesvdjBatched (Jacobi's too; M and
 -- N both at most BATCHED_MAX) for svd and what rests on it (matrix_rank, pinv, cond).  Real
--- stacks of at most M.small_rows rows take kernels of their own for solve, inv and cholesky
--- (batched.cu's gpu_small_solve and gpu_small_cholesky), with or without cuBLAS.
+-- stacks of at most M.small_rows rows take kernels of their own for solve, inv, cholesky, eigh
+-- and eigvalsh (batched.cu's gpu_small_solve, gpu_small_cholesky, gpu_small_eigh), with or
+-- without cuBLAS.
 
 local core = require "gpu.core"
 local kernel_cache = require "gpu.kernel_cache"
@@ -85,14 +86,15 @@ local EPSILON = {float32 = 2.0 ^ -23, float64 = 2.0 ^ -52}
 local BATCHED_MAX = 32
 
 -- Stacks of float32 or float64 matrices of at most this many rows are solved and inverted by
--- batched.cu's gpu_small_solve (a thread a right side) and factored by gpu_small_cholesky (a
--- thread a matrix): one launch, against getrfBatched, getrsBatched, the infos' arrays and
--- their copies (10000 4 x 4 solves on the H200: 0.12 ms by cuBLAS, CuPy 0.11-0.21).  A field,
--- so that the specs can set it to 0 and reach cuBLAS's and cuSOLVER's routines.
+-- batched.cu's gpu_small_solve (a thread a right side), factored by gpu_small_cholesky and
+-- diagonalized by gpu_small_eigh (a thread a matrix): one launch, against cuBLAS's and
+-- cuSOLVER's batched routines with their copies and arrays of infos (10000 4 x 4 solves on
+-- the H200: 0.12 ms by cuBLAS, CuPy 0.11-0.21).  A field, so that the specs can set it to 0
+-- and reach those routines.
 M.small_rows = 8
 
 -- How often each batched routine ran (for the specs, which check that a stack took it);
--- small counts gpu_small_solve's launches.
+-- small counts the launches of batched.cu's small kernels.
 M.batched_calls = {getrf = 0, potrf = 0, syevj = 0, gesvdj = 0, small = 0}
 M.syevj_chunk = 1 << 24     -- the most elements of a stack one syevjBatched or gesvdjBatched takes
 
@@ -636,13 +638,20 @@ local function eigen_of(a, n, uplo, dtype, stream, fname, vectors)
   else copy = fresh(a, dtype, stream) end
   local w = core.array_empty(shape_of(batch, #batch, n), REAL_OF[dtype])
   if copy.size > 0 then
-    local info = core.array_empty(batch, "int32")
-    if batched(n, batch) then
+    local info
+    if small_stack(n, product(batch), dtype) then
+      local kernel, grid
+      kernel, grid, info = small_kernel("gpu_small_eigh", dtype, product(batch))
+      kernel(copy, w, info, product(batch), n, uplo == "U" and 1 or 0, vectors and 1 or 0,
+             {block = 128, grid = grid, stream = stream})
+    elseif batched(n, batch) then
+      info = core.array_empty(batch, "int32")
       in_pieces(product(batch), n * n, {copy, w, info}, {2, 1, 0}, function(part, values, infos)
         core.solver_syevj_batched(part, values, infos, vectors, uplo == "L" and "U" or "L", stream)
         M.batched_calls.syevj = M.batched_calls.syevj + 1
       end)
     else
+      info = core.array_empty(batch, "int32")
       core.solver_syevd(copy, w, info, vectors, uplo == "L" and "U" or "L", stream)
     end
     check_info(info, stream, fname, "Eigenvalues did not converge", w, copy)

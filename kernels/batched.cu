@@ -145,10 +145,13 @@ extern "C" __global__ void gpu_small_cholesky_f64(double *out, int *singular, co
 // eigh and eigvalsh of stacks of small real symmetric matrices (at most GPU_SMALL_ROWS rows),
 // a thread a matrix: cyclic Jacobi, every off-diagonal element rotated away in turn each sweep
 // until their squares sum to eps^2 of the whole's (the off-diagonal norm then squares at each
-// sweep: a few sweeps), the rotations gathered into the eigenvectors.  m holds the matrices
-// (their lower triangle read, upper 0, or their upper one, upper 1) and gets the eigenvectors,
-// row j of a matrix the j-th (where vectors is 1); w the eigenvalues, ascending.  A matrix
-// not diagonal after GPU_SMALL_SWEEPS sweeps (NaN, say) marks its block's flag in unconverged.
+// sweep: a few sweeps), the rotations gathered into the eigenvectors.  The matrix is first
+// scaled by a power of two (exactly) to a largest magnitude in [1/2, 1), so that the squares
+// neither overflow nor vanish whatever its scale, as LAPACK's syevd scales.  m holds the
+// matrices (their lower triangle read, upper 0, or their upper one, upper 1) and gets the
+// eigenvectors, row j of a matrix the j-th (where vectors is 1); w the eigenvalues,
+// ascending.  A matrix with an infinite or NaN element, or not diagonal after
+// GPU_SMALL_SWEEPS sweeps, marks its block's flag in unconverged.
 #define GPU_SMALL_SWEEPS 30
 
 template <typename T>
@@ -159,14 +162,22 @@ __device__ __forceinline__ void gpu_small_eigh(T *m, T *w, int *unconverged, lon
        i += (long long)gridDim.x * blockDim.x) {
     T *mi = m + i * (long long)n * n;
     T s[GPU_SMALL_ROWS][GPU_SMALL_ROWS], v[GPU_SMALL_ROWS][GPU_SMALL_ROWS];
+    T largest = 0;
+    bool finite = true;
     for (int r = 0; r < n; r++) {
       for (int c = 0; c < n; c++) {
         s[r][c] = (upper ? r <= c : r >= c) ? mi[r * n + c] : mi[c * n + r];
         v[r][c] = (T)(r == c);
+        finite = finite && isfinite(s[r][c]);
+        largest = fmax(largest, fabs(s[r][c]));
       }
     }
+    int scale = 0;                                   // s = a / 2^scale
+    if (largest > (T)0) frexp(largest, &scale);
+    for (int r = 0; r < n; r++)
+      for (int c = 0; c < n; c++) s[r][c] = ldexp(s[r][c], -scale);
     bool diagonal = false;
-    for (int sweep = 0; sweep < GPU_SMALL_SWEEPS && !diagonal; sweep++) {
+    for (int sweep = 0; finite; sweep++) {
       T off = 0, all = 0;
       for (int p = 0; p < n; p++) {
         all += s[p][p] * s[p][p];
@@ -174,7 +185,7 @@ __device__ __forceinline__ void gpu_small_eigh(T *m, T *w, int *unconverged, lon
       }
       all += 2 * off;
       diagonal = off <= eps * eps * all;
-      if (diagonal) break;
+      if (diagonal || sweep == GPU_SMALL_SWEEPS) break;
       for (int p = 0; p < n - 1; p++) {
         for (int q = p + 1; q < n; q++) {
           if (s[p][q] == (T)0) continue;
@@ -200,7 +211,8 @@ __device__ __forceinline__ void gpu_small_eigh(T *m, T *w, int *unconverged, lon
         }
       }
     }
-    if (!diagonal) failed = true;
+    if (!finite || !diagonal) failed = true;
+    for (int p = 0; p < n; p++) s[p][p] = ldexp(s[p][p], scale);
     for (int j = 0; j < n; j++) {                    // ascending: a selection sort, columns along
       int least = j;
       for (int k = j + 1; k < n; k++) if (s[k][k] < s[least][least]) least = k;

@@ -145,8 +145,10 @@ describe("random numbers", function()
     end
     helpers.assert_error("bad argument #1 to 'reference_sample' (n must be a whole number of at least 1, got 0)",
                          random.reference_sample, 0, 0, 1)
-    helpers.assert_error("bad argument #2 to 'reference_sample' (count 6 exceeds n 5)",
-                         random.reference_sample, 5, 6, 1)
+    helpers.assert_error("bad argument #2 to 'reference_sample' (count must be a whole number in [0, min(n, 2^24)], "
+                         .. "got 6)", random.reference_sample, 5, 6, 1)
+    helpers.assert_error("bad argument #2 to 'reference_sample' (count must be a whole number in [0, min(n, 2^24)], "
+                         .. "got -1)", random.reference_sample, 20000, -1, 1)
     helpers.assert_error("bad argument #3 to 'reference_sample' (integer seed expected, got nil)",
                          random.reference_sample, 5, 2)
   end)

@@ -500,6 +500,35 @@ describe("gpu.linalg's batched routines", function()
     return results
   end
 
+  helpers.gpu_it("eigh of small real stacks at any scale (scaled by a power of two); non-finite ones refused", function()
+    for _, case in ipairs{{"float32", 1e-25}, {"float32", 1e25}, {"float64", 1e-150}, {"float64", 1e150}} do
+      local dtype, scale = case[1], case[2]
+      local n, count = 5, 20
+      local mats = {}
+      for i = 1, count do
+        local H = hermitian(n, dtype, false)
+        mats[i] = matrix(n, n, function(r, c) return {H[r][c][1] * scale, 0.0} end)
+      end
+      local a, A = to_device(mats, {count, n, n}, dtype)
+      local what = ("eigh %s scaled by %g"):format(dtype, scale)
+      local w, v = assert_batched(small_or("syevj", dtype, n), 1, what, L.eigh, a)
+      local W, V = values_of(w), matrices_of(v)
+      for i = 1, count do
+        local D = matrix(n, n, function(x, y) return x == y and W[(i - 1) * n + x] or ZERO end)
+        assert_small(distance(matmul(A[i], V[i]), matmul(V[i], D)), 30 * n * EPS[dtype] * norm(A[i]),
+                     what .. " a v = v w " .. i)
+        assert_small(distance(matmul(ct(V[i]), V[i]), identity(n)), 30 * n * EPS[dtype], what .. " orthonormal " .. i)
+      end
+    end
+    for _, bad in ipairs{0 / 0, math.huge} do
+      local values = {}
+      for i = 1, 48 do values[i] = (i - 1) % 16 % 5 == 0 and 1 or 0 end    -- three identities
+      values[16 + 2 * 4 + 1] = bad                                          -- matrix 2, row 3, column 1
+      local a = R.reshaped(R.to_gpu(values, "float64"), {3, 4, 4})
+      helpers.assert_error("bad argument #1 to 'eigvalsh' (Eigenvalues did not converge)", L.eigvalsh, a)
+    end
+  end)
+
   helpers.gpu_it("svd: u diag(s) vh = a, s descending as Lua's Jacobi's, for stacks of small matrices", function()
     local s = gpu.Stream()
     for _, dtype in ipairs(DTYPES) do

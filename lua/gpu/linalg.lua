@@ -355,7 +355,7 @@ local function small_stack(n, count, dtype)
   return SMALL_SUFFIXES[dtype] ~= nil and n >= 1 and n <= M.small_rows and count >= 2
 end
 
--- batched.cu's kernel `name` for dtype (gpu_small_solve, gpu_small_cholesky), and the grid
+-- batched.cu's kernel `name` for dtype (gpu_small_solve, _cholesky, _eigh), and the grid
 -- and the array of its blocks' flags for `threads` threads of 128 a block.
 local function small_kernel(name, dtype, threads)
   local full = name .. "_" .. SMALL_SUFFIXES[dtype]

@@ -347,15 +347,18 @@ function M.reference_permutation(count, seed, base)
   return M.reference_shuffle_ties(places, sorted_keys, seed, 4 * base)
 end
 
--- The sample choice(n, count, {replace = false, seed = seed}) gives for at most a quarter of
--- 2^14 or more places (from counter block base): the first count distinct values of
--- randint(0, n)'s draws, plus one, drawn here a thousand blocks at a time.
+-- The sample choice(n, count, {replace = false, seed = seed}) gives where it draws (n at least
+-- 2^14, count at most n / 4 and M.sample_draws(n, count) at most 2^26; from counter block
+-- base): the first count distinct values of randint(0, n)'s draws, plus one, drawn here a
+-- thousand blocks at a time.
 function M.reference_sample(n, count, seed, base)
   if math.type(n) ~= "integer" or n < 1 then
     argerror(1, "reference_sample", "n must be a whole number of at least 1, got " .. tostring(n))
   end
-  check_count("reference_sample", count)
-  if count > n then argerror(2, "reference_sample", ("count %d exceeds n %d"):format(count, n)) end
+  if math.type(count) ~= "integer" or count < 0 or count > math.min(n, 1 << 24) then
+    argerror(2, "reference_sample", ("count must be a whole number in [0, min(n, 2^24)], got %s")
+                                    :format(tostring(count)))
+  end
   base = check_seed("reference_sample", seed, base, 3)
   local per = select(4, integer_range(0, n, "int64", "reference_sample")) and 2 or 4
   local sample, seen = {}, {}
@@ -857,7 +860,8 @@ end
 -- p to within that total's rounding and the 2^-53 steps of the uniform number); without, as
 -- drawing one place at a time, again on a repeat (distinct_places; a sample of at most a
 -- quarter of 2^14 or more places, up to about 2^26 of them), else the first of a permutation,
--- or by p the first of keys that order the places as drawing them one at a time does.
+-- or by p the first of keys that order the places as drawing them one at a time does.  An
+-- empty sample draws nothing (the default generator stays where it is).
 function M.choice(x, size, opts)
   local fname = "choice"
   local n, a = population(x, fname)

@@ -16,9 +16,9 @@ extern "C" __global__ void gpu_matrix_addresses(unsigned long long *out, long lo
 }
 
 // Stacks of small real matrices (at most GPU_SMALL_ROWS rows) solved without cuBLAS: a thread
-// for each right side of each matrix, which factors its matrix (the few hundred operations
-// of an 8 x 8 LU cost less than sharing the factors between threads) and solves for that
-// side: Gaussian elimination with partial pivoting, the pivot the first of the largest
+// for each right side of each matrix, which factors its matrix (an 8 x 8 LU is a few hundred
+// operations: each side's thread repeats them rather than share the factors) and solves for
+// that side: Gaussian elimination with partial pivoting, the pivot the first of the largest
 // magnitudes in its column (LAPACK's getrf's), then back substitution.  a: the matrices,
 // row-major, matrix i at a + i * a_step (0: one for all); b: the right sides, row-major n x k,
 // at b + i * b_step, or NULL for the identity's columns (k = n: the inverse); x: n x k each,

@@ -95,6 +95,73 @@ extern "C" __global__ void gpu_small_solve_f64(double *x, int *singular, const d
   gpu_small_solve(x, singular, a, a_step, b, b_step, matrices, n, k);
 }
 
+// det and slogdet of stacks of small real matrices (at most GPU_SMALL_ROWS rows), a thread a
+// matrix: gpu_small_solve's LU, then the product of U's diagonal with its sign changed by each
+// row swap (into det), or, where det is NULL, that sign and the sum of the diagonal's logs of
+// magnitudes (into sign and logabsdet, which cannot overflow).  A zero pivot gives 0 (sign 0,
+// log -inf), as LAPACK's exact zero pivot does in NumPy's det: not an error, so nothing is
+// read back.  A NaN pivot makes every result NaN.
+template <typename T>
+__device__ __forceinline__ void gpu_small_det(T *det, T *sign, T *logabsdet, const T *a,
+                                              long long matrices, int n) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < matrices;
+       i += (long long)gridDim.x * blockDim.x) {
+    const T *ai = a + i * (long long)n * n;
+    T lu[GPU_SMALL_ROWS][GPU_SMALL_ROWS];
+    for (int r = 0; r < n; r++)
+      for (int c = 0; c < n; c++) lu[r][c] = ai[r * n + c];
+    T product = 1, signs = 1, logs = 0;
+    bool zero = false;
+    for (int j = 0; j < n; j++) {
+      int p = j;
+      T largest = fabs(lu[j][j]);
+      for (int r = j + 1; r < n; r++) {
+        if (fabs(lu[r][j]) > largest) {
+          largest = fabs(lu[r][j]);
+          p = r;
+        }
+      }
+      if (largest == (T)0) {
+        zero = true;
+        break;
+      }
+      if (p != j) {
+        for (int c = j; c < n; c++) {
+          const T swapped = lu[j][c];
+          lu[j][c] = lu[p][c];
+          lu[p][c] = swapped;
+        }
+        product = -product;
+        signs = -signs;
+      }
+      const T u = lu[j][j];
+      product *= u;
+      signs *= u > (T)0 ? (T)1 : u < (T)0 ? (T)-1 : u;   // u NaN: NaN
+      logs += log(largest);
+      for (int r = j + 1; r < n; r++) {
+        const T factor = lu[r][j] / u;
+        for (int c = j + 1; c < n; c++) lu[r][c] -= factor * lu[j][c];
+      }
+    }
+    if (det != NULL) {
+      det[i] = zero ? (T)0 : product;
+    } else {
+      sign[i] = zero ? (T)0 : signs;
+      logabsdet[i] = zero ? log((T)0) : logs;   // -inf
+    }
+  }
+}
+
+extern "C" __global__ void gpu_small_det_f32(float *det, float *sign, float *logabsdet,
+                                             const float *a, long long matrices, int n) {
+  gpu_small_det(det, sign, logabsdet, a, matrices, n);
+}
+
+extern "C" __global__ void gpu_small_det_f64(double *det, double *sign, double *logabsdet,
+                                             const double *a, long long matrices, int n) {
+  gpu_small_det(det, sign, logabsdet, a, matrices, n);
+}
+
 // cholesky of stacks of small real matrices (at most GPU_SMALL_ROWS rows), a thread a
 // matrix: L with L L^T = a from a's lower triangle (upper 0), or U = L^T from its upper one
 // (upper 1), the other triangle zero; Cholesky-Banachiewicz, row by row.  A pivot that is

@@ -9,9 +9,9 @@
 -- and 3 32 x 32 matrices (1000 4 x 3, 37 5 x 7, 3 32 x 32, 2 32 x 20 for svd), views,
 -- streams, one singular or indefinite matrix among regular ones; linalg.batched_calls
 -- counts the batched calls, so that a silent fall back to the loop fails.  Real stacks of at
--- most linalg.small_rows rows solve, invert, factor and diagonalize in batched.cu's kernels:
--- those tests run twice, the second time with small_rows 0 (cuBLAS's and cuSOLVER's
--- routines).  Without a GPU, the stand-ins' traces
+-- most linalg.small_rows rows solve, invert, factor, diagonalize and take determinants in
+-- batched.cu's kernels: those tests run twice, the second time with small_rows 0 (cuBLAS's
+-- and cuSOLVER's routines).  Without a GPU, the stand-ins' traces
 -- (tools/fakecublas.c, tools/fakecusolver.c): the pointer arrays' steps, the choice between
 -- the batched call and the loop, the infos and failed calls.
 --
@@ -235,8 +235,8 @@ describe("gpu.linalg's batched routines", function()
       local what = "views " .. dtype
       local x = assert_batched(lu_routine(dtype, n), 1, what, L.inv, sliced)
       local xt = assert_batched(lu_routine(dtype, n), 1, what, L.inv, transposed)
-      local det = assert_batched("getrf", 1, what, L.det, transposed)
-      local sign, logabsdet = assert_batched("getrf", 1, what, L.slogdet, sliced)
+      local det = assert_batched(lu_routine(dtype, n), 1, what, L.det, transposed)
+      local sign, logabsdet = assert_batched(lu_routine(dtype, n), 1, what, L.slogdet, sliced)
       local X, XT, d, sg, l = matrices_of(x), matrices_of(xt), values_of(det), values_of(sign), values_of(logabsdet)
       for i = 1, count do
         local bound = 30 * n * eps * norm(A[i]) * norm(X[i])
@@ -267,8 +267,8 @@ describe("gpu.linalg's batched routines", function()
         local opts = c % 2 == 1 and {stream = s} or nil
         local what = ("inv %s case %d"):format(dtype, c)
         local x = assert_batched(lu_routine(dtype, n), 1, what, L.inv, a, opts)
-        local det = assert_batched("getrf", 1, what, L.det, a, opts)
-        local sign, logabsdet = assert_batched("getrf", 1, what, L.slogdet, a, opts)
+        local det = assert_batched(lu_routine(dtype, n), 1, what, L.det, a, opts)
+        local sign, logabsdet = assert_batched(lu_routine(dtype, n), 1, what, L.slogdet, a, opts)
         s:synchronize()
         assert.are.same(shape_with(batch, n, n), x.shape, what)
         assert.are.equal(dtype, x.dtype, what)
@@ -301,7 +301,7 @@ describe("gpu.linalg's batched routines", function()
     -- exactly: [[1, 2], [3, 4]] (a row swap: det -2) and [[4, 7], [2, 6]] (det 10, inverse
     -- [[0.6, -0.7], [-0.2, 0.4]])
     local a = R.reshaped(R.to_gpu({1, 2, 3, 4, 4, 7, 2, 6}, "float64"), {2, 2, 2})
-    local det = assert_batched("getrf", 1, "exact", L.det, a)
+    local det = assert_batched(lu_routine("float64", 2), 1, "exact", L.det, a)
     helpers.assert_close(-2, det[1], 1e-15, "det 1")
     helpers.assert_close(10, det[2], 1e-14, "det 2")
     local x = helpers.flat(R.get(L.inv(a)))
@@ -529,6 +529,61 @@ describe("gpu.linalg's batched routines", function()
     end
   end)
 
+  helpers.gpu_it("det and slogdet of small real stacks: overflow, underflow, NaN, swaps, no copy", function()
+    for _, dtype in ipairs{"float32", "float64"} do
+      local eps = EPS[dtype]
+      -- 8 x 8 matrices scaled by 2^40 or 2^-40 (and a random factor): det overflows or
+      -- vanishes in float32 (2^320, 2^-320), logabsdet does not
+      local n, count = 8, 24
+      local mats, scales = {}, {}
+      for i = 1, count do
+        scales[i] = (i % 2 == 0 and 2 ^ 40 or 2 ^ -40) * (0.5 + math.random())
+        local D = dominant(n, dtype)
+        mats[i] = matrix(n, n, function(r, c) return {D[r][c][1] * scales[i], 0.0} end)
+      end
+      local a, A = to_device(mats, {count, n, n}, dtype)
+      local what = "scaled " .. dtype
+      local det = assert_batched(lu_routine(dtype, n), 1, what, L.det, a)
+      local sign, logabsdet = assert_batched(lu_routine(dtype, n), 1, what, L.slogdet, a)
+      local d, sg, l = values_of(det), values_of(sign), values_of(logabsdet)
+      for i = 1, count do
+        -- the reference's own determinant of the unscaled matrix, times scale^n
+        local unscaled = det_reference(matrix(n, n, function(r, c) return {A[i][r][c][1] / scales[i], 0.0} end))
+        local log_want = math.log(abs(unscaled)) + n * math.log(scales[i])
+        assert_small(math.abs(l[i][1] - log_want), 100 * n * eps * math.max(1, math.abs(log_want)),
+                     what .. " logabsdet " .. i)
+        assert.are.equal(unscaled[1] > 0 and 1 or -1, sg[i][1], what .. " sign " .. i)
+        if dtype == "float32" then
+          local want = unscaled[1] > 0 and math.huge or -math.huge
+          if scales[i] < 1 then want = 0.0 end
+          assert.are.equal(want, math.abs(d[i][1]) == 0 and 0.0 or d[i][1], what .. " det " .. i)
+        else
+          local want = unscaled[1] * scales[i] ^ n
+          assert_small(math.abs(d[i][1] - want), 100 * n * eps * math.abs(want), what .. " det " .. i)
+        end
+      end
+      -- row swaps alone: permutation matrices of known sign; a NaN spreads to its matrix only
+      local values = {}
+      local perms = {{1, 2, 3}, {2, 1, 3}, {2, 3, 1}, {3, 2, 1}}     -- signs 1, -1, 1, -1
+      for k, p in ipairs(perms) do
+        for r = 1, 3 do
+          for c = 1, 3 do values[(k - 1) * 9 + (r - 1) * 3 + c] = p[r] == c and 1 or 0 end
+        end
+      end
+      values[#values + 1] = 0 / 0
+      for i = 2, 9 do values[#values + 1] = (i - 1) % 4 == 0 and 2 or 0 end   -- 2 I, a NaN first
+      local p = R.reshaped(R.to_gpu(values, dtype), {5, 3, 3})
+      local pd, ps, pl = helpers.flat(R.get(L.det(p))), L.slogdet(p)
+      ps, pl = helpers.flat(R.get(ps)), helpers.flat(R.get(pl))
+      for k, want in ipairs{1, -1, 1, -1} do
+        assert.are.equal(want, pd[k], dtype .. " permutation " .. k)
+        assert.are.equal(want, ps[k], dtype .. " permutation sign " .. k)
+        assert.are.equal(0, pl[k], dtype .. " permutation log " .. k)
+      end
+      assert(pd[5] ~= pd[5] and ps[5] ~= ps[5] and pl[5] ~= pl[5], dtype .. ": NaN gives NaN")
+    end
+  end)
+
   helpers.gpu_it("svd: u diag(s) vh = a, s descending as Lua's Jacobi's, for stacks of small matrices", function()
     local s = gpu.Stream()
     for _, dtype in ipairs(DTYPES) do
@@ -663,6 +718,8 @@ describe("gpu.linalg's batched routines without a GPU", function()
       L.inv(gpu.zeros({4, 3, 5}):narrow(3, 2, 3))
       L.cholesky(gpu.zeros({5, 2, 2}, "float32"), {upper = true})       -- zeroed infos: no error
       L.eigh(gpu.zeros({3, 8, 8}))
+      L.det(gpu.zeros({6, 5, 5}, "int32"))
+      L.slogdet(gpu.zeros({2, 2, 2}, "float32"))
       print("small", linalg.batched_calls.small, linalg.batched_calls.getrf)
       mark("batched")     -- complex, 9 rows, or a single matrix: as before
       L.inv(gpu.zeros({3, 4, 4}, "complex64"))
@@ -676,9 +733,9 @@ describe("gpu.linalg's batched routines without a GPU", function()
       mark("end")
     ]], {FAKE_CUSOLVER_INFO = "0", FAKE_CUBLAS_INFO = "0"})
     assert(ok, out)
-    assert.truthy(out:find("\nsmall\t7\t0\n"), out)
-    assert.truthy(out:find("\nbatched\t7\t2\n"), out)
-    assert.truthy(out:find("\noff\t7\t3\n"), out)
+    assert.truthy(out:find("\nsmall\t9\t0\n"), out)
+    assert.truthy(out:find("\nbatched\t9\t2\n"), out)
+    assert.truthy(out:find("\noff\t9\t3\n"), out)
     local got = traces(out)
     assert.are.same({}, got.small, out)
     assert.are.same({"cublas getrfBatched C n 4 lda 4 batch 3 step 128",

@@ -49,9 +49,9 @@
 -- (gpu.use_cublas(false) turns it off: the loop then), cuSOLVER's potrfBatched for cholesky,
 -- syevjBatched (Jacobi's method) for eigh and eigvalsh, and gesvdjBatched (Jacobi's too; M and
 -- N both at most BATCHED_MAX) for svd and what rests on it (matrix_rank, pinv, cond).  Real
--- stacks of at most M.small_rows rows take kernels of their own for solve, inv, cholesky, eigh
--- and eigvalsh (batched.cu's gpu_small_solve, gpu_small_cholesky, gpu_small_eigh), with or
--- without cuBLAS.
+-- stacks of at most M.small_rows rows take kernels of their own for solve, inv, det, slogdet,
+-- cholesky, eigh and eigvalsh (batched.cu's gpu_small_solve, gpu_small_det,
+-- gpu_small_cholesky, gpu_small_eigh), with or without cuBLAS.
 
 local core = require "gpu.core"
 local kernel_cache = require "gpu.kernel_cache"
@@ -86,8 +86,9 @@ local EPSILON = {float32 = 2.0 ^ -23, float64 = 2.0 ^ -52}
 local BATCHED_MAX = 32
 
 -- Stacks of float32 or float64 matrices of at most this many rows are solved and inverted by
--- batched.cu's gpu_small_solve (a thread a right side), factored by gpu_small_cholesky and
--- diagonalized by gpu_small_eigh (a thread a matrix): one launch, against cuBLAS's and
+-- batched.cu's gpu_small_solve (a thread a right side), their determinants taken by
+-- gpu_small_det, factored by gpu_small_cholesky and diagonalized by gpu_small_eigh (a thread
+-- a matrix): one launch, against cuBLAS's and
 -- cuSOLVER's batched routines with their copies and arrays of infos (10000 4 x 4 solves on
 -- the H200: 0.12 ms by cuBLAS, CuPy 0.11-0.21).  A field, so that the specs can set it to 0
 -- and reach those routines.
@@ -355,15 +356,20 @@ local function small_stack(n, count, dtype)
   return SMALL_SUFFIXES[dtype] ~= nil and n >= 1 and n <= M.small_rows and count >= 2
 end
 
--- batched.cu's kernel `name` for dtype (gpu_small_solve, _cholesky, _eigh), and the grid
--- and the array of its blocks' flags for `threads` threads of 128 a block.
+-- batched.cu's kernel `name` for dtype (gpu_small_solve, _det, _cholesky, _eigh), and the
+-- grid for `threads` threads of 128 a block.
 local function small_kernel(name, dtype, threads)
   local full = name .. "_" .. SMALL_SUFFIXES[dtype]
   local kernel = kernel_cache.get("linalg|" .. full, function()
     return core.kernel_sources["batched.cu"], full, nil, {no_extern_c = true, name = "batched.cu"}
   end)
-  local grid = reduction.grid_stride_blocks(threads, 128)
   M.batched_calls.small = M.batched_calls.small + 1
+  return kernel, reduction.grid_stride_blocks(threads, 128)
+end
+
+-- small_kernel's, and the array of its blocks' flags (singular, indefinite, unconverged).
+local function small_flagged_kernel(name, dtype, threads)
+  local kernel, grid = small_kernel(name, dtype, threads)
   return kernel, grid, core.array_empty({grid}, "int32")
 end
 
@@ -381,7 +387,7 @@ end
 -- the identity's columns, so that x is the inverse), and a flag a block of the kernel's,
 -- nonzero where a matrix was singular (which check_info reads as it reads infos).
 local function small_solve(a, a_step, b, b_step, count, n, k, shape, dtype, stream)
-  local kernel, grid, singular = small_kernel("gpu_small_solve", dtype, count * k)
+  local kernel, grid, singular = small_flagged_kernel("gpu_small_solve", dtype, count * k)
   local x = core.array_empty(shape, dtype)
   kernel(x, singular, a, a_step, b, b_step, count, n, k, {block = 128, grid = grid, stream = stream})
   return x, singular
@@ -485,27 +491,53 @@ function M.inv(a, opts)
   return x
 end
 
--- The LU of a for det and slogdet: U's diagonals, the pivots and the infos, each (..., n)
--- (infos read through a zero stride); nil for empty matrices.
-local function determinant_lu(a, fname, opts)
+-- det's and slogdet's arguments (fname's): n, the compute dtype, the stack's shape, the stream.
+local function check_determinant(a, fname, opts)
   local n = check_matrices(a, 1, fname, true)
   opts = check_options(opts, 2, fname, STREAM)
-  local dtype = compute_dtype({a}, fname)
-  local batch = shape_of(a.shape, a.ndim - 2)
-  if n == 0 or a.size == 0 then return nil, nil, nil, n, dtype, batch, opts.stream end
-  local lu, ipiv, info = lu_of(a, dtype, batch, n, opts.stream)
+  return n, compute_dtype({a}, fname), shape_of(a.shape, a.ndim - 2), opts.stream
+end
+
+-- The LU of a's (nonempty) matrices for det and slogdet: U's diagonals, the pivots and the
+-- infos, each (..., n) (infos read through a zero stride).
+local function determinant_lu(a, n, dtype, batch, stream)
+  local lu, ipiv, info = lu_of(a, dtype, batch, n, stream)
   local strides = info.strides
   strides[#strides + 1] = 0
   local infos = core.array_view(info, 0, "int32", shape_of(batch, #batch, n), strides)
-  return lu, ipiv, infos, n, dtype, batch, opts.stream
+  return diagonals(lu, n), lu, ipiv, infos
+end
+
+-- det (logarithm false) or slogdet of a small stack in gpu_small_det: one launch, no copy
+-- where a is contiguous.
+local function small_determinants(a, n, dtype, batch, logarithm, stream)
+  local count = product(batch)
+  local aa, _, copy = small_operand(a, a.shape, n * n, dtype, stream)
+  local kernel, grid = small_kernel("gpu_small_det", dtype, count)
+  local launch = {block = 128, grid = grid, stream = stream}
+  local det, sign, logabsdet
+  if logarithm then
+    sign, logabsdet = core.array_empty(batch, dtype), core.array_empty(batch, dtype)
+    kernel(nil, sign, logabsdet, aa, count, n, launch)
+  else
+    det = core.array_empty(batch, dtype)
+    kernel(det, nil, nil, aa, count, n, launch)
+  end
+  free_all(stream, copy and aa)
+  if logarithm then return sign, logabsdet end
+  return det
 end
 
 -- linalg.det(a[, {stream =}]): the determinants, from the LU of a^T (whose determinant is
 -- a's): the product of U's diagonal, its sign changed by each row swap; 0 where singular.
 function M.det(a, opts)
-  local lu, ipiv, infos, n, dtype, batch, stream = determinant_lu(a, "det", opts)
-  if lu == nil then return ga.full(batch, 1, dtype) end
-  local factors = det_factors(diagonals(lu, n), ipiv, infos, n, stream)
+  local n, dtype, batch, stream = check_determinant(a, "det", opts)
+  if n == 0 or a.size == 0 then return ga.full(batch, 1, dtype) end
+  if small_stack(n, product(batch), dtype) then
+    return small_determinants(a, n, dtype, batch, false, stream)
+  end
+  local diagonal, lu, ipiv, infos = determinant_lu(a, n, dtype, batch, stream)
+  local factors = det_factors(diagonal, ipiv, infos, n, stream)
   local det = ga.prod(factors, {axis = factors.ndim, stream = stream})
   free_all(stream, lu, ipiv, infos, factors)
   return det
@@ -515,9 +547,13 @@ end
 -- overflow; a singular matrix's are 0 and -inf.  sign has a's dtype (a unit complex number
 -- for complex ones), logabsdet the real one.
 function M.slogdet(a, opts)
-  local lu, ipiv, infos, n, dtype, batch, stream = determinant_lu(a, "slogdet", opts)
-  if lu == nil then return ga.full(batch, 1, dtype), ga.zeros(batch, REAL_OF[dtype]) end
-  local signs, logs = slogdet_factors(diagonals(lu, n), ipiv, infos, n, stream)
+  local n, dtype, batch, stream = check_determinant(a, "slogdet", opts)
+  if n == 0 or a.size == 0 then return ga.full(batch, 1, dtype), ga.zeros(batch, REAL_OF[dtype]) end
+  if small_stack(n, product(batch), dtype) then
+    return small_determinants(a, n, dtype, batch, true, stream)
+  end
+  local diagonal, lu, ipiv, infos = determinant_lu(a, n, dtype, batch, stream)
+  local signs, logs = slogdet_factors(diagonal, ipiv, infos, n, stream)
   local sign = ga.prod(signs, {axis = signs.ndim, stream = stream})
   local logabsdet = ga.sum(logs, {axis = logs.ndim, stream = stream})
   free_all(stream, lu, ipiv, infos, signs, logs)
@@ -540,7 +576,7 @@ function M.cholesky(a, opts)
     local count = product(batch)
     local aa, _, copy = small_operand(a, a.shape, n * n, dtype, stream)
     local kernel, grid
-    kernel, grid, info = small_kernel("gpu_small_cholesky", dtype, count)
+    kernel, grid, info = small_flagged_kernel("gpu_small_cholesky", dtype, count)
     factor = core.array_empty(a.shape, dtype)
     kernel(factor, info, aa, count, n, upper and 1 or 0, {block = 128, grid = grid, stream = stream})
     free_all(stream, copy and aa)
@@ -641,7 +677,7 @@ local function eigen_of(a, n, uplo, dtype, stream, fname, vectors)
     local info
     if small_stack(n, product(batch), dtype) then
       local kernel, grid
-      kernel, grid, info = small_kernel("gpu_small_eigh", dtype, product(batch))
+      kernel, grid, info = small_flagged_kernel("gpu_small_eigh", dtype, product(batch))
       kernel(copy, w, info, product(batch), n, uplo == "U" and 1 or 0, vectors and 1 or 0,
              {block = 128, grid = grid, stream = stream})
     elseif batched(n, batch) then

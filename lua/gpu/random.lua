@@ -831,14 +831,13 @@ end
 
 -- The first count distinct values of randint(0, n)'s draws (the function of seed and counter
 -- that randint's are), 1-based, in shape: a uniform sample in uniform order, by work that
--- grows with count rather than n (random.cu's gpu_sample_*).  Draws M.sample_draws(n, count)
--- values, twice as many while they hold fewer than count distinct ones; the default
--- generator moves past the blocks of the draws that sufficed.
-local function distinct_places(n, count, shape, opts)
+-- grows with count rather than n (random.cu's gpu_sample_*).  Draws first_m values
+-- (M.sample_draws(n, count)), twice as many while they hold fewer than count distinct ones;
+-- the default generator moves past the blocks of the draws that sufficed.
+local function distinct_places(n, count, first_m, shape, opts)
   local stream = opts.stream
   local seed, base = counter_start(opts)
   local draws = sample_draws_of(n, seed, base)
-  local first_m = M.sample_draws(n, count)
   local m = first_m
   while true do
     local places = core.array_empty(shape, "int64")
@@ -902,11 +901,13 @@ function M.choice(x, size, opts)
     if n > 0 then draw_integers(places, opts, integer_range(1, n + 1, "int64", fname)) end
   elseif count == 0 then
     places = core.array_empty(shape, "int64")
-  elseif n >= SAMPLE_MIN and count <= n * SAMPLE_MOST
-         and M.sample_draws(n, count) <= SAMPLE_DRAWS_MOST then
-    places = distinct_places(n, count, shape, opts)
   else
-    places = first_places(shuffled_places(n, opts), count, shape, stream)
+    local draws = n >= SAMPLE_MIN and count <= n * SAMPLE_MOST and M.sample_draws(n, count)
+    if draws and draws <= SAMPLE_DRAWS_MOST then
+      places = distinct_places(n, count, draws, shape, opts)
+    else
+      places = first_places(shuffled_places(n, opts), count, shape, stream)
+    end
   end
   if a == nil then return places end
   local result = rows_of(a, places, stream)

@@ -374,6 +374,171 @@ describe("page-locked host arrays", function()
   end)
 end)
 
+describe("managed host arrays", function()
+  if not helpers.has_gpu then
+    it("need a device: without one they raise the driver's gpu.Error", function()
+      helpers.assert_gpu_error("CUDA_ERROR_NOT_INITIALIZED", "cuInit",
+                               function() host.managed_empty(4, "float32") end)
+    end)
+  end
+
+  -- x[i] = 3 x[i] + i (int32) and y[i] = a x[i] + y[i] (float64), written through the
+  -- arrays' own memory: no copy either way
+  local SOURCE = [[
+    __global__ void affine(int *x, long long n) {
+      long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+      if (i < n) x[i] = 3 * x[i] + (int)i;
+    }
+    __global__ void axpy(double *y, const double *x, double a, long long n) {
+      long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+      if (i < n) y[i] = a * x[i] + y[i];
+    }]]
+
+  helpers.gpu_it("are zero-filled host arrays that kernels take as pointers, both ways", function()
+    local module = gpu.SourceModule(SOURCE)
+    local n = 1000
+    local x = host.managed_empty({10, 100}, "int32")
+    assert.is_true(x:is_managed())
+    assert.is_false(x:is_pagelocked())
+    assert.is_false(host.zeros(3):is_managed())
+    assert.are.same({10, 100}, x.shape)
+    for i = 1, n do assert.are.equal(0, x[i]) end
+    local values = helpers.random_integers(n, -100000, 100000)
+    for i = 1, n do x[i] = values[i] end
+    module.affine(x, n, {block = 128, grid = 8})
+    gpu.synchronize()
+    for i = 1, n do assert.are.equal(3 * values[i] + (i - 1), x[i], "element " .. i) end
+    -- a reshaped view is the same memory; prepared calls take it too
+    local flat = x:reshape(n)
+    assert.is_true(flat:is_managed())
+    module.affine:prepare("Pq")
+    module.affine:prepared_call(8, 128, flat, n)
+    gpu.synchronize()
+    for i = 1, n do
+      assert.are.equal(3 * (3 * values[i] + (i - 1)) + (i - 1), flat[i], "element " .. i)
+    end
+    -- float64 on a stream, attached to it alone, then to every stream again; prefetched
+    local s = gpu.Stream({non_blocking = true})
+    local xs, ys = helpers.random_floats(n, 10), helpers.random_floats(n, 10)
+    local xd = host.managed_zeros(n, "float64")
+    local yd = host.managed_zeros(n, "float64", {attach = "global"})
+    for i = 1, n do xd[i], yd[i] = xs[i], ys[i] end
+    xd:prefetch(nil, s)
+    yd:attach("single", s):prefetch(gpu.get_device(), s):prefetch(gpu.get_device():ordinal(), s)
+    module.axpy(yd, xd, 2.5, n, {block = 128, grid = 8, stream = s})
+    yd:prefetch("host", s)
+    s:synchronize()
+    yd:attach("global")
+    gpu.synchronize()
+    for i = 1, n do helpers.assert_close(2.5 * xs[i] + ys[i], yd[i], 1e-15, "axpy " .. i) end
+    -- still host arrays everywhere else: copies, In/Out, to_gpu
+    local copy = gpu.gpuarray.to_gpu(yd)
+    assert.are.same(yd:totable(), copy:get():totable())
+    assert.are.equal(yd:bytes(), gpu.from_device(gpu.to_device(yd), n, "float64"):bytes())
+    local h = host.managed_zeros(4, "int32")
+    module.affine(gpu.InOut(h), 4, {block = 4})
+    assert.are.same({0, 1, 2, 3}, h:totable())
+  end)
+
+  helpers.gpu_it("free idempotently; use after free is an error, not a crash", function()
+    local module = gpu.SourceModule(SOURCE)
+    local h = host.managed_zeros(8, "int32")
+    local v = h:reshape(2, 4)
+    h:free()
+    h:free()
+    v:free()
+    helpers.assert_error("bad argument #1 to 'index' (host array has been freed)", function() return h[1] end)
+    helpers.assert_error("bad argument #1 to 'index' (host array has been freed)", function() return v[1] end)
+    helpers.assert_error("calling 'attach' on bad self (host array has been freed)", function() h:attach("host") end)
+    helpers.assert_error("calling 'prefetch' on bad self (host array has been freed)", function() h:prefetch() end)
+    helpers.assert_error("bad argument #1 to 'affine' (host array has been freed)",
+                         function() module.affine(h, 8, {block = 8}) end)
+    -- a graph replays the pointer it captured: launching it after the free is refused
+    local g = host.managed_zeros(8, "int32")
+    local s = gpu.Stream()
+    local graph = gpu.capture(function(stream) module.affine(g, 8, {block = 8, stream = stream}) end, s)
+    graph:launch(s)
+    s:synchronize()
+    assert.are.same({0, 1, 2, 3, 4, 5, 6, 7}, g:totable())
+    g:free()
+    helpers.assert_error("graph uses a host array that has been freed", function() graph:launch(s) end)
+  end)
+
+  helpers.gpu_it("check their arguments", function()
+    helpers.assert_error("bad argument #1 to 'managed_empty' (negative dimension -1 in shape)",
+                         function() host.managed_empty(-1, "float32") end)
+    helpers.assert_error("bad argument #2 to 'managed_zeros' (unknown dtype 'f32')",
+                         function() host.managed_zeros(4, "f32") end)
+    helpers.assert_error("bad argument #3 to 'managed_zeros' (unknown option 'atach')",
+                         function() host.managed_zeros(4, "float32", {atach = "host"}) end)
+    helpers.assert_error("bad argument #2 to 'managed_zeros' (option 'attach' must be \"global\" or \"host\")",
+                         function() host.managed_zeros(4, {attach = "single"}) end)
+    assert.are.equal("float64", host.managed_zeros(4, {attach = "host"}).dtype)
+    local h = host.managed_zeros(4)
+    helpers.assert_error("bad argument #1 to 'attach' (invalid option 'everyone')", function() h:attach("everyone") end)
+    helpers.assert_error("bad argument #2 to 'attach' (mode \"single\" needs a stream)", function() h:attach("single") end)
+    helpers.assert_error("bad argument #1 to 'prefetch' (\"host\", a gpu.Device or a device ordinal expected)",
+                         function() h:prefetch("gpu") end)
+    helpers.assert_error("bad argument #1 to 'prefetch' (\"host\", a gpu.Device or a device ordinal expected)",
+                         function() h:prefetch(-1) end)
+    helpers.assert_error("bad argument #1 to 'prefetch' (\"host\", a gpu.Device or a device ordinal expected)",
+                         function() h:prefetch(h) end)
+    local pageable = host.zeros(4)
+    helpers.assert_error("calling 'attach' on bad self (attach needs a managed array (gpu.host.managed_empty))",
+                         function() pageable:attach("host") end)
+    helpers.assert_error("calling 'prefetch' on bad self (prefetch needs a managed array (gpu.host.managed_empty))",
+                         function() pageable:prefetch() end)
+  end)
+end)
+
+describe("managed host arrays on the stand-in driver", function()
+  local function run(code, concurrent)
+    return helpers.run_with_fakes([[
+      local gpu = require "gpu"
+      local host = gpu.host
+    ]] .. code, {FAKE_CUDA_TRACE_SYNC = "1", FAKE_CUDA_CONCURRENT_MANAGED = concurrent,
+                 FAKE_CUDA_REPORT = "1"})
+  end
+  local function count(out, line)
+    local n = 0
+    for _ in out:gmatch(line) do n = n + 1 end
+    return n
+  end
+  local ACCESSES = [[
+    local h = host.managed_zeros(4, "int32")       -- zeroed by the host: one wait
+    print("made")
+    h[2] = 5                                       -- each access waits where it must
+    local _ = h[2]
+    h:fill(1)
+    h:totable()
+    h:bytes()
+    h:reshape(2, 2)[1] = 3
+    local _ = h.shape, #h, h:is_managed(), h:ptr()  -- none of these touch the memory
+    print("accessed")
+    h:free()
+    local kept = host.managed_zeros(1000)           -- left to the collector
+    kept = nil
+    collectgarbage()
+  ]]
+
+  it("wait for the device before the host touches them, where the device needs it", function()
+    local out, ok = run(ACCESSES, "0")
+    assert(ok, out)
+    local made, accessed = out:find("made\n", 1, true), out:find("accessed\n", 1, true)
+    assert.are.equal(1, count(out:sub(1, made), "cuCtxSynchronize"), out)
+    assert.are.equal(6, count(out:sub(made, accessed), "cuCtxSynchronize"), out)
+    -- and free their memory, explicitly or by the collector
+    assert.truthy(out:find("fakecuda: 0 device bytes not freed at exit\n", 1, true), out)
+  end)
+
+  it("touch them at once on devices with concurrent managed access", function()
+    local out, ok = run(ACCESSES, "1")
+    assert(ok, out)
+    assert.are.equal(0, count(out, "cuCtxSynchronize"), out)
+    assert.truthy(out:find("fakecuda: 0 device bytes not freed at exit\n", 1, true), out)
+  end)
+end)
+
 describe("gpu.allclose, gpu.isclose and gpu.array_equal", function()
   local allclose, isclose, array_equal = gpu.allclose, gpu.isclose, gpu.array_equal
 

@@ -188,7 +188,8 @@ describe("launches", function()
     local axpy = module().axpy
     local out <close> = gpu.mem_alloc(16)
     helpers.assert_error("bad argument #2 to 'axpy' (a host array is not a device pointer: wrap it in "
-                         .. "gpu.In, gpu.Out or gpu.InOut, or copy it with gpu.to_device)",
+                         .. "gpu.In, gpu.Out or gpu.InOut, copy it with gpu.to_device, or make it "
+                         .. "with gpu.host.managed_empty)",
                          function() axpy(out, host.zeros(4, "float32"), out, 1, 4, {block = 4}) end)
     helpers.assert_error("bad argument #1 to 'axpy' (expected a device pointer, got a typed scalar)",
                          function() axpy(gpu.int64(0), out, out, 1, 4, {block = 4}) end)

@@ -20,6 +20,11 @@ typedef struct gpu_Device {
   int ordinal;
 } gpu_Device;
 
+int gpu_device_ordinal_at (lua_State *L, int idx) {
+  const gpu_Device *dev = (const gpu_Device *)luaL_testudata(L, idx, GPU_DEVICE);
+  return dev != NULL ? dev->ordinal : -1;
+}
+
 static const struct { const char *name; CUdevice_attribute attribute; } attributes[] = {
 #define X(name) {#name, CU_DEVICE_ATTRIBUTE_##name},
 #include "device_attributes.h"

@@ -63,6 +63,8 @@ __attribute__((visibility("default"))) int luaopen_gpu_core(lua_State *L);
   X(cuMemPoolTrimTo, 11020)                        \
   X(cuMemHostAlloc, 2020)                          \
   X(cuMemFreeHost, 2000)                           \
+  X(cuMemAllocManaged, 6000)                       \
+  X(cuStreamAttachMemAsync, 6000)                  \
   X(cuMemcpyHtoD, 3020)                            \
   X(cuMemcpyDtoH, 3020)                            \
   X(cuMemcpyDtoD, 3020)                            \
@@ -101,7 +103,8 @@ __attribute__((visibility("default"))) int luaopen_gpu_core(lua_State *L);
   X(cuGraphLaunch, 10000)                          \
   X(cuGraphExecDestroy, 10000)                     \
   X(cuGraphDestroy, 10000)                         \
-  OPT(cuFuncGetParamInfo, 12040)
+  OPT(cuFuncGetParamInfo, 12040)                  \
+  OPT(cuMemPrefetchAsync, 12020)
 
 typedef struct gpu_Driver {
 #define GPU_DRIVER_FIELD(name, version) PFN_##name##_v##version name;
@@ -242,6 +245,8 @@ GPU_INTERNAL gpu_Context *gpu_context_push(lua_State *L);
 GPU_INTERNAL gpu_Context *gpu_context_find(lua_State *L, gpu_State *s);
 /* Makes the host's context ctx the current device's context for new work (embed.c). */
 GPU_INTERNAL gpu_Context *gpu_context_adopt(lua_State *L, CUcontext ctx);
+/* The ordinal of the gpu.Device at idx, or -1 for anything else. */
+GPU_INTERNAL int gpu_device_ordinal_at(lua_State *L, int idx);
 /* Makes c current on the calling thread; raises if c was released. */
 GPU_INTERNAL void gpu_context_enter(lua_State *L, gpu_Context *c);
 /*
@@ -317,6 +322,12 @@ GPU_INTERNAL void gpu_memory_open(lua_State *L);
 
 #define GPU_MAXDIM 32
 
+typedef enum gpu_HostMemory {
+  GPU_HOST_PAGEABLE,      /* inside the userdata */
+  GPU_HOST_PAGELOCKED,    /* cuMemHostAlloc: async copies */
+  GPU_HOST_MANAGED        /* cuMemAllocManaged: kernels take it as a pointer too */
+} gpu_HostMemory;
+
 typedef struct gpu_HostArray {
   void *data;             /* NULL once freed */
   size_t nbytes;
@@ -324,8 +335,11 @@ typedef struct gpu_HostArray {
   gpu_DtypeId dtype;
   int ndim;
   int pagelocked;         /* the memory is page-locked (cuMemHostAlloc) */
+  int managed;            /* the memory is managed (cuMemAllocManaged) */
+  int wait_device;        /* managed on a device without concurrent managed access: the host
+                             waits for the device before it touches the memory */
   struct gpu_HostArray *root;  /* the array owning the memory (itself, or a reshape's base) */
-  gpu_Context *ctx;       /* for page-locked arrays */
+  gpu_Context *ctx;       /* for page-locked and managed arrays */
   int64_t shape[GPU_MAXDIM];
 } gpu_HostArray;
 
@@ -335,7 +349,7 @@ GPU_INTERNAL gpu_HostArray *gpu_testhostarray(lua_State *L, int idx);
 GPU_INTERNAL gpu_HostArray *gpu_checkhostarray(lua_State *L, int arg);
 /* New host array of the given shape (pageable, zero-filled). */
 GPU_INTERNAL gpu_HostArray *gpu_hostarray_new(lua_State *L, gpu_DtypeId dtype, int ndim,
-                                              const int64_t *shape, int pagelocked);
+                                              const int64_t *shape, gpu_HostMemory memory);
 /*
 ** Host bytes at arg: a live HostArray or a Lua string (read-only).  Sets *pinned when the
 ** memory is page-locked.  Raises an argument error otherwise.

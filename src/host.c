@@ -1,7 +1,8 @@
 /*
 ** host.c: gpu.HostArray, typed host memory (Lua has no NumPy): pageable arrays live inside
-** their userdata, page-locked ones come from cuMemHostAlloc for async copies.  Element
-** access is 1-based over the flat (row-major) order and checks both index and value.
+** their userdata, page-locked ones come from cuMemHostAlloc for async copies, managed ones
+** from cuMemAllocManaged, which kernels also take as a pointer (PyCUDA's managed_empty).
+** Element access is 1-based over the flat (row-major) order and checks both index and value.
 ** Printing lives in the Lua layer (lua/gpu/host.lua).
 */
 #include <stdint.h>
@@ -49,6 +50,22 @@ gpu_HostArray *gpu_checkhostarray (lua_State *L, int arg) {
   return h;
 }
 
+/* h, once the host may touch its memory: a device without concurrent managed access faults
+** the host's reads and writes of managed memory while any kernel runs, so those wait for the
+** device first (PyCUDA leaves that to the user, and a mistake to a segfault). */
+static gpu_HostArray *host_access (lua_State *L, gpu_HostArray *h) {
+  if (h->wait_device) {
+    gpu_context_enter(L, h->ctx);
+    gpu_check(L, h->ctx->driver->cuCtxSynchronize(), "cuCtxSynchronize");
+  }
+  return h;
+}
+
+/* The live host array at arg, for the host to read or write. */
+static gpu_HostArray *check_access (lua_State *L, int arg) {
+  return host_access(L, gpu_checkhostarray(L, arg));
+}
+
 const void *gpu_checkhostbytes (lua_State *L, int arg, size_t *nbytes, int *pinned) {
   gpu_HostArray *h;
   size_t n;
@@ -79,8 +96,20 @@ static void set_shape (gpu_HostArray *h, gpu_DtypeId dtype, int ndim, const int6
   h->nbytes = (size_t)h->size * gpu_dtypes[dtype].itemsize;
 }
 
-gpu_HostArray *gpu_hostarray_new (lua_State *L, gpu_DtypeId dtype, int ndim,
-                                  const int64_t *shape, int pagelocked) {
+/* cuMemHostAlloc or cuMemAllocManaged (attach: its flags) of h's bytes into h->data. */
+static CUresult driver_alloc (const gpu_Driver *d, gpu_HostArray *h, unsigned attach) {
+  size_t n = h->nbytes ? h->nbytes : 1;
+  CUdeviceptr p = 0;
+  CUresult r;
+  if (!h->managed) return d->cuMemHostAlloc(&h->data, n, CU_MEMHOSTALLOC_PORTABLE);
+  r = d->cuMemAllocManaged(&p, n, attach);
+  h->data = (void *)(uintptr_t)p;
+  return r;
+}
+
+/* gpu_hostarray_new; attach: cuMemAllocManaged's flags for managed memory. */
+static gpu_HostArray *host_new (lua_State *L, gpu_DtypeId dtype, int ndim, const int64_t *shape,
+                                gpu_HostMemory memory, unsigned attach) {
   gpu_HostArray header, *h;
   int64_t size = 1;
   int i;
@@ -90,7 +119,7 @@ gpu_HostArray *gpu_hostarray_new (lua_State *L, gpu_DtypeId dtype, int ndim,
     luaL_error(L, "host array of %I %s elements is too large", (lua_Integer)size,
                gpu_dtypes[dtype].name);
   set_shape(&header, dtype, ndim, shape);
-  if (!pagelocked) {
+  if (memory == GPU_HOST_PAGEABLE) {
     h = (gpu_HostArray *)lua_newuserdatauv(L, HEADER_SIZE + header.nbytes, 1);
     *h = header;
     h->data = (char *)h + HEADER_SIZE;
@@ -102,27 +131,42 @@ gpu_HostArray *gpu_hostarray_new (lua_State *L, gpu_DtypeId dtype, int ndim,
     h->data = NULL;                           /* closed until the allocation succeeds */
   }
   h->root = h;
-  h->pagelocked = pagelocked;
+  h->pagelocked = memory == GPU_HOST_PAGELOCKED;
+  h->managed = memory == GPU_HOST_MANAGED;
+  h->wait_device = 0;
   h->ctx = NULL;
   luaL_setmetatable(L, GPU_HOSTARRAY);
-  if (pagelocked) {
+  if (memory != GPU_HOST_PAGEABLE) {
     const gpu_Driver *d = gpu_driver(L);
+    const char *call = h->managed ? "cuMemAllocManaged" : "cuMemHostAlloc";
     CUresult r;
     h->ctx = gpu_context_push(L);
     lua_setiuservalue(L, -2, 1);
+    if (h->managed) {
+      int concurrent;
+      gpu_check(L, d->cuDeviceGetAttribute(&concurrent, CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS,
+                                           h->ctx->device), "cuDeviceGetAttribute");
+      h->wait_device = !concurrent;
+    }
     gpu_gc_account(L, h->ctx->state, h->nbytes);
-    r = d->cuMemHostAlloc(&h->data, h->nbytes ? h->nbytes : 1, CU_MEMHOSTALLOC_PORTABLE);
+    gpu_context_enter(L, h->ctx);             /* after the collector: finalizers may switch it */
+    r = driver_alloc(d, h, attach);
     if (r == CUDA_ERROR_OUT_OF_MEMORY) {
       gpu_gc_collect(L, h->ctx->state);
       gpu_context_enter(L, h->ctx);
-      r = d->cuMemHostAlloc(&h->data, h->nbytes ? h->nbytes : 1, CU_MEMHOSTALLOC_PORTABLE);
+      r = driver_alloc(d, h, attach);
     }
     if (r != CUDA_SUCCESS) h->data = NULL;
-    gpu_check(L, r, "cuMemHostAlloc");
+    gpu_check(L, r, call);
     h->ctx->state->gc_bytes += h->nbytes;
-    memset(h->data, 0, h->nbytes);
+    memset(host_access(L, h)->data, 0, h->nbytes);
   }
   return h;
+}
+
+gpu_HostArray *gpu_hostarray_new (lua_State *L, gpu_DtypeId dtype, int ndim,
+                                  const int64_t *shape, gpu_HostMemory memory) {
+  return host_new(L, dtype, ndim, shape, memory, CU_MEM_ATTACH_GLOBAL);
 }
 
 static int host_free (lua_State *L) {
@@ -130,6 +174,10 @@ static int host_free (lua_State *L) {
   if (h->root == h && h->pagelocked && h->data != NULL) {
     h->ctx->state->gc_bytes -= h->nbytes;
     gpu_release(h->ctx->state, &(gpu_Release){GPU_RELEASE_HOST, h->ctx, {.host = h->data}});
+  } else if (h->root == h && h->managed && h->data != NULL) {
+    h->ctx->state->gc_bytes -= h->nbytes;
+    gpu_release(h->ctx->state, &(gpu_Release){GPU_RELEASE_DEVICE, h->ctx,
+                                               {.device = (CUdeviceptr)(uintptr_t)h->data}});
   }
   h->data = NULL;
   if (h->root != h) h->root = NULL;
@@ -139,15 +187,41 @@ static int host_free (lua_State *L) {
 /* ---------------------------------------------------------------- constructors */
 
 /* empty/zeros(shape[, dtype]): arguments 1 and 2; dtype defaults to float64 like NumPy */
-static gpu_HostArray *new_from_args (lua_State *L, int pagelocked) {
+static gpu_HostArray *new_from_args (lua_State *L, gpu_HostMemory memory) {
   int64_t shape[GPU_MAXDIM], size;
   int ndim = gpu_checkshape(L, 1, shape, &size);
   gpu_DtypeId dtype = lua_isnoneornil(L, 2) ? GPU_FLOAT64 : gpu_checkdtype(L, 2);
-  return gpu_hostarray_new(L, dtype, ndim, shape, pagelocked);
+  return gpu_hostarray_new(L, dtype, ndim, shape, memory);
 }
 
-static int host_empty (lua_State *L) { new_from_args(L, 0); return 1; }
-static int host_pagelocked_empty (lua_State *L) { new_from_args(L, 1); return 1; }
+static int host_empty (lua_State *L) { new_from_args(L, GPU_HOST_PAGEABLE); return 1; }
+static int host_pagelocked_empty (lua_State *L) { new_from_args(L, GPU_HOST_PAGELOCKED); return 1; }
+
+static const char *const attach_modes[] = {"global", "host", "single", NULL};
+static const unsigned attach_flags[] = {CU_MEM_ATTACH_GLOBAL, CU_MEM_ATTACH_HOST,
+                                        CU_MEM_ATTACH_SINGLE};
+
+/* managed_empty/managed_zeros(shape[, dtype][, {attach = "global" | "host"}]) */
+static int host_managed_empty (lua_State *L) {
+  static const char *const known[] = {"attach", NULL};
+  int64_t shape[GPU_MAXDIM], size;
+  int ndim = gpu_checkshape(L, 1, shape, &size), options = 3, mode = 0;
+  gpu_DtypeId dtype = GPU_FLOAT64;
+  if (lua_type(L, 2) == LUA_TTABLE) options = 2;         /* (shape, {attach = ...}) */
+  else if (!lua_isnoneornil(L, 2)) dtype = gpu_checkdtype(L, 2);
+  if (gpu_checkoptions(L, options, known)) {
+    if (lua_getfield(L, options, "attach") != LUA_TNIL) {
+      const char *name = lua_tostring(L, -1);
+      for (mode = 0; name != NULL && attach_modes[mode] != NULL; mode++)
+        if (strcmp(name, attach_modes[mode]) == 0) break;
+      if (name == NULL || mode > 1)   /* "single" needs a stream: h:attach("single", s) */
+        luaL_argerror(L, options, "option 'attach' must be \"global\" or \"host\"");
+    }
+    lua_pop(L, 1);
+  }
+  host_new(L, dtype, ndim, shape, GPU_HOST_MANAGED, attach_flags[mode]);
+  return 1;
+}
 
 static void fill (lua_State *L, gpu_HostArray *h, int value_idx, int arg) {
   unsigned char v[GPU_MAX_ITEMSIZE];
@@ -158,7 +232,7 @@ static void fill (lua_State *L, gpu_HostArray *h, int value_idx, int arg) {
 }
 
 static int host_ones (lua_State *L) {
-  gpu_HostArray *h = new_from_args(L, 0);
+  gpu_HostArray *h = new_from_args(L, GPU_HOST_PAGEABLE);
   lua_pushinteger(L, 1);
   fill(L, h, -1, 1);
   lua_pop(L, 1);
@@ -174,7 +248,7 @@ static int host_full (lua_State *L) {
   dtype = lua_isnoneornil(L, 3) ? (lua_isinteger(L, 2) ? GPU_INT64 : lua_isboolean(L, 2)
                                                           ? GPU_BOOL : GPU_FLOAT64)
                                 : gpu_checkdtype(L, 3);
-  fill(L, gpu_hostarray_new(L, dtype, ndim, shape, 0), 2, 2);
+  fill(L, gpu_hostarray_new(L, dtype, ndim, shape, GPU_HOST_PAGEABLE), 2, 2);
   return 1;
 }
 
@@ -199,7 +273,7 @@ static int host_from_bytes (lua_State *L) {
       return luaL_argerror(L, 3, lua_pushfstring(L, "shape holds %I elements, the string %I",
                                                  (lua_Integer)size, (lua_Integer)(len / item)));
   }
-  h = gpu_hostarray_new(L, dtype, ndim, shape, 0);
+  h = gpu_hostarray_new(L, dtype, ndim, shape, GPU_HOST_PAGEABLE);
   memcpy(h->data, s, len);
   return 1;
 }
@@ -303,7 +377,7 @@ static int host_from_table (lua_State *L) {
   } else {
     dtype = gpu_checkdtype(L, 2);
   }
-  f.h = gpu_hostarray_new(L, dtype, ndim, shape, 0);
+  f.h = gpu_hostarray_new(L, dtype, ndim, shape, GPU_HOST_PAGEABLE);
   f.next = 0;
   f.arg = 1;
   fill_from_table(L, 1, 0, &f);
@@ -340,7 +414,7 @@ static int host_index (lua_State *L) {
   const char *key;
   if (lua_type(L, 2) == LUA_TNUMBER) {
     if (!host_alive(h)) return gpu_freed_error(L, 1, "host array");
-    gpu_pushvalue(L, h->dtype, element(L, h, 2));
+    gpu_pushvalue(L, h->dtype, element(L, host_access(L, h), 2));
     return 1;
   }
   lua_pushvalue(L, 2);
@@ -372,6 +446,7 @@ static int host_newindex (lua_State *L) {
     return luaL_error(L, "cannot store a %s in a HostArray of %s: %s", luaL_typename(L, 3),
                       gpu_dtypes[h->dtype].name, bad);
   }
+  host_access(L, h);
   memcpy(p, v, gpu_dtypes[h->dtype].itemsize);
   return 0;
 }
@@ -400,20 +475,20 @@ static void push_nested (lua_State *L, const gpu_HostArray *h, int depth, size_t
 
 /* h:totable(): nested by shape (a 0-d array gives its value) */
 static int host_totable (lua_State *L) {
-  gpu_HostArray *h = gpu_checkhostarray(L, 1);
+  gpu_HostArray *h = check_access(L, 1);
   size_t next = 0;
   push_nested(L, h, 0, &next);
   return 1;
 }
 
 static int host_bytes (lua_State *L) {
-  gpu_HostArray *h = gpu_checkhostarray(L, 1);
+  gpu_HostArray *h = check_access(L, 1);
   lua_pushlstring(L, (const char *)h->data, h->nbytes);
   return 1;
 }
 
 static int host_fill (lua_State *L) {
-  gpu_HostArray *h = gpu_checkhostarray(L, 1);
+  gpu_HostArray *h = check_access(L, 1);
   luaL_checkany(L, 2);
   fill(L, h, 2, 2);
   lua_settop(L, 1);
@@ -476,6 +551,69 @@ static int host_is_pagelocked (lua_State *L) {
   return 1;
 }
 
+static int host_is_managed (lua_State *L) {
+  lua_pushboolean(L, gpu_checkhostarray(L, 1)->managed);
+  return 1;
+}
+
+/* The live managed array at arg 1 of method `name`, its context current. */
+static gpu_HostArray *check_managed (lua_State *L, const char *name) {
+  gpu_HostArray *h = gpu_checkhostarray(L, 1);
+  if (!h->managed)
+    luaL_argerror(L, 1, lua_pushfstring(L, "%s needs a managed array (gpu.host.managed_empty)", name));
+  gpu_context_enter(L, h->ctx);
+  return h;
+}
+
+/* h:attach(mode[, stream]): which work may touch h's memory (cuStreamAttachMemAsync, queued on
+** the stream): "global" any stream's, "host" the host's only (until a kernel of the stream
+** runs), "single" the stream's only (its kernels may then run while the host touches other
+** managed memory, on devices without concurrent managed access). */
+static int host_attach (lua_State *L) {
+  gpu_HostArray *h = check_managed(L, "attach");
+  int mode = luaL_checkoption(L, 2, NULL, attach_modes);
+  CUstream stream = gpu_optstream(L, 3);
+  if (attach_flags[mode] == CU_MEM_ATTACH_SINGLE && stream == NULL)
+    return luaL_argerror(L, 3, "mode \"single\" needs a stream");
+  gpu_check(L, h->ctx->driver->cuStreamAttachMemAsync(stream, (CUdeviceptr)(uintptr_t)h->data, 0,
+                                                      attach_flags[mode]),
+            "cuStreamAttachMemAsync");
+  lua_settop(L, 1);
+  return 1;
+}
+
+/* h:prefetch([where[, stream]]): moves h's pages ahead of their use, queued on the stream:
+** where "host", a gpu.Device or a device ordinal (default the array's device). */
+static int host_prefetch (lua_State *L) {
+  gpu_HostArray *h = check_managed(L, "prefetch");
+  CUmemLocation location;
+  CUstream stream = gpu_optstream(L, 3);
+  location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  location.id = h->ctx->ordinal;
+  if (lua_type(L, 2) == LUA_TSTRING) {
+    if (strcmp(lua_tostring(L, 2), "host") != 0)
+      return luaL_argerror(L, 2, "\"host\", a gpu.Device or a device ordinal expected");
+    location.type = CU_MEM_LOCATION_TYPE_HOST;
+    location.id = 0;
+  } else if (lua_type(L, 2) == LUA_TUSERDATA) {
+    if ((location.id = gpu_device_ordinal_at(L, 2)) < 0)
+      return luaL_argerror(L, 2, "\"host\", a gpu.Device or a device ordinal expected");
+  } else if (!lua_isnoneornil(L, 2)) {
+    int isint;
+    lua_Integer ordinal = lua_tointegerx(L, 2, &isint);
+    if (!isint || ordinal < 0 || ordinal > INT32_MAX)
+      return luaL_argerror(L, 2, "\"host\", a gpu.Device or a device ordinal expected");
+    location.id = (int)ordinal;
+  }
+  if (h->ctx->driver->cuMemPrefetchAsync == NULL)
+    return luaL_error(L, "prefetch needs a CUDA 12.2 driver or newer");
+  gpu_check(L, h->ctx->driver->cuMemPrefetchAsync((CUdeviceptr)(uintptr_t)h->data,
+                                                  h->nbytes ? h->nbytes : 1, location, 0, stream),
+            "cuMemPrefetchAsync");
+  lua_settop(L, 1);
+  return 1;
+}
+
 static int host_ptr (lua_State *L) {
   lua_pushlightuserdata(L, gpu_checkhostarray(L, 1)->data);
   return 1;
@@ -486,6 +624,7 @@ void gpu_host_open (lua_State *L) {
     {"empty", host_empty}, {"zeros", host_empty}, {"ones", host_ones}, {"full", host_full},
     {"from_table", host_from_table}, {"from_bytes", host_from_bytes},
     {"pagelocked_empty", host_pagelocked_empty}, {"pagelocked_zeros", host_pagelocked_empty},
+    {"managed_empty", host_managed_empty}, {"managed_zeros", host_managed_empty},
     {NULL, NULL},
   };
   static const luaL_Reg meta[] = {
@@ -495,6 +634,7 @@ void gpu_host_open (lua_State *L) {
   static const luaL_Reg methods[] = {
     {"free", host_free}, {"totable", host_totable}, {"bytes", host_bytes}, {"fill", host_fill},
     {"reshape", host_reshape}, {"is_pagelocked", host_is_pagelocked}, {"ptr", host_ptr},
+    {"is_managed", host_is_managed}, {"attach", host_attach}, {"prefetch", host_prefetch},
     {NULL, NULL},
   };
   lua_newtable(L);

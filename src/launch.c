@@ -517,9 +517,14 @@ static CUdeviceptr raw_pointer (lua_State *L, const gpu_Function *f, int idx, in
     case LUA_TNIL: return 0;
     case LUA_TSTRING: return (CUdeviceptr)kernel_argerror(L, f, argn, "expected a device pointer, got a string");
   }
-  if (gpu_testhostarray(L, idx))
+  if (luaL_testudata(L, idx, GPU_HOSTARRAY) != NULL) {
+    const gpu_HostArray *h = gpu_testhostarray(L, idx);
+    if (h == NULL) kernel_argerror(L, f, argn, "host array has been freed");
+    if (h->managed) return (CUdeviceptr)(uintptr_t)h->data;   /* the same address on both */
     kernel_argerror(L, f, argn, "a host array is not a device pointer: wrap it in gpu.In, "
-                                "gpu.Out or gpu.InOut, or copy it with gpu.to_device");
+                                "gpu.Out or gpu.InOut, copy it with gpu.to_device, or make it "
+                                "with gpu.host.managed_empty");
+  }
   return kernel_argerror(L, f, argn, "expected a device pointer (gpu.Buffer, array, "
                                      "In/Out/InOut or an address), got %s",
                          luaL_typename(L, idx));

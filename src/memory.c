@@ -430,7 +430,7 @@ static int gpu_from_device (lua_State *L) {
     luaL_argerror(L, 2, lua_pushfstring(L, "%I elements of %s are more than the buffer holds "
                                         "(%I bytes)", (lua_Integer)size, gpu_dtypes[dtype].name,
                                         (lua_Integer)b->size));
-  h = gpu_hostarray_new(L, dtype, ndim, shape, 0);
+  h = gpu_hostarray_new(L, dtype, ndim, shape, GPU_HOST_PAGEABLE);
   b = gpu_checkbuffer(L, 1);               /* again: the allocation ran finalizers */
   gpu_copy_to_host(L, b->ctx, h->data, b->ptr, h->nbytes);
   return 1;

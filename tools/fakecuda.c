@@ -68,6 +68,10 @@ static CUresult attribute (int *v, CUdevice_attribute a, CUdevice d) {
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
     case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *v = 32; break;
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS:   /* FAKE_CUDA_CONCURRENT_MANAGED=0: none */
+      *v = getenv("FAKE_CUDA_CONCURRENT_MANAGED") == NULL ||
+           strcmp(getenv("FAKE_CUDA_CONCURRENT_MANAGED"), "0") != 0;
+      break;
     default: *v = 1;
   }
   return CUDA_SUCCESS;
@@ -122,6 +126,11 @@ static CUresult mem_free (CUdeviceptr p) {
   atomic_fetch_sub(&device_bytes, n);
   free(m);
   return CUDA_SUCCESS;
+}
+/* Managed memory is "device" memory here too (host RAM, counted alike). */
+static CUresult managed_alloc (CUdeviceptr *p, size_t n, unsigned flags) {
+  (void)flags;
+  return mem_alloc(p, n);
 }
 static CUresult pool_alloc (CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s) {
   (void)pool; (void)s;
@@ -290,6 +299,8 @@ static const struct { const char *name; void *fn; } stubs[] = {
   STUB(cuMemPoolCreate, pool_create) STUB(cuMemPoolDestroy, ok) STUB(cuMemPoolSetAttribute, ok)
   STUB(cuMemPoolGetAttribute, pool_get) STUB(cuMemPoolTrimTo, ok)
   STUB(cuMemHostAlloc, host_alloc) STUB(cuMemFreeHost, host_free)
+  STUB(cuMemAllocManaged, managed_alloc) STUB(cuStreamAttachMemAsync, ok)
+  STUB(cuMemPrefetchAsync, ok)
   STUB(cuMemcpyHtoD, htod) STUB(cuMemcpyDtoH, dtoh) STUB(cuMemcpyDtoD, copy)
   STUB(cuMemcpyHtoDAsync, htod_async) STUB(cuMemcpyDtoHAsync, dtoh_async)
   STUB(cuMemcpyDtoDAsync, dtod_async) STUB(cuMemsetD8, set8) STUB(cuMemsetD16, set16)
@@ -328,7 +339,15 @@ EXPORT CUresult cuLaunchKernel (CUfunction f, unsigned gx, unsigned gy, unsigned
   return CUDA_SUCCESS;
 }
 
-EXPORT CUresult cuCtxSynchronize (void) { return CUDA_SUCCESS; }
+/* FAKE_CUDA_TRACE_SYNC=1 prints a line a call, for specs of what waits for the device. */
+EXPORT CUresult cuCtxSynchronize (void) {
+  const char *trace = getenv("FAKE_CUDA_TRACE_SYNC");
+  if (trace != NULL && strcmp(trace, "1") == 0) {
+    printf("fakecuda: cuCtxSynchronize\n");
+    fflush(stdout);
+  }
+  return CUDA_SUCCESS;
+}
 
 EXPORT CUresult cuCtxGetCurrent (CUcontext *c) { return get_current(c); }
 

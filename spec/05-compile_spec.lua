@@ -89,6 +89,35 @@ describe("gpu.compile", function()
     assert.is_truthy(ptx:find("1357911", 1, true))
   end)
 
+  it("searches the CUDA toolkit's headers last, as nvcc would (cuda_fp16.h, cooperative_groups.h) #nvrtc", function()
+    local dir = gpu.cuda_include_dir()
+    if dir == nil then
+      pending("no toolkit headers beside NVRTC, under CUDA_HOME or /usr/local/cuda")
+      return
+    end
+    assert.is_truthy(io.open(dir .. "/cuda_fp16.h")):close()
+    -- C++ headers: no extern "C" around them
+    local src = [[
+      #include <cuda_fp16.h>
+      #include <cooperative_groups.h>
+      extern "C" __global__ void halve(__half *h, float *f) {
+        cooperative_groups::this_thread_block().sync();
+        f[0] = __half2float(h[0]) * 0.5f;
+      }]]
+    local ptx = gpu.compile(src, {arch = "compute_90", no_extern_c = true, cache = false})
+    assert.is_truthy(ptx:find(".entry halve", 1, true))
+    -- a directory of the caller's comes first: its cuda_fp16.h is the one included
+    local mine = helpers.temp_dir()
+    local f = assert(io.open(mine .. "/cuda_fp16.h", "w"))
+    f:write("#define MINE 8642097\n")
+    f:close()
+    ptx = gpu.compile('#include <cuda_fp16.h>\n__global__ void k(int *a) { a[0] = MINE; }',
+                      {arch = "compute_90", include_dirs = {mine}, cache = false})
+    assert.is_truthy(ptx:find("8642097", 1, true))
+    os.remove(mine .. "/cuda_fp16.h")
+    os.remove(mine)
+  end)
+
   it("reports a bad NVRTC option as a gpu.Error with the log #nvrtc", function()
     local err = helpers.assert_gpu_error("NVRTC_ERROR_INVALID_OPTION", "nvrtcCompileProgram",
       function() gpu.compile(add, {arch = "sm_90", options = {"--no-such-flag"}}) end)

@@ -49,6 +49,8 @@ static struct {
   int tried;                /* load_nvrtc ran: the library was dlopen'ed (or could not be) */
   char path[PATH_MAX];      /* the library that was loaded */
   char why[PATH_MAX + 256]; /* why none could be, when ok is 0 */
+  char headers[PATH_MAX];   /* the toolkit's include directory, "" if none was found */
+  int cccl;                 /* it has a cccl directory (CUDA 13's home of cuda/std, cub, ...) */
 } nv = { PTHREAD_ONCE_INIT };
 
 static const char *const nvrtc_names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
@@ -178,6 +180,35 @@ static void *open_nvrtc (void) {
                           nv.why, sizeof nv.why);
 }
 
+/* Whether dir (its first len bytes) + "/include" holds cuda_fp16.h; if so it goes to nv.headers. */
+static int try_headers (const char *dir, size_t len) {
+  char file[PATH_MAX];
+  struct stat st;
+  if (len == 0 || (size_t)snprintf(file, sizeof file, "%.*s/include/cuda_fp16.h", (int)len, dir) >= sizeof file ||
+      stat(file, &st) != 0 || !S_ISREG(st.st_mode))
+    return 0;
+  snprintf(nv.headers, sizeof nv.headers, "%.*s/include", (int)len, dir);
+  nv.cccl = (size_t)snprintf(file, sizeof file, "%.*s/include/cccl", (int)len, dir) < sizeof file &&
+            stat(file, &st) == 0 && S_ISDIR(st.st_mode);
+  return 1;
+}
+
+/*
+** The CUDA toolkit's headers (cuda_fp16.h, cooperative_groups.h, ...), which NVRTC does not
+** search by itself, as CuPy's compiler adds them: so a kernel may include what nvcc would
+** find.  Beside the loaded library (lib64/.. or targets/<arch>/lib/..), else under
+** $CUDA_HOME, else /usr/local/cuda; none when no such directory has cuda_fp16.h.
+*/
+static void find_headers (void) {
+  const char *home = getenv("CUDA_HOME");
+  const char *slash = strrchr(nv.path, '/');
+  size_t len = slash != NULL ? (size_t)(slash - nv.path) : 0;   /* the library's directory */
+  while (len > 0 && nv.path[len - 1] != '/') len--;                /* ... and its parent */
+  if (len > 1 && try_headers(nv.path, len - 1)) return;
+  if (home != NULL && *home != '\0' && try_headers(home, strlen(home))) return;
+  try_headers("/usr/local/cuda", strlen("/usr/local/cuda"));
+}
+
 static void load_nvrtc (void) {
   void *lib = open_nvrtc();
   __atomic_store_n(&nv.tried, 1, __ATOMIC_RELEASE);
@@ -189,6 +220,7 @@ static void load_nvrtc (void) {
   }
   GPU_NVRTC_SYMBOLS(GPU_NVRTC_RESOLVE)
 #undef GPU_NVRTC_RESOLVE
+  find_headers();
   nv.ok = 1;
 }
 
@@ -319,6 +351,8 @@ static int gpu_compile (lua_State *L) {
     push_string_list(L, 2, "include_dirs", "-I");
     push_string_list(L, 2, "options", "");
   }
+  if (nv.headers[0] != '\0') lua_pushfstring(L, "-I%s", nv.headers);   /* searched last */
+  if (nv.cccl) lua_pushfstring(L, "-I%s/cccl", nv.headers);
   nopts = lua_gettop(L) - base + 1;
   optv = (const char **)lua_newuserdatauv(L, sizeof(char *) * (size_t)(nopts + 1), 0);
   for (i = 0; i < nopts; i++) optv[i] = lua_tostring(L, base + i);
@@ -396,6 +430,14 @@ static int gpu_nvrtc_supported_archs (lua_State *L) {
   return 1;
 }
 
+/* cuda_include_dir() -> the toolkit's include directory every compile searches last, or nil */
+static int gpu_cuda_include_dir (lua_State *L) {
+  check_loaded(L);
+  if (nv.headers[0] == '\0') lua_pushnil(L);
+  else lua_pushstring(L, nv.headers);
+  return 1;
+}
+
 static int gpu_nvrtc_path (lua_State *L) {
   check_loaded(L);
   lua_pushstring(L, nv.path);
@@ -437,6 +479,7 @@ void gpu_nvrtc_open (lua_State *L) {
   static const luaL_Reg functions[] = {
     {"compile", gpu_compile}, {"nvrtc_version", gpu_nvrtc_version},
     {"nvrtc_supported_archs", gpu_nvrtc_supported_archs}, {"nvrtc_path", gpu_nvrtc_path},
+    {"cuda_include_dir", gpu_cuda_include_dir},
     {"nvrtc_loaded", gpu_nvrtc_loaded}, {"nvrtc_identity", gpu_nvrtc_identity},
     {NULL, NULL},
   };

@@ -430,7 +430,7 @@ describe("prepared calls", function()
 end)
 
 describe("Function attributes", function()
-  helpers.gpu_it("num_regs, sizes, max_threads_per_block and max_potential_block_size", function()
+  helpers.gpu_it("num_regs, sizes, max_threads_per_block, max_potential_block_size, active blocks", function()
     local f = module().axpy
     assert.is_true(f.num_regs >= 1 and f.num_regs <= 255)
     assert.is_true(f.shared_size_bytes >= 0)
@@ -446,7 +446,138 @@ describe("Function attributes", function()
                          function() f:max_potential_block_size(-1) end)
     assert.is_nil(f.no_such_attribute)
     assert.is_true(math.type(f.handle) == "integer" and f.handle ~= 0)
+    -- blocks a multiprocessor runs at once: bounded by its threads, registers and shared memory
+    local device = gpu.get_device()
+    local threads = device:attribute("MAX_THREADS_PER_MULTIPROCESSOR")
+    local registers = device:attribute("MAX_REGISTERS_PER_MULTIPROCESSOR")
+    local shared = device:attribute("MAX_SHARED_MEMORY_PER_MULTIPROCESSOR")
+    local before = math.huge
+    for _, size in ipairs{32, 128, 256, 1024} do
+      local blocks = f:max_active_blocks_per_multiprocessor(size)
+      assert.is_true(blocks >= 1 and blocks * size <= threads, size .. ": " .. blocks)
+      assert.is_true(blocks * size * f.num_regs <= registers, size .. ": " .. blocks)
+      assert.is_true(blocks <= before, size .. ": fewer threads, as many blocks or more")
+      before = blocks
+    end
+    assert.are.equal(f:max_active_blocks_per_multiprocessor(128), f:max_active_blocks_per_multiprocessor({16, 8}))
+    local with_shared = f:max_active_blocks_per_multiprocessor(128, 48 * 1024)
+    assert.is_true(with_shared >= 1 and with_shared <= shared // (48 * 1024), tostring(with_shared))
+    helpers.assert_error("bad argument #1 to 'max_active_blocks_per_multiprocessor' (block.x = 0 must be at least 1)",
+                         function() f:max_active_blocks_per_multiprocessor(0) end)
+    helpers.assert_error("bad argument #1 to 'max_active_blocks_per_multiprocessor' (block of 64x64x1 = 4096 "
+                         .. "threads exceeds the device limit of 1024)",
+                         function() f:max_active_blocks_per_multiprocessor({64, 64}) end)
+    helpers.assert_error("bad argument #2 to 'max_active_blocks_per_multiprocessor' (shared memory size must not be negative)",
+                         function() f:max_active_blocks_per_multiprocessor(32, -1) end)
     assert.are.equal(f.handle, module().axpy.handle)      -- one CUfunction per kernel
+  end)
+end)
+
+describe("cooperative and clustered launches", function()
+  -- a grid-wide barrier between two phases, and each block's place in its cluster; C++
+  -- headers of the toolkit, so no extern "C" around the source
+  local SOURCE = [[
+    #include <cooperative_groups.h>
+    namespace cg = cooperative_groups;
+    extern "C" __global__ void two_phase(int *a, int *b, int n) {
+      cg::grid_group grid = cg::this_grid();
+      for (int i = grid.thread_rank(); i < n; i += grid.size()) a[i] = 3 * i + 1;
+      grid.sync();      // every block's writes are done: b reads its neighbours' elements
+      for (int i = grid.thread_rank(); i < n; i += grid.size()) b[i] = a[(i + 1) % n] - a[i];
+    }
+    extern "C" __global__ void cluster_ranks(int *rank, int *size) {
+      cg::cluster_group cluster = cg::this_cluster();
+      int b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+      if (threadIdx.x == 0) { rank[b] = cluster.block_rank(); size[b] = cluster.num_blocks(); }
+    }]]
+  local function kernels()
+    if gpu.cuda_include_dir() == nil then return nil end
+    return gpu.SourceModule(SOURCE, {no_extern_c = true})
+  end
+
+  helpers.gpu_it("cooperative = true lets a grid of co-resident blocks sync", function()
+    local m = kernels()
+    if m == nil then return pending("no toolkit headers for cooperative_groups.h") end
+    local f = m.two_phase
+    local device = gpu.get_device()
+    local grid = f:max_active_blocks_per_multiprocessor(256) * device:attribute("MULTIPROCESSOR_COUNT")
+    local n = 1000003 + math.random(0, 1000)        -- more elements than threads: strided loops
+    local a, b = gpu.zeros(n, "int32"), gpu.zeros(n, "int32")
+    f(a, b, n, {block = 256, grid = grid, cooperative = true})
+    local ha, hb = a:get(), b:get()
+    for i = 1, n do
+      assert(ha[i] == 3 * (i - 1) + 1, "a " .. i)
+      local want = i < n and 3 or 1 - (3 * (n - 1) + 1)
+      assert(hb[i] == want, ("b %d: %d, expected %d"):format(i, hb[i], want))
+    end
+    -- more blocks than can be resident at once: the driver refuses the launch
+    helpers.assert_gpu_error("CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE", "cuLaunchKernelEx",
+                             function() f(a, b, n, {block = 256, grid = grid + 1, cooperative = true}) end)
+    f(a, b, n, {block = 256, grid = grid, cooperative = false})   -- an ordinary launch again
+    gpu.synchronize()
+  end)
+
+  helpers.gpu_it("cluster = {x, y, z} groups blocks into thread block clusters (compute capability 9)", function()
+    if gpu.get_device():compute_capability() < 9 then return pending("clusters need compute capability 9.0") end
+    local m = kernels()
+    if m == nil then return pending("no toolkit headers for cooperative_groups.h") end
+    local f = m.cluster_ranks
+    for _, case in ipairs{{{8, 1, 1}, {2, 1, 1}}, {{4, 6, 1}, {2, 2, 1}}, {{8, 2, 2}, {4}}} do
+      local grid, cluster = case[1], case[2]
+      local cx, cy, cz = cluster[1], cluster[2] or 1, cluster[3] or 1
+      local blocks = grid[1] * grid[2] * grid[3]
+      local rank, size = gpu.full(blocks, -1, "int32"), gpu.full(blocks, -1, "int32")
+      f(rank, size, {block = 32, grid = grid, cluster = cluster})
+      local hr, hs = rank:get(), size:get()
+      for z = 0, grid[3] - 1 do
+        for y = 0, grid[2] - 1 do
+          for x = 0, grid[1] - 1 do
+            local b = x + grid[1] * (y + grid[2] * z) + 1
+            local want = x % cx + cx * (y % cy + cy * (z % cz))
+            assert(hr[b] == want, ("grid %d %d %d, block %d: rank %d, expected %d"):format(
+              grid[1], grid[2], grid[3], b, hr[b], want))
+            assert(hs[b] == cx * cy * cz, "cluster size")
+          end
+        end
+      end
+    end
+    -- a grid that clusters of that shape do not tile: the driver's error, named
+    local rank, size = gpu.zeros(3, "int32"), gpu.zeros(3, "int32")
+    local err = helpers.error_of(function() f(rank, size, {block = 32, grid = 3, cluster = 2}) end)
+    assert.is_true(gpu.Error.is(err), tostring(err))
+    assert.are.equal("cuLaunchKernelEx", err.call)
+  end)
+
+  helpers.gpu_it("check the options", function()
+    local f = module().twice
+    local out <close> = gpu.mem_alloc(16)
+    helpers.assert_error("bad launch options for 'twice' (cooperative must be a boolean, got number)",
+                         function() f(out, 4, {block = 4, cooperative = 1}) end)
+    helpers.assert_error("bad launch options for 'twice' (cluster.x = 0 must be at least 1)",
+                         function() f(out, 4, {block = 4, cluster = 0}) end)
+    helpers.assert_error("bad launch options for 'twice' (cluster must be a number or a table of 1 to 3 numbers, got string)",
+                         function() f(out, 4, {block = 4, cluster = "2"}) end)
+  end)
+end)
+
+describe("cooperative and clustered launches on the stand-in driver", function()
+  it("go to cuLaunchKernelEx with their attributes; other launches stay on cuLaunchKernel", function()
+    local out, ok = helpers.run_with_fakes([[
+      local gpu = require "gpu"
+      local f = gpu.SourceModule("__global__ void k(int *a) { a[0] = 1; }").k
+      local a = gpu.zeros(4, "int32")
+      f(a, {block = 32, grid = 4, cooperative = true})
+      f(a, {block = {8, 4}, grid = {4, 2}, cluster = {2, 2}, shared = 64})
+      f(a, {block = 32, grid = 8, cluster = 4, cooperative = true})
+      f(a, {block = 32, grid = 8, cooperative = false})
+      print("done")
+    ]], {FAKE_CUDA_TRACE_LAUNCH_EX = "1"})
+    assert(ok, out)
+    assert.are.equal(table.concat({
+      "fakecuda: cuLaunchKernelEx k grid 4 1 1 block 32 1 1 shared 0 cooperative 1",
+      "fakecuda: cuLaunchKernelEx k grid 4 2 1 block 8 4 1 shared 64 cluster 2 2 1",
+      "fakecuda: cuLaunchKernelEx k grid 8 1 1 block 32 1 1 shared 0 cooperative 1 cluster 4 1 1",
+      "done", ""}, "\n"), out)
   end)
 end)
 

@@ -86,6 +86,7 @@ __attribute__((visibility("default"))) int luaopen_gpu_core(lua_State *L);
   X(cuFuncSetAttribute, 9000)                      \
   X(cuLaunchKernel, 4000)                          \
   X(cuOccupancyMaxPotentialBlockSize, 6050)        \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050) \
   X(cuStreamCreate, 2000)                          \
   X(cuStreamDestroy, 4000)                         \
   X(cuStreamSynchronize, 2000)                     \
@@ -104,7 +105,8 @@ __attribute__((visibility("default"))) int luaopen_gpu_core(lua_State *L);
   X(cuGraphExecDestroy, 10000)                     \
   X(cuGraphDestroy, 10000)                         \
   OPT(cuFuncGetParamInfo, 12040)                  \
-  OPT(cuMemPrefetchAsync, 12020)
+  OPT(cuMemPrefetchAsync, 12020)                  \
+  OPT(cuLaunchKernelEx, 11060)
 
 typedef struct gpu_Driver {
 #define GPU_DRIVER_FIELD(name, version) PFN_##name##_v##version name;

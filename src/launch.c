@@ -56,6 +56,8 @@ typedef struct gpu_LaunchConfig {
   int stream_idx;           /* stack index of the gpu.Stream, 0 for the default stream */
   gpu_Stream *stream_obj;   /* the gpu.Stream there, NULL for the default stream */
   int timed;
+  int cooperative;          /* a cooperative launch: the grid may sync (cooperative groups) */
+  unsigned cluster[3];      /* thread block clusters of these dimensions; 0: none */
 } gpu_LaunchConfig;
 
 /* The largest parameter buffer CUDA accepts (12.1+ on Volta and later). */
@@ -449,6 +451,13 @@ static void read_call_options (lua_State *L, int idx, gpu_Function *f, gpu_Launc
       }
     } else if (strcmp(key, "time") == 0 || strcmp(key, "time_kernel") == 0) {
       cfg->timed = lua_toboolean(L, v);
+    } else if (strcmp(key, "cooperative") == 0) {
+      if (lua_type(L, v) != LUA_TBOOLEAN)
+        bad = lua_pushfstring(L, "cooperative must be a boolean, got %s", luaL_typename(L, v));
+      else cfg->cooperative = lua_toboolean(L, v);
+    } else if (strcmp(key, "cluster") == 0) {
+      static const int any[3] = {INT_MAX, INT_MAX, INT_MAX};   /* the driver knows the limits */
+      bad = read_dims(L, v, "cluster", cfg->cluster, any);
     } else {
       bad = lua_type(L, -2) == LUA_TSTRING ? lua_pushfstring(L, "unknown option '%s'", key)
                                            : "option keys must be strings";
@@ -721,10 +730,43 @@ static size_t pack_arguments (lua_State *L, gpu_Function *f, int first, int narg
 }
 
 /* cuLaunchKernel with the packed arguments; *call names the call that failed, if any. */
+/* A launch with attributes (cooperative, clusters): cuLaunchKernelEx, where the driver has it. */
+static CUresult launch_extended (const gpu_Driver *d, gpu_Function *f, const gpu_LaunchConfig *cfg,
+                                 void **extra, const char **call) {
+  CUlaunchAttribute attributes[2];
+  CUlaunchConfig config;
+  unsigned n = 0;
+  memset(attributes, 0, sizeof attributes);
+  if (cfg->cooperative) {
+    attributes[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    attributes[n++].value.cooperative = 1;
+  }
+  if (cfg->cluster[0] != 0) {
+    attributes[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attributes[n].value.clusterDim.x = cfg->cluster[0];
+    attributes[n].value.clusterDim.y = cfg->cluster[1];
+    attributes[n++].value.clusterDim.z = cfg->cluster[2];
+  }
+  config.gridDimX = cfg->grid[0];
+  config.gridDimY = cfg->grid[1];
+  config.gridDimZ = cfg->grid[2];
+  config.blockDimX = cfg->block[0];
+  config.blockDimY = cfg->block[1];
+  config.blockDimZ = cfg->block[2];
+  config.sharedMemBytes = cfg->shared;
+  config.hStream = cfg->stream;
+  config.attrs = attributes;
+  config.numAttrs = n;
+  *call = "cuLaunchKernelEx";
+  if (d->cuLaunchKernelEx == NULL) return CUDA_ERROR_NOT_SUPPORTED;   /* a driver before 11.8 */
+  return d->cuLaunchKernelEx(&config, f->fn, NULL, extra);
+}
+
 static CUresult launch_packed (const gpu_Driver *d, gpu_Function *f, const gpu_LaunchConfig *cfg,
                                size_t size, const char **call) {
   void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, f->argbuf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
                    CU_LAUNCH_PARAM_END};
+  if (cfg->cooperative | cfg->cluster[0]) return launch_extended(d, f, cfg, size ? extra : NULL, call);
   *call = "cuLaunchKernel";
   return d->cuLaunchKernel(f->fn, cfg->grid[0], cfg->grid[1], cfg->grid[2], cfg->block[0],
                            cfg->block[1], cfg->block[2], cfg->shared, cfg->stream, NULL,
@@ -794,7 +836,7 @@ static int launch (lua_State *L, gpu_Function *f, int first, int nargs, gpu_Laun
 /* f(args..., {block = ..., grid = ..., shared = ..., stream = ..., time = ...}) */
 static int function_call (lua_State *L) {
   gpu_Function *f = check_function_alive(L, 1);
-  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, NULL, 0};
+  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, NULL, 0, 0, {0, 0, 0}};
   int top = lua_gettop(L);
   if (top < 2 || lua_type(L, top) != LUA_TTABLE)
     return luaL_error(L, "missing launch options: call '%s' as f(args..., {block = {x, y, z}, "
@@ -852,7 +894,7 @@ int gpu_launch_values (lua_State *L, int fidx, const gpu_Context *ctx, const gpu
                        const CUdeviceptr *ptrs, int first,
                        int nvalues, const lua_Integer *tail, int ntail) {
   gpu_Function *f = (gpu_Function *)lua_touserdata(L, fidx);
-  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, NULL, 0};
+  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, NULL, 0, 0, {0, 0, 0}};
   const char *call;
   int i;
   /* the caller's allocations ran finalizers: a stream freed by one takes the general path */
@@ -1002,7 +1044,7 @@ static int read_prepared (lua_State *L, gpu_Function *f, int grid, int block, in
 /* f:prepared_call(grid, block, args...) */
 static int function_prepared_call (lua_State *L) {
   gpu_Function *f = check_function(L, 1);
-  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, NULL, 0};
+  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, NULL, 0, 0, {0, 0, 0}};
   int nargs = read_prepared(L, f, 2, 3, 4, &cfg);
   return launch(L, f, 4, nargs, &cfg);
 }
@@ -1010,7 +1052,7 @@ static int function_prepared_call (lua_State *L) {
 /* f:prepared_async_call(grid, block, stream, args...) */
 static int function_prepared_async_call (lua_State *L) {
   gpu_Function *f = check_function_alive(L, 1);
-  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, NULL, 0};
+  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, NULL, 0, 0, {0, 0, 0}};
   int nargs = read_prepared(L, f, 2, 3, 5, &cfg);
   cfg.stream_obj = launch_stream(L, 4, f->ctx->state);
   cfg.stream = cfg.stream_obj ? cfg.stream_obj->stream : NULL;
@@ -1022,7 +1064,7 @@ static int function_prepared_async_call (lua_State *L) {
 /* f:prepared_timed_call(grid, block, args...) -> seconds */
 static int function_prepared_timed_call (lua_State *L) {
   gpu_Function *f = check_function(L, 1);
-  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, NULL, 1};
+  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, NULL, 1, 0, {0, 0, 0}};
   int nargs = read_prepared(L, f, 2, 3, 4, &cfg);
   return launch(L, f, 4, nargs, &cfg);
 }
@@ -1117,6 +1159,25 @@ static int function_max_potential_block_size (lua_State *L) {
   lua_pushinteger(L, block);
   lua_pushinteger(L, min_grid);
   return 2;
+}
+
+/* f:max_active_blocks_per_multiprocessor(block[, dynamic_shared_bytes]) -> how many blocks of
+** that shape (a number or {x[, y[, z]]}) a multiprocessor runs at once (cuda.core's name). */
+static int function_max_active_blocks (lua_State *L) {
+  gpu_Function *f = check_function(L, 1);
+  gpu_LaunchConfig cfg = {{1, 1, 1}, {1, 1, 1}, 0, NULL, 0, NULL, 0, 0, {0, 0, 0}};
+  lua_Integer shared = luaL_optinteger(L, 3, 0);
+  const char *bad;
+  int blocks = 0;
+  if ((bad = read_dims(L, 2, "block", cfg.block, f->ctx->max_block)) != NULL ||
+      (bad = check_threads(L, &cfg, f->ctx)) != NULL)
+    return luaL_argerror(L, 2, bad);
+  luaL_argcheck(L, shared >= 0, 3, "shared memory size must not be negative");
+  gpu_check(L, gpu_driver(L)->cuOccupancyMaxActiveBlocksPerMultiprocessor(
+                   &blocks, f->fn, (int)(cfg.block[0] * cfg.block[1] * cfg.block[2]), (size_t)shared),
+            "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  lua_pushinteger(L, blocks);
+  return 1;
 }
 
 static int function_tostring (lua_State *L) {
@@ -1223,7 +1284,8 @@ void gpu_launch_open (lua_State *L) {
     {"prepared_async_call", function_prepared_async_call},
     {"prepared_timed_call", function_prepared_timed_call},
     {"set_attribute", function_set_attribute},
-    {"max_potential_block_size", function_max_potential_block_size}, {NULL, NULL},
+    {"max_potential_block_size", function_max_potential_block_size},
+    {"max_active_blocks_per_multiprocessor", function_max_active_blocks}, {NULL, NULL},
   };
   static const luaL_Reg scalar_meta[] = {
     {"__index", scalar_index}, {"__tostring", scalar_tostring}, {"__eq", scalar_eq},

@@ -241,6 +241,13 @@ static CUresult occupancy (int *min_grid, int *block, CUfunction f, CUoccupancyB
   *block = 1024;
   return CUDA_SUCCESS;
 }
+/* As an H100 with 16 registers a thread and no shared memory: 2048 threads a multiprocessor,
+** at most 32 blocks. */
+static CUresult active_blocks (int *blocks, CUfunction f, int block_size, size_t shared) {
+  (void)f; (void)shared;
+  *blocks = 2048 / block_size < 32 ? 2048 / block_size : 32;
+  return CUDA_SUCCESS;
+}
 static CUresult stream_create (CUstream *s, unsigned flags) {
   (void)flags;
   *s = (CUstream)&fake_stream;
@@ -265,6 +272,27 @@ static CUresult end_capture (CUstream s, CUgraph *g) {
 static CUresult instantiate (CUgraphExec *e, CUgraph g, unsigned long long flags) {
   (void)g; (void)flags;
   *e = (CUgraphExec)&fake_exec;
+  return CUDA_SUCCESS;
+}
+
+/* Runs nothing either; FAKE_CUDA_TRACE_LAUNCH_EX=1 prints the launch's shape and attributes. */
+static CUresult launch_ex (const CUlaunchConfig *c, CUfunction f, void **params, void **extra) {
+  const char *trace = getenv("FAKE_CUDA_TRACE_LAUNCH_EX");
+  unsigned i;
+  (void)params; (void)extra;
+  if (trace == NULL || strcmp(trace, "1") != 0) return CUDA_SUCCESS;
+  printf("fakecuda: cuLaunchKernelEx %s grid %u %u %u block %u %u %u shared %u", (const char *)(void *)f,
+         c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY, c->blockDimZ,
+         c->sharedMemBytes);
+  for (i = 0; i < c->numAttrs; i++) {
+    const CUlaunchAttribute *a = &c->attrs[i];
+    if (a->id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) printf(" cooperative %d", a->value.cooperative);
+    else if (a->id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+      printf(" cluster %u %u %u", a->value.clusterDim.x, a->value.clusterDim.y, a->value.clusterDim.z);
+    else printf(" attribute %d", (int)a->id);
+  }
+  printf("\n");
+  fflush(stdout);
   return CUDA_SUCCESS;
 }
 
@@ -309,7 +337,9 @@ static const struct { const char *name; void *fn; } stubs[] = {
   STUB(cuModuleLoadDataEx, module_load) STUB(cuModuleUnload, ok)
   STUB(cuModuleGetFunction, module_function) STUB(cuModuleGetGlobal, module_global)
   STUB(cuFuncGetAttribute, func_attribute) STUB(cuFuncSetAttribute, ok)
-  STUB(cuLaunchKernel, cuLaunchKernel) STUB(cuOccupancyMaxPotentialBlockSize, occupancy)
+  STUB(cuLaunchKernel, cuLaunchKernel) STUB(cuLaunchKernelEx, launch_ex)
+  STUB(cuOccupancyMaxPotentialBlockSize, occupancy)
+  STUB(cuOccupancyMaxActiveBlocksPerMultiprocessor, active_blocks)
   STUB(cuStreamCreate, stream_create) STUB(cuStreamDestroy, ok) STUB(cuStreamSynchronize, ok)
   STUB(cuStreamQuery, ok) STUB(cuStreamWaitEvent, ok) STUB(cuEventCreate, event_create)
   STUB(cuEventDestroy, ok) STUB(cuEventRecord, ok) STUB(cuEventSynchronize, ok)

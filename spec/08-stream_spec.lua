@@ -21,6 +21,44 @@ describe("gpu.Stream and gpu.Event options", function()
                          function() gpu.Event({timng = true}) end)
     helpers.assert_error("bad argument #1 to 'Event' (option keys must be strings, got number)",
                          function() gpu.Event({true}) end)
+    helpers.assert_error("bad argument #1 to 'Stream' (option 'priority' must be an integer, got string)",
+                         function() gpu.Stream({priority = "high"}) end)
+    helpers.assert_error("bad argument #1 to 'Stream' (option 'priority' must be an integer, got number)",
+                         function() gpu.Stream({priority = 0.5}) end)
+  end)
+end)
+
+describe("stream priorities", function()
+  helpers.gpu_it("are clamped into the device's range, and a greater one's work goes first", function()
+    local least, greatest = gpu.stream_priority_range()
+    assert.is_true(math.type(least) == "integer" and greatest <= least, least .. " " .. greatest)
+    assert.are.equal(0, gpu.Stream():priority())
+    assert.are.equal(greatest, gpu.Stream({priority = greatest}):priority())
+    assert.are.equal(least, gpu.Stream({priority = least, non_blocking = true}):priority())
+    assert.are.equal(greatest, gpu.Stream({priority = greatest - 100}):priority())   -- clamped
+    assert.are.equal(least, gpu.Stream({priority = least + 100}):priority())
+    if least == greatest then return pending("the device has one stream priority") end
+    -- twenty waves of 1 ms blocks on the least priority, then one short kernel on the
+    -- greatest: its block goes at the next free slot, not after every queued block (with
+    -- equal priorities it ends about when the long kernel does)
+    local spin = gpu.SourceModule(spin_source).spin
+    local low = gpu.Stream({priority = least, non_blocking = true})
+    local high = gpu.Stream({priority = greatest, non_blocking = true})
+    local slots = spin:max_active_blocks_per_multiprocessor(1) *
+                  gpu.get_device():attribute("MULTIPROCESSOR_COUNT")
+    local start, high_done, low_done = gpu.Event(), gpu.Event(), gpu.Event()
+    start:record(low)
+    spin(gpu.int64(2000000), {block = 1, grid = 20 * slots, stream = low})
+    low_done:record(low)
+    spin(gpu.int64(1000), {block = 1, stream = high})
+    high_done:record(high)
+    low:synchronize()
+    high:synchronize()
+    local t_high, t_low = high_done:time_since(start), low_done:time_since(start)
+    assert.is_true(t_high < t_low / 4, ("the short kernel ended at %.2f ms, the long one at %.2f"):format(t_high, t_low))
+    local s = gpu.Stream({priority = greatest})
+    s:free()
+    helpers.assert_error("calling 'priority' on bad self (stream has been freed)", function() s:priority() end)
   end)
 end)
 

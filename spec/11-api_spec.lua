@@ -122,7 +122,8 @@ describe("API.md", function()
       Module = {"get_function", "get_global", "free"},
       Function = {"prepare", "prepared_call", "prepared_async_call", "prepared_timed_call",
                   "max_potential_block_size", "max_active_blocks_per_multiprocessor"},
-      Stream = {"synchronize", "is_done", "wait_for_event", "begin_capture", "end_capture", "free"},
+      Stream = {"synchronize", "is_done", "wait_for_event", "begin_capture", "end_capture", "priority",
+                "free"},
       Event = {"record", "synchronize", "query", "time_since", "time_till", "free"},
       Graph = {"launch", "free"},
     }

@@ -88,6 +88,9 @@ __attribute__((visibility("default"))) int luaopen_gpu_core(lua_State *L);
   X(cuOccupancyMaxPotentialBlockSize, 6050)        \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050) \
   X(cuStreamCreate, 2000)                          \
+  X(cuStreamCreateWithPriority, 5050)              \
+  X(cuStreamGetPriority, 5050)                     \
+  X(cuCtxGetStreamPriorityRange, 5050)             \
   X(cuStreamDestroy, 4000)                         \
   X(cuStreamSynchronize, 2000)                     \
   X(cuStreamQuery, 2000)                           \

@@ -27,14 +27,27 @@ CUstream gpu_optstream (lua_State *L, int arg) {
   return check_stream(L, arg)->stream;
 }
 
+/* gpu.Stream([{non_blocking = false, priority = n}]): a lower priority number is served
+** first; the driver clamps it into gpu.stream_priority_range(). */
 static int gpu_Stream_new (lua_State *L) {
-  static const char *const known[] = {"non_blocking", NULL};
+  static const char *const known[] = {"non_blocking", "priority", NULL};
   unsigned flags = CU_STREAM_DEFAULT;
+  int has_priority = 0, priority = 0;
+  const gpu_Driver *d;
   gpu_Stream *s;
   if (gpu_checkoptions(L, 1, known)) {
     lua_getfield(L, 1, "non_blocking");
     if (lua_toboolean(L, -1)) flags = CU_STREAM_NON_BLOCKING;
-    lua_pop(L, 1);
+    if (lua_getfield(L, 1, "priority") != LUA_TNIL) {
+      int isint;
+      lua_Integer p = lua_tointegerx(L, -1, &isint);
+      if (!isint || p < INT_MIN || p > INT_MAX)
+        return luaL_argerror(L, 1, lua_pushfstring(L, "option 'priority' must be an integer, got %s",
+                                                   luaL_typename(L, -1)));
+      has_priority = 1;
+      priority = (int)p;
+    }
+    lua_pop(L, 2);
   }
   gpu_gc_account(L, gpu_state(L), GPU_STREAM_DEVICE_BYTES);
   s = (gpu_Stream *)lua_newuserdatauv(L, sizeof(gpu_Stream), 2);
@@ -42,9 +55,34 @@ static int gpu_Stream_new (lua_State *L) {
   luaL_setmetatable(L, GPU_STREAM);
   s->ctx = gpu_context_push(L);
   lua_setiuservalue(L, -2, 1);
-  gpu_check(L, gpu_driver(L)->cuStreamCreate(&s->stream, flags), "cuStreamCreate");
+  d = gpu_driver(L);
+  if (has_priority)
+    gpu_check(L, d->cuStreamCreateWithPriority(&s->stream, flags, priority), "cuStreamCreateWithPriority");
+  else
+    gpu_check(L, d->cuStreamCreate(&s->stream, flags), "cuStreamCreate");
   s->live = 1;
   return 1;
+}
+
+/* s:priority() -> the stream's priority, as the driver clamped it */
+static int stream_priority (lua_State *L) {
+  gpu_Stream *s = check_stream(L, 1);
+  int priority = 0;
+  gpu_check(L, gpu_driver(L)->cuStreamGetPriority(s->stream, &priority), "cuStreamGetPriority");
+  lua_pushinteger(L, priority);
+  return 1;
+}
+
+/* stream_priority_range() -> least, greatest: the current device's stream priorities (the
+** greatest is the smaller number, as in CUDA) */
+static int gpu_stream_priority_range (lua_State *L) {
+  int least = 0, greatest = 0;
+  gpu_context_push(L);
+  gpu_check(L, gpu_driver(L)->cuCtxGetStreamPriorityRange(&least, &greatest),
+            "cuCtxGetStreamPriorityRange");
+  lua_pushinteger(L, least);
+  lua_pushinteger(L, greatest);
+  return 2;
 }
 
 static int stream_free (lua_State *L) {
@@ -319,7 +357,8 @@ static int event_tostring (lua_State *L) {
 
 void gpu_stream_open (lua_State *L) {
   static const luaL_Reg functions[] = {
-    {"Stream", gpu_Stream_new}, {"Event", gpu_Event_new}, {NULL, NULL},
+    {"Stream", gpu_Stream_new}, {"Event", gpu_Event_new},
+    {"stream_priority_range", gpu_stream_priority_range}, {NULL, NULL},
   };
   static const luaL_Reg stream_meta[] = {
     {"__gc", stream_free}, {"__close", stream_free}, {"__tostring", stream_tostring},
@@ -329,7 +368,7 @@ void gpu_stream_open (lua_State *L) {
     {"free", stream_free}, {"close", stream_free}, {"synchronize", stream_synchronize},
     {"is_done", stream_is_done}, {"wait_for_event", stream_wait_for_event},
     {"handle", stream_handle}, {"begin_capture", stream_begin_capture},
-    {"end_capture", stream_end_capture}, {NULL, NULL},
+    {"end_capture", stream_end_capture}, {"priority", stream_priority}, {NULL, NULL},
   };
   static const luaL_Reg graph_meta[] = {
     {"__gc", graph_free}, {"__close", graph_free}, {"__tostring", graph_tostring},

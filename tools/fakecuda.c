@@ -253,6 +253,21 @@ static CUresult stream_create (CUstream *s, unsigned flags) {
   *s = (CUstream)&fake_stream;
   return CUDA_SUCCESS;
 }
+/* Priorities 0 (least) to -5 (greatest), an H100's; a stream remembers none: it reports 0. */
+static CUresult stream_create_priority (CUstream *s, unsigned flags, int priority) {
+  (void)priority;
+  return stream_create(s, flags);
+}
+static CUresult stream_priority (CUstream s, int *priority) {
+  (void)s;
+  *priority = 0;
+  return CUDA_SUCCESS;
+}
+static CUresult priority_range (int *least, int *greatest) {
+  *least = 0;
+  *greatest = -5;
+  return CUDA_SUCCESS;
+}
 static CUresult event_create (CUevent *e, unsigned flags) {
   (void)flags;
   *e = (CUevent)&fake_event;
@@ -340,7 +355,8 @@ static const struct { const char *name; void *fn; } stubs[] = {
   STUB(cuLaunchKernel, cuLaunchKernel) STUB(cuLaunchKernelEx, launch_ex)
   STUB(cuOccupancyMaxPotentialBlockSize, occupancy)
   STUB(cuOccupancyMaxActiveBlocksPerMultiprocessor, active_blocks)
-  STUB(cuStreamCreate, stream_create) STUB(cuStreamDestroy, ok) STUB(cuStreamSynchronize, ok)
+  STUB(cuStreamCreate, stream_create) STUB(cuStreamCreateWithPriority, stream_create_priority)
+  STUB(cuStreamGetPriority, stream_priority) STUB(cuCtxGetStreamPriorityRange, priority_range) STUB(cuStreamDestroy, ok) STUB(cuStreamSynchronize, ok)
   STUB(cuStreamQuery, ok) STUB(cuStreamWaitEvent, ok) STUB(cuEventCreate, event_create)
   STUB(cuEventDestroy, ok) STUB(cuEventRecord, ok) STUB(cuEventSynchronize, ok)
   STUB(cuEventQuery, ok) STUB(cuEventElapsedTime, elapsed) STUB(cuStreamBeginCapture, ok)

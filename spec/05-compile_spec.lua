@@ -118,6 +118,95 @@ describe("gpu.compile", function()
     os.remove(mine)
   end)
 
+  it("links relocatable images on the stand-in driver, and checks gpu.link's arguments #nvrtc", function()
+    local out, ok = helpers.run_with_fakes([[
+      local gpu = require "gpu"
+      local a = gpu.compile('extern "C" __device__ int helper(int x) { return x; }',
+                            {arch = "sm_90", options = {"-rdc=true"}, no_extern_c = true})
+      local b = gpu.compile("__global__ void k(int *o) { o[0] = 1; }", {arch = "compute_90", target = "ptx"})
+      print(gpu.link({a, b}))                                  -- the stand-in counts its inputs
+      print(gpu.link({a, {data = b, type = "ptx", name = "b.ptx"}}))
+      if gpu.cuda_include_dir() then print(gpu.link({a}, {libraries = "cudadevrt"})) end
+      print(gpu.module_from_buffer(gpu.link({b}), gpu.signature.parse("__global__ void k(int *o)")).k)
+      for _, case in ipairs{{{}}, {{a, 5}}, {{a, {data = b, type = "elf"}}}, {{""}}, {{{type = "ptx"}}},
+                            {{a}, {libraries = {"nosuch"}}}, {{a}, {librarys = {}}},
+                            {{a}, {libraries = {"/nonexistent/libx.a"}}}, {{a}, {libraries = {7}}}} do
+        print((select(2, pcall(function() return gpu.link(case[1], case[2]) end)):gsub("^[^:]*:%d+: ", "")))
+      end
+    ]])
+    assert(ok, out)
+    local dir = gpu.cuda_include_dir()
+    local expected = {
+      "fake cubin of 2 inputs", "fake cubin of 2 inputs",
+      dir and "fake cubin of 2 inputs" or nil,
+      "gpu.Function(k)",
+      "bad argument #1 to 'link' (a list of one or more images expected)",
+      "bad argument #1 to 'link' (item 2: an image (string) or {data =, type =} expected, got number)",
+      "bad argument #1 to 'link' (item 2: type must be \"ptx\", \"cubin\", \"fatbin\", \"object\" or \"library\")",
+      "bad argument #1 to 'link' (item 1 is empty)",
+      "bad argument #1 to 'link' (item 1: data must be a string)",
+      dir and ("bad argument #2 to 'link' (library 'nosuch' not found beside " .. dir .. ")")
+          or "bad argument #2 to 'link' (library 'nosuch' not found)",
+      "bad argument #2 to 'link' (unknown option 'librarys')",
+      "bad argument #2 to 'link' (library '/nonexistent/libx.a' not found)",
+      "bad argument #2 to 'link' (option 'libraries' item 1 must be a string)",
+    }
+    local lines = {}
+    for line in out:gmatch("[^\n]+") do lines[#lines + 1] = line end
+    local want = {}
+    for i = 1, 13 do if expected[i] then want[#want + 1] = expected[i] end end
+    assert.are.same(want, lines)
+  end)
+
+  helpers.gpu_it("links relocatable device code into one module: calls across images, kernels that launch kernels", function()
+    local helper_source = [[
+      extern "C" __device__ long long helper(long long x) { return 3 * x * x - 7 * x + 1; }]]
+    local kernel_source = [[
+      extern "C" __device__ long long helper(long long x);
+      __global__ void apply(long long *out, const long long *in, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        if (i < n) out[i] = helper(in[i]);
+      }]]
+    local rdc = {options = {"-rdc=true"}}
+    local helper_cubin = gpu.compile(helper_source, {options = rdc.options, no_extern_c = true, cache = false})
+    local kernel_ptx = gpu.compile(kernel_source, {options = rdc.options, target = "ptx", arch = "compute_90", cache = false})
+    local module = gpu.module_from_buffer(gpu.link({helper_cubin, kernel_ptx}), gpu.signature.parse(kernel_source))
+    local n = 5000
+    local values = helpers.random_integers(n, -100000, 100000)
+    local input = gpu.to_gpu(values, "int64")
+    local out = gpu.zeros(n, "int64")
+    module.apply(out, input, n, {block = 256, grid = (n + 255) // 256})
+    local got = out:get()
+    for i = 1, n do
+      local x = values[i]
+      assert(got[i] == 3 * x * x - 7 * x + 1, "element " .. i)
+    end
+    -- an undefined device function: the linker's gpu.Error, with its log
+    local err = helpers.error_of(gpu.link, {kernel_ptx})
+    assert.is_true(gpu.Error.is(err), tostring(err))
+    assert.are.equal("cuLinkComplete", err.call)
+    assert.is_truthy(tostring(err.log):find("helper", 1, true), tostring(err.log))
+    -- dynamic parallelism: a kernel that launches another needs the toolkit's cudadevrt
+    if gpu.cuda_include_dir() == nil then return pending("no CUDA toolkit beside NVRTC for cudadevrt") end
+    local parent_source = [[
+      __global__ void child(int *out, int base) { out[base + threadIdx.x] = base + 2 * threadIdx.x; }
+      __global__ void parent(int *out, int rows, int width) {
+        if (threadIdx.x < rows) child<<<1, width>>>(out, threadIdx.x * width);
+      }]]
+    local parent_cubin = gpu.compile(parent_source, {options = rdc.options, cache = false})
+    local nested = gpu.module_from_buffer(gpu.link({parent_cubin}, {libraries = {"cudadevrt"}}),
+                                          gpu.signature.parse(parent_source))
+    local rows, width = 12, 64
+    local grid_out = gpu.full(rows * width, -1, "int32")
+    nested.parent(grid_out, rows, width, {block = 32})
+    local h = grid_out:get()
+    for r = 0, rows - 1 do
+      for t = 0, width - 1 do
+        assert(h[r * width + t + 1] == r * width + 2 * t, ("row %d, thread %d: %d"):format(r, t, h[r * width + t + 1]))
+      end
+    end
+  end)
+
   it("reports a bad NVRTC option as a gpu.Error with the log #nvrtc", function()
     local err = helpers.assert_gpu_error("NVRTC_ERROR_INVALID_OPTION", "nvrtcCompileProgram",
       function() gpu.compile(add, {arch = "sm_90", options = {"--no-such-flag"}}) end)

@@ -156,7 +156,8 @@ static void remember_metatables (lua_State *L) {
 static void (*const subsystems[])(lua_State *L) = {
   gpu_error_open, gpu_dtype_open, gpu_device_open, gpu_memory_open, gpu_host_open,
   gpu_array_open, gpu_elementwise_open, gpu_stream_open,
-  gpu_nvrtc_open, gpu_blas_open, gpu_fft_open, gpu_solver_open, gpu_module_open, gpu_launch_open,
+  gpu_nvrtc_open, gpu_blas_open, gpu_fft_open, gpu_solver_open, gpu_module_open, gpu_link_open,
+  gpu_launch_open,
   gpu_kernels_open, gpu_cache_open,
   gpu_dlpack_open,
 };

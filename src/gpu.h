@@ -79,6 +79,11 @@ __attribute__((visibility("default"))) int luaopen_gpu_core(lua_State *L);
   X(cuMemsetD32Async, 3020)                        \
   X(cuPointerGetAttribute, 4000)                   \
   X(cuModuleLoadDataEx, 2010)                      \
+  X(cuLinkCreate, 6050)                            \
+  X(cuLinkAddData, 6050)                           \
+  X(cuLinkAddFile, 6050)                           \
+  X(cuLinkComplete, 5050)                          \
+  X(cuLinkDestroy, 5050)                           \
   X(cuModuleUnload, 2000)                          \
   X(cuModuleGetFunction, 2000)                     \
   X(cuModuleGetGlobal, 3020)                       \
@@ -502,6 +507,8 @@ typedef struct gpu_Module {
 #define GPU_ARGHANDLER "gpu.ArgHandler"
 
 GPU_INTERNAL void gpu_nvrtc_open(lua_State *L);
+/* The CUDA toolkit's include directory (gpu.cuda_include_dir()), or NULL; looks for NVRTC. */
+GPU_INTERNAL const char *gpu_cuda_include_dir(void);
 /* Finds a CUDA library where dlopen would: $env_var, else names, else $CUDA_HOME/lib64;
 ** found (PATH_MAX bytes) gets its real path.  Returns whether one was found. */
 GPU_INTERNAL int gpu_find_library(const char *env_var, const char *const *names, size_t count,
@@ -514,6 +521,7 @@ GPU_INTERNAL void *gpu_open_library(const char *what, const char *env_var,
 GPU_INTERNAL void gpu_kernels_open(lua_State *L);
 GPU_INTERNAL void gpu_cache_open(lua_State *L);
 GPU_INTERNAL void gpu_module_open(lua_State *L);
+GPU_INTERNAL void gpu_link_open(lua_State *L);
 GPU_INTERNAL void gpu_launch_open(lua_State *L);
 /* Whether the value at idx is a gpu.Function (launch.c). */
 GPU_INTERNAL int gpu_isfunction(lua_State *L, int idx);

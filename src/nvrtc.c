@@ -211,6 +211,7 @@ static void find_headers (void) {
 
 static void load_nvrtc (void) {
   void *lib = open_nvrtc();
+  find_headers();                               /* the linker wants them without NVRTC too */
   __atomic_store_n(&nv.tried, 1, __ATOMIC_RELEASE);
   if (lib == NULL) return;
 #define GPU_NVRTC_RESOLVE(name, ret, args)                                            \
@@ -220,7 +221,6 @@ static void load_nvrtc (void) {
   }
   GPU_NVRTC_SYMBOLS(GPU_NVRTC_RESOLVE)
 #undef GPU_NVRTC_RESOLVE
-  find_headers();
   nv.ok = 1;
 }
 
@@ -430,11 +430,14 @@ static int gpu_nvrtc_supported_archs (lua_State *L) {
   return 1;
 }
 
+const char *gpu_cuda_include_dir (void) {
+  pthread_once(&nv.once, load_nvrtc);
+  return nv.headers[0] != '\0' ? nv.headers : NULL;
+}
+
 /* cuda_include_dir() -> the toolkit's include directory every compile searches last, or nil */
-static int gpu_cuda_include_dir (lua_State *L) {
-  check_loaded(L);
-  if (nv.headers[0] == '\0') lua_pushnil(L);
-  else lua_pushstring(L, nv.headers);
+static int cuda_include_dir (lua_State *L) {
+  lua_pushstring(L, gpu_cuda_include_dir());   /* nil for NULL */
   return 1;
 }
 
@@ -479,7 +482,7 @@ void gpu_nvrtc_open (lua_State *L) {
   static const luaL_Reg functions[] = {
     {"compile", gpu_compile}, {"nvrtc_version", gpu_nvrtc_version},
     {"nvrtc_supported_archs", gpu_nvrtc_supported_archs}, {"nvrtc_path", gpu_nvrtc_path},
-    {"cuda_include_dir", gpu_cuda_include_dir},
+    {"cuda_include_dir", cuda_include_dir},
     {"nvrtc_loaded", gpu_nvrtc_loaded}, {"nvrtc_identity", gpu_nvrtc_identity},
     {NULL, NULL},
   };

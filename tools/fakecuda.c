@@ -311,6 +311,38 @@ static CUresult launch_ex (const CUlaunchConfig *c, CUfunction f, void **params,
   return CUDA_SUCCESS;
 }
 
+/* The linker: a state counts its inputs; the "cubin" it completes names that count, which any
+** module load here accepts.  A library path that does not end in ".a" is refused, as the
+** driver refuses a file that is not one. */
+typedef struct { int inputs; char cubin[64]; } fake_link;
+static CUresult link_create (unsigned n, CUjit_option *o, void **v, CUlinkState *state) {
+  (void)n; (void)o; (void)v;
+  *state = (CUlinkState)calloc(1, sizeof(fake_link));
+  return *state != NULL ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+static CUresult link_add_data (CUlinkState state, CUjitInputType type, void *data, size_t size,
+                               const char *name, unsigned n, CUjit_option *o, void **v) {
+  (void)type; (void)data; (void)size; (void)name; (void)n; (void)o; (void)v;
+  ((fake_link *)(void *)state)->inputs++;
+  return CUDA_SUCCESS;
+}
+static CUresult link_add_file (CUlinkState state, CUjitInputType type, const char *path,
+                               unsigned n, CUjit_option *o, void **v) {
+  size_t len = strlen(path);
+  (void)type; (void)n; (void)o; (void)v;
+  if (len < 2 || strcmp(path + len - 2, ".a") != 0) return CUDA_ERROR_INVALID_IMAGE;
+  ((fake_link *)(void *)state)->inputs++;
+  return CUDA_SUCCESS;
+}
+static CUresult link_complete (CUlinkState state, void **cubin, size_t *size) {
+  fake_link *l = (fake_link *)(void *)state;
+  snprintf(l->cubin, sizeof l->cubin, "fake cubin of %d inputs", l->inputs);
+  *cubin = l->cubin;
+  *size = strlen(l->cubin);
+  return CUDA_SUCCESS;
+}
+static CUresult link_destroy (CUlinkState state) { free(state); return CUDA_SUCCESS; }
+
 /* Context limits, remembered as the driver would (STACK_SIZE rounded up to 16 bytes);
 ** FAKE_CUDA_LIMIT=fail makes setting one fail, for the module's error path. */
 static size_t limits[CU_LIMIT_MAX] = {1024, 1 << 20, 8 << 20, 2, 2048, 64};
@@ -350,6 +382,9 @@ static const struct { const char *name; void *fn; } stubs[] = {
   STUB(cuMemsetD32, set32) STUB(cuMemsetD8Async, set8_async) STUB(cuMemsetD16Async, set16_async)
   STUB(cuMemsetD32Async, set32_async) STUB(cuPointerGetAttribute, pointer_attribute)
   STUB(cuModuleLoadDataEx, module_load) STUB(cuModuleUnload, ok)
+  STUB(cuLinkCreate, link_create) STUB(cuLinkAddData, link_add_data)
+  STUB(cuLinkAddFile, link_add_file) STUB(cuLinkComplete, link_complete)
+  STUB(cuLinkDestroy, link_destroy)
   STUB(cuModuleGetFunction, module_function) STUB(cuModuleGetGlobal, module_global)
   STUB(cuFuncGetAttribute, func_attribute) STUB(cuFuncSetAttribute, ok)
   STUB(cuLaunchKernel, cuLaunchKernel) STUB(cuLaunchKernelEx, launch_ex)

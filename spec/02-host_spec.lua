@@ -438,6 +438,11 @@ describe("managed host arrays", function()
     local h = host.managed_zeros(4, "int32")
     module.affine(gpu.InOut(h), 4, {block = 4})
     assert.are.same({0, 1, 2, 3}, h:totable())
+    -- a kernel loaded from an image, whose parameter types only the driver's sizes tell
+    local loaded = gpu.module_from_buffer(gpu.compile(SOURCE))
+    loaded.affine(h, gpu.int64(4), {block = 4})
+    gpu.synchronize()
+    assert.are.same({0, 4, 8, 12}, h:totable())
   end)
 
   helpers.gpu_it("free idempotently; use after free is an error, not a crash", function()
@@ -529,6 +534,21 @@ describe("managed host arrays on the stand-in driver", function()
     assert.are.equal(6, count(out:sub(made, accessed), "cuCtxSynchronize"), out)
     -- and free their memory, explicitly or by the collector
     assert.truthy(out:find("fakecuda: 0 device bytes not freed at exit\n", 1, true), out)
+  end)
+
+  it("refuse to wait for the device while a stream capture is open", function()
+    local out, ok = run([[
+      local h = host.managed_zeros(4, "int32")
+      local s = gpu.Stream()
+      s:begin_capture()
+      print(select(2, pcall(function() return h[1] end)))
+      s:end_capture()
+      print(h[1])
+    ]], "0")
+    assert(ok, out)
+    assert.truthy(out:find("cannot synchronize the device while a stream capture is open (in any "
+                           .. "thread): end the capture first, or synchronize a stream\n", 1, true), out)
+    assert.truthy(out:find("\n0\n", 1, true), out)
   end)
 
   it("touch them at once on devices with concurrent managed access", function()

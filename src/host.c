@@ -56,7 +56,7 @@ gpu_HostArray *gpu_checkhostarray (lua_State *L, int arg) {
 static gpu_HostArray *host_access (lua_State *L, gpu_HostArray *h) {
   if (h->wait_device) {
     gpu_context_enter(L, h->ctx);
-    gpu_check(L, h->ctx->driver->cuCtxSynchronize(), "cuCtxSynchronize");
+    gpu_synchronize_checked(L, h->ctx->driver);   /* refused while a capture is open */
   }
   return h;
 }
@@ -159,7 +159,8 @@ static gpu_HostArray *host_new (lua_State *L, gpu_DtypeId dtype, int ndim, const
     if (r != CUDA_SUCCESS) h->data = NULL;
     gpu_check(L, r, call);
     h->ctx->state->gc_bytes += h->nbytes;
-    memset(host_access(L, h)->data, 0, h->nbytes);
+    if (attach != CU_MEM_ATTACH_HOST) host_access(L, h);   /* attached to the host: no kernel's */
+    memset(h->data, 0, h->nbytes);
   }
   return h;
 }
@@ -171,13 +172,16 @@ gpu_HostArray *gpu_hostarray_new (lua_State *L, gpu_DtypeId dtype, int ndim,
 
 static int host_free (lua_State *L) {
   gpu_HostArray *h = (gpu_HostArray *)luaL_checkudata(L, 1, GPU_HOSTARRAY);
-  if (h->root == h && h->pagelocked && h->data != NULL) {
-    h->ctx->state->gc_bytes -= h->nbytes;
-    gpu_release(h->ctx->state, &(gpu_Release){GPU_RELEASE_HOST, h->ctx, {.host = h->data}});
-  } else if (h->root == h && h->managed && h->data != NULL) {
-    h->ctx->state->gc_bytes -= h->nbytes;
-    gpu_release(h->ctx->state, &(gpu_Release){GPU_RELEASE_DEVICE, h->ctx,
-                                               {.device = (CUdeviceptr)(uintptr_t)h->data}});
+  if (h->root == h && (h->pagelocked || h->managed) && h->data != NULL) {
+    gpu_State *s = h->ctx->state;
+    /* freed before a collection counted them: those bytes need no collecting */
+    s->gc_debt -= h->nbytes < s->gc_debt ? h->nbytes : s->gc_debt;
+    s->gc_bytes -= h->nbytes;
+    if (h->pagelocked)
+      gpu_release(s, &(gpu_Release){GPU_RELEASE_HOST, h->ctx, {.host = h->data}});
+    else
+      gpu_release(s, &(gpu_Release){GPU_RELEASE_DEVICE, h->ctx,
+                                    {.device = (CUdeviceptr)(uintptr_t)h->data}});
   }
   h->data = NULL;
   if (h->root != h) h->root = NULL;
@@ -573,6 +577,7 @@ static int host_attach (lua_State *L) {
   gpu_HostArray *h = check_managed(L, "attach");
   int mode = luaL_checkoption(L, 2, NULL, attach_modes);
   CUstream stream = gpu_optstream(L, 3);
+  if (stream == NULL) stream = h->ctx->stream;   /* the host's (lua_gpu_use_stream), as launches */
   if (attach_flags[mode] == CU_MEM_ATTACH_SINGLE && stream == NULL)
     return luaL_argerror(L, 3, "mode \"single\" needs a stream");
   gpu_check(L, h->ctx->driver->cuStreamAttachMemAsync(stream, (CUdeviceptr)(uintptr_t)h->data, 0,
@@ -588,6 +593,7 @@ static int host_prefetch (lua_State *L) {
   gpu_HostArray *h = check_managed(L, "prefetch");
   CUmemLocation location;
   CUstream stream = gpu_optstream(L, 3);
+  if (stream == NULL) stream = h->ctx->stream;
   location.type = CU_MEM_LOCATION_TYPE_DEVICE;
   location.id = h->ctx->ordinal;
   if (lua_type(L, 2) == LUA_TSTRING) {

@@ -465,6 +465,8 @@ static void read_call_options (lua_State *L, int idx, gpu_Function *f, gpu_Launc
     if (bad == NULL) lua_settop(L, v - 1);   /* else keep the message referenced */
   }
   if (bad == NULL && !has_block) bad = "missing option 'block'";
+  if (bad == NULL && (cfg->cooperative || cfg->cluster[0] != 0) && f->ctx->driver->cuLaunchKernelEx == NULL)
+    bad = "cooperative and cluster launches need a CUDA 11.8 driver or newer";
   if (bad == NULL) bad = check_threads(L, cfg, f->ctx);
   if (bad != NULL) luaL_error(L, "bad launch options for '%s' (%s)", f->name, bad);
   if (has_stream) lua_replace(L, idx);   /* the Stream takes the options table's slot */
@@ -592,7 +594,8 @@ static int resolve_unknown (lua_State *L, const gpu_Function *f, int idx, int ar
                             const gpu_Param *p, gpu_ArgKind kind) {
   int ltype = lua_type(L, idx);
   if (kind == GPU_ARG_BUFFER || kind == GPU_ARG_ARRAY || kind == GPU_ARG_HANDLER ||
-      ltype == LUA_TLIGHTUSERDATA || ltype == LUA_TNIL) {
+      ltype == LUA_TLIGHTUSERDATA || ltype == LUA_TNIL ||
+      luaL_testudata(L, idx, GPU_HOSTARRAY) != NULL) {   /* managed, or raw_pointer says why not */
     if (p->size != sizeof(CUdeviceptr))
       kernel_argerror(L, f, argn, "parameter is %I bytes, a device pointer %d",
                       (lua_Integer)p->size, (int)sizeof(CUdeviceptr));
@@ -757,8 +760,7 @@ static CUresult launch_extended (const gpu_Driver *d, gpu_Function *f, const gpu
   config.hStream = cfg->stream;
   config.attrs = attributes;
   config.numAttrs = n;
-  *call = "cuLaunchKernelEx";
-  if (d->cuLaunchKernelEx == NULL) return CUDA_ERROR_NOT_SUPPORTED;   /* a driver before 11.8 */
+  *call = "cuLaunchKernelEx";                  /* there: read_call_options checked */
   return d->cuLaunchKernelEx(&config, f->fn, NULL, extra);
 }
 

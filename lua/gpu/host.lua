@@ -13,9 +13,17 @@ local GPUArray = core.types.GPUArray
 local Scalar = core.types.Scalar
 local argerror = args.argerror
 
+-- h, or for a managed array a pageable copy: read element by element, a managed array
+-- would wait for the device at each element where the device has no concurrent access.
+local function readable(h)
+  if not h:is_managed() then return h end
+  return host.from_bytes(h:bytes(), h.dtype, h.shape)
+end
+
 function HostArray.__tostring(h)
   local ok, dtype = pcall(function() return h.dtype end)
   if not ok or not pcall(function() return #h end) then return "gpu.HostArray(freed)" end
+  h = readable(h)
   return format.array_string(h.shape, core.dtype(dtype).kind, function(i) return h[i] end,
                             dtype)
 end
@@ -37,7 +45,7 @@ local function operand(v, n, fname)
   end
   if mt == HostArray then
     if v.freed then argerror(n, fname, "host array has been freed", 2) end
-    return {shape = v.shape, values = v, unsigned = v.dtype == "uint64"}
+    return {shape = v.shape, values = readable(v), unsigned = v.dtype == "uint64"}
   elseif mt == Scalar then
     return {shape = {}, values = {v.value}, unsigned = v.dtype == "uint64"}   -- bits, as stored
   elseif type(v) == "number" or type(v) == "boolean" or is_complex(v) then

@@ -96,11 +96,12 @@ extern "C" __global__ void gpu_small_solve_f64(double *x, int *singular, const d
 }
 
 // det and slogdet of stacks of small real matrices (at most GPU_SMALL_ROWS rows), a thread a
-// matrix: gpu_small_solve's LU, then the product of U's diagonal with its sign changed by each
-// row swap (into det), or, where det is NULL, that sign and the sum of the diagonal's logs of
-// magnitudes (into sign and logabsdet, which cannot overflow).  A zero pivot gives 0 (sign 0,
-// log -inf), as LAPACK's exact zero pivot does in NumPy's det: not an error, so nothing is
-// read back.  A NaN pivot makes every result NaN.
+// matrix: gpu_small_solve's LU, then as NumPy's: the sign of U's diagonal's product, changed
+// by each row swap (a NaN counts as positive), and the sum of its logs of magnitudes, into
+// sign and logabsdet; or, with det not NULL, sign * exp(logabsdet) into det (a running
+// product would overflow or vanish where the determinant does not).  A zero pivot gives 0
+// (sign 0, log -inf), as LAPACK's exact zero pivot does in NumPy's det: not an error, so
+// nothing is read back.  A NaN pivot makes logabsdet and det NaN.
 template <typename T>
 __device__ __forceinline__ void gpu_small_det(T *det, T *sign, T *logabsdet, const T *a,
                                               long long matrices, int n) {
@@ -110,7 +111,7 @@ __device__ __forceinline__ void gpu_small_det(T *det, T *sign, T *logabsdet, con
     T lu[GPU_SMALL_ROWS][GPU_SMALL_ROWS];
     for (int r = 0; r < n; r++)
       for (int c = 0; c < n; c++) lu[r][c] = ai[r * n + c];
-    T product = 1, signs = 1, logs = 0;
+    T signs = 1, logs = 0;
     bool zero = false;
     for (int j = 0; j < n; j++) {
       int p = j;
@@ -131,12 +132,10 @@ __device__ __forceinline__ void gpu_small_det(T *det, T *sign, T *logabsdet, con
           lu[j][c] = lu[p][c];
           lu[p][c] = swapped;
         }
-        product = -product;
         signs = -signs;
       }
       const T u = lu[j][j];
-      product *= u;
-      signs *= u > (T)0 ? (T)1 : u < (T)0 ? (T)-1 : u;   // u NaN: NaN
+      if (u < (T)0) signs = -signs;
       logs += log(largest);
       for (int r = j + 1; r < n; r++) {
         const T factor = lu[r][j] / u;
@@ -144,7 +143,7 @@ __device__ __forceinline__ void gpu_small_det(T *det, T *sign, T *logabsdet, con
       }
     }
     if (det != NULL) {
-      det[i] = zero ? (T)0 : product;
+      det[i] = zero ? (T)0 : signs * exp(logs);
     } else {
       sign[i] = zero ? (T)0 : signs;
       logabsdet[i] = zero ? log((T)0) : logs;   // -inf

@@ -580,7 +580,27 @@ describe("gpu.linalg's batched routines", function()
         assert.are.equal(want, ps[k], dtype .. " permutation sign " .. k)
         assert.are.equal(0, pl[k], dtype .. " permutation log " .. k)
       end
-      assert(pd[5] ~= pd[5] and ps[5] ~= ps[5] and pl[5] ~= pl[5], dtype .. ": NaN gives NaN")
+      -- as NumPy's: a NaN leaves the sign alone (only negative factors turn it) and makes
+      -- logabsdet and det NaN
+      assert(pd[5] ~= pd[5] and pl[5] ~= pl[5], dtype .. ": NaN gives NaN")
+      assert.are.equal(1, ps[5], dtype .. ": a NaN's sign")
+    end
+  end)
+
+  for_both_paths("det is sign * exp(logabsdet), as NumPy's: no overflow on the way", function()
+    -- diag(1e200, 1e200, 1e-300, -3): a running product overflows, the determinant is -3e100
+    local values = {}
+    for m = 0, 1 do
+      for i = 1, 16 do values[16 * m + i] = 0.0 end
+      values[16 * m + 1], values[16 * m + 6], values[16 * m + 11], values[16 * m + 16] = 1e200, 1e200, 1e-300, -3
+    end
+    local a = R.reshaped(R.to_gpu(values, "float64"), {2, 4, 4})
+    local det = helpers.flat(R.get(L.det(a)))
+    local sign, logabsdet = L.slogdet(a)
+    for m = 1, 2 do
+      helpers.assert_close(-3e100, det[m], 1e-12, "det " .. m)
+      assert.are.equal(-1, helpers.flat(R.get(sign))[m])
+      helpers.assert_close(math.log(3) + 100 * math.log(10), helpers.flat(R.get(logabsdet))[m], 1e-14, "log " .. m)
     end
   end)
 

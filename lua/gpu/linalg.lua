@@ -240,32 +240,22 @@ local function triangle(x, dtype, upper, stream, out)
 end
 
 -- The factors of the determinants from getrf's diagonals of U, pivots (..., n) and infos
--- (...): each diagonal element, negated where its row was swapped (pivot i is not i); for a
--- singular matrix (info > 0) 0 and then ones, as LAPACK's exact zero pivot gives, whatever
--- cuSOLVER leaves after that pivot.
+-- (...): for a singular matrix (info > 0) 0 and then ones, as LAPACK's exact zero pivot gives,
+-- whatever cuSOLVER leaves after that pivot.
 local FIRST_OR_SINGULAR = "info > 0 ? (lg_i %% n == 0 ? (%s)0 : (%s)1)"
 
-local function det_factors(diagonal, ipiv, infos, n, stream)
-  local dtype, pivots = diagonal.dtype, ipiv.dtype   -- int64 from the loop, int32 batched
-  local t = operators.ctype(dtype)
-  local p = program(("det %s %s"):format(dtype, pivots), {
-    name = ("linalg_det_%s_%s"):format(dtype, pivots), out = dtype,
-    expr = FIRST_OR_SINGULAR:format(t, t) .. " : ipiv != lg_i % n + 1 ? -u : u",
-    operands = {{name = "u", dtype = dtype}, {name = "ipiv", dtype = pivots},
-                {name = "info", dtype = "int32"}, {name = "n", dtype = "int64", scalar = true}}})
-  return ew.launch(p, nil, stream, "det", diagonal, ipiv, infos, n)
-end
-
--- The same for slogdet: the factors' signs (u / |u|, 0 for 0), and their logs of magnitudes
--- (log 0 = -inf).
+-- For slogdet: the factors' signs, negated for each row swap (a real one -1 where it is
+-- negative, else 1, NaN included, as NumPy's; a complex one u / |u|), and their logs of
+-- magnitudes (log 0 = -inf).
 local function slogdet_factors(diagonal, ipiv, infos, n, stream)
   local dtype = diagonal.dtype
   local real = REAL_OF[dtype]
   local t, r = operators.ctype(dtype), operators.ctype(real)
   local pivots = ipiv.dtype
+  local sign = real == dtype and ("(u < (%s)0 ? (%s)-1 : (%s)1)"):format(t, t, t) or "lg_sign(u)"
   local signs = program(("sign %s %s"):format(dtype, pivots), {
     name = ("linalg_sign_%s_%s"):format(dtype, pivots), out = dtype,
-    expr = FIRST_OR_SINGULAR:format(t, t) .. " : ipiv != lg_i % n + 1 ? -lg_sign(u) : lg_sign(u)",
+    expr = FIRST_OR_SINGULAR:format(t, t) .. (" : ipiv != lg_i %% n + 1 ? -%s : %s"):format(sign, sign),
     operands = {{name = "u", dtype = dtype}, {name = "ipiv", dtype = pivots},
                 {name = "info", dtype = "int32"}, {name = "n", dtype = "int64", scalar = true}}})
   local logs = program("logabs " .. dtype, {
@@ -276,6 +266,19 @@ local function slogdet_factors(diagonal, ipiv, infos, n, stream)
                 {name = "n", dtype = "int64", scalar = true}}})
   return ew.launch(signs, nil, stream, "slogdet", diagonal, ipiv, infos, n),
          ew.launch(logs, nil, stream, "slogdet", diagonal, infos, n)
+end
+
+-- det = sign * exp(logabsdet), as NumPy and CuPy compute it: a running product of U's
+-- diagonal can overflow or vanish where the determinant itself does not.
+local function det_from_slogdet(sign, logabsdet, stream)
+  local dtype = sign.dtype
+  local real = REAL_OF[dtype]
+  local e = real == "float32" and "expf(l)" or "exp(l)"
+  local p = program("det " .. dtype, {
+    name = "linalg_det_" .. dtype, out = dtype,
+    expr = real == dtype and ("s * " .. e) or ("s * %s(%s, 0)"):format(operators.ctype(dtype), e),
+    operands = {{name = "s", dtype = dtype}, {name = "l", dtype = real}}})
+  return ew.launch(p, nil, stream, "det", sign, logabsdet)
 end
 
 -- Infos ------------------------------------------------------------------------------------
@@ -528,36 +531,41 @@ local function small_determinants(a, n, dtype, batch, logarithm, stream)
   return det
 end
 
--- linalg.det(a[, {stream =}]): the determinants, from the LU of a^T (whose determinant is
--- a's): the product of U's diagonal, its sign changed by each row swap; 0 where singular.
-function M.det(a, opts)
-  local n, dtype, batch, stream = check_determinant(a, "det", opts)
-  if n == 0 or a.size == 0 then return ga.full(batch, 1, dtype) end
-  if small_stack(n, product(batch), dtype) then
-    return small_determinants(a, n, dtype, batch, false, stream)
-  end
-  local diagonal, lu, ipiv, infos = determinant_lu(a, n, dtype, batch, stream)
-  local factors = det_factors(diagonal, ipiv, infos, n, stream)
-  local det = ga.prod(factors, {axis = factors.ndim, stream = stream})
-  free_all(stream, lu, ipiv, infos, factors)
-  return det
-end
-
--- linalg.slogdet(a[, {stream =}]) -> sign, logabsdet: det = sign * exp(logabsdet), without
--- overflow; a singular matrix's are 0 and -inf.  sign has a's dtype (a unit complex number
--- for complex ones), logabsdet the real one.
-function M.slogdet(a, opts)
-  local n, dtype, batch, stream = check_determinant(a, "slogdet", opts)
-  if n == 0 or a.size == 0 then return ga.full(batch, 1, dtype), ga.zeros(batch, REAL_OF[dtype]) end
-  if small_stack(n, product(batch), dtype) then
-    return small_determinants(a, n, dtype, batch, true, stream)
-  end
+-- slogdet of a's (nonempty) matrices, from the LU of a^T (whose determinant is a's): the
+-- product of the factors' signs and the sum of their logs.
+local function lu_slogdet(a, n, dtype, batch, stream)
   local diagonal, lu, ipiv, infos = determinant_lu(a, n, dtype, batch, stream)
   local signs, logs = slogdet_factors(diagonal, ipiv, infos, n, stream)
   local sign = ga.prod(signs, {axis = signs.ndim, stream = stream})
   local logabsdet = ga.sum(logs, {axis = logs.ndim, stream = stream})
   free_all(stream, lu, ipiv, infos, signs, logs)
   return sign, logabsdet
+end
+
+-- linalg.det(a[, {stream =}]): the determinants, sign * exp(logabsdet) of slogdet's, as
+-- NumPy's; 0 where singular.
+function M.det(a, opts)
+  local n, dtype, batch, stream = check_determinant(a, "det", opts)
+  if n == 0 or a.size == 0 then return ga.full(batch, 1, dtype) end
+  if small_stack(n, product(batch), dtype) then
+    return small_determinants(a, n, dtype, batch, false, stream)
+  end
+  local sign, logabsdet = lu_slogdet(a, n, dtype, batch, stream)
+  local det = det_from_slogdet(sign, logabsdet, stream)
+  free_all(stream, sign, logabsdet)
+  return det
+end
+
+-- linalg.slogdet(a[, {stream =}]) -> sign, logabsdet: det = sign * exp(logabsdet), without
+-- overflow; a singular matrix's are 0 and -inf.  sign has a's dtype (a unit complex number
+-- for complex ones; for a real one with a NaN, +-1, as NumPy's), logabsdet the real one.
+function M.slogdet(a, opts)
+  local n, dtype, batch, stream = check_determinant(a, "slogdet", opts)
+  if n == 0 or a.size == 0 then return ga.full(batch, 1, dtype), ga.zeros(batch, REAL_OF[dtype]) end
+  if small_stack(n, product(batch), dtype) then
+    return small_determinants(a, n, dtype, batch, true, stream)
+  end
+  return lu_slogdet(a, n, dtype, batch, stream)
 end
 
 -- Cholesky ---------------------------------------------------------------------------------

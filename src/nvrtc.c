@@ -49,9 +49,14 @@ static struct {
   int tried;                /* load_nvrtc ran: the library was dlopen'ed (or could not be) */
   char path[PATH_MAX];      /* the library that was loaded */
   char why[PATH_MAX + 256]; /* why none could be, when ok is 0 */
-  char headers[PATH_MAX];   /* the toolkit's include directory, "" if none was found */
-  int cccl;                 /* it has a cccl directory (CUDA 13's home of cuda/std, cub, ...) */
 } nv = { PTHREAD_ONCE_INIT };
+
+/* The toolkit's headers, found once a process (read-only after): see find_headers. */
+static struct {
+  pthread_once_t once;
+  char dir[PATH_MAX];       /* the toolkit's include directory, "" if none was found */
+  int cccl;                 /* it has a cccl directory (CUDA 13's home of cuda/std, cub, ...) */
+} headers = { PTHREAD_ONCE_INIT };
 
 static const char *const nvrtc_names[] = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
 #define NVRTC_NAME_COUNT (sizeof nvrtc_names / sizeof nvrtc_names[0])
@@ -180,38 +185,46 @@ static void *open_nvrtc (void) {
                           nv.why, sizeof nv.why);
 }
 
-/* Whether dir (its first len bytes) + "/include" holds cuda_fp16.h; if so it goes to nv.headers. */
+/* Whether dir (its first len bytes) + "/include" holds cuda_fp16.h; if so it goes to headers. */
 static int try_headers (const char *dir, size_t len) {
   char file[PATH_MAX];
   struct stat st;
   if (len == 0 || (size_t)snprintf(file, sizeof file, "%.*s/include/cuda_fp16.h", (int)len, dir) >= sizeof file ||
       stat(file, &st) != 0 || !S_ISREG(st.st_mode))
     return 0;
-  snprintf(nv.headers, sizeof nv.headers, "%.*s/include", (int)len, dir);
-  nv.cccl = (size_t)snprintf(file, sizeof file, "%.*s/include/cccl", (int)len, dir) < sizeof file &&
-            stat(file, &st) == 0 && S_ISDIR(st.st_mode);
+  snprintf(headers.dir, sizeof headers.dir, "%.*s/include", (int)len, dir);
+  headers.cccl = (size_t)snprintf(file, sizeof file, "%.*s/include/cccl", (int)len, dir) < sizeof file &&
+                 stat(file, &st) == 0 && S_ISDIR(st.st_mode);
   return 1;
 }
 
 /*
 ** The CUDA toolkit's headers (cuda_fp16.h, cooperative_groups.h, ...), which NVRTC does not
 ** search by itself, as CuPy's compiler adds them: so a kernel may include what nvcc would
-** find.  Beside the loaded library (lib64/.. or targets/<arch>/lib/..), else under
+** find.  Beside the NVRTC library that loading would open (lib64/.. or targets/<arch>/lib/..;
+** found without loading it, so the compile cache's key may name them on a hit), else under
 ** $CUDA_HOME, else /usr/local/cuda; none when no such directory has cuda_fp16.h.
 */
 static void find_headers (void) {
+  char path[PATH_MAX];
   const char *home = getenv("CUDA_HOME");
-  const char *slash = strrchr(nv.path, '/');
-  size_t len = slash != NULL ? (size_t)(slash - nv.path) : 0;   /* the library's directory */
-  while (len > 0 && nv.path[len - 1] != '/') len--;                /* ... and its parent */
-  if (len > 1 && try_headers(nv.path, len - 1)) return;
+  if (find_nvrtc(path)) {
+    const char *slash = strrchr(path, '/');
+    size_t len = slash != NULL ? (size_t)(slash - path) : 0;    /* the library's directory */
+    while (len > 0 && path[len - 1] != '/') len--;               /* ... and its parent */
+    if (len > 1 && try_headers(path, len - 1)) return;
+  }
   if (home != NULL && *home != '\0' && try_headers(home, strlen(home))) return;
   try_headers("/usr/local/cuda", strlen("/usr/local/cuda"));
 }
 
+const char *gpu_cuda_include_dir (void) {
+  pthread_once(&headers.once, find_headers);
+  return headers.dir[0] != '\0' ? headers.dir : NULL;
+}
+
 static void load_nvrtc (void) {
   void *lib = open_nvrtc();
-  find_headers();                               /* the linker wants them without NVRTC too */
   __atomic_store_n(&nv.tried, 1, __ATOMIC_RELEASE);
   if (lib == NULL) return;
 #define GPU_NVRTC_RESOLVE(name, ret, args)                                            \
@@ -351,8 +364,10 @@ static int gpu_compile (lua_State *L) {
     push_string_list(L, 2, "include_dirs", "-I");
     push_string_list(L, 2, "options", "");
   }
-  if (nv.headers[0] != '\0') lua_pushfstring(L, "-I%s", nv.headers);   /* searched last */
-  if (nv.cccl) lua_pushfstring(L, "-I%s/cccl", nv.headers);
+  if (gpu_cuda_include_dir() != NULL) {          /* searched last */
+    lua_pushfstring(L, "-I%s", headers.dir);
+    if (headers.cccl) lua_pushfstring(L, "-I%s/cccl", headers.dir);
+  }
   nopts = lua_gettop(L) - base + 1;
   optv = (const char **)lua_newuserdatauv(L, sizeof(char *) * (size_t)(nopts + 1), 0);
   for (i = 0; i < nopts; i++) optv[i] = lua_tostring(L, base + i);
@@ -428,11 +443,6 @@ static int gpu_nvrtc_supported_archs (lua_State *L) {
     lua_rawseti(L, -2, i + 1);
   }
   return 1;
-}
-
-const char *gpu_cuda_include_dir (void) {
-  pthread_once(&nv.once, load_nvrtc);
-  return nv.headers[0] != '\0' ? nv.headers : NULL;
 }
 
 /* cuda_include_dir() -> the toolkit's include directory every compile searches last, or nil */

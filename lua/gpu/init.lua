@@ -149,6 +149,7 @@ local function job_key(job)
                  options.name or "kernel.cu"}
   for _, o in ipairs(options.options or {}) do parts[#parts + 1] = "option " .. o end
   for _, d in ipairs(options.include_dirs or {}) do parts[#parts + 1] = "include " .. d end
+  parts[#parts + 1] = "toolkit include " .. (core.cuda_include_dir() or "none")   -- searched last
   if options.headers then
     local names = {}
     for name in pairs(options.headers) do names[#names + 1] = name end

@@ -27,6 +27,30 @@ extern "C" __global__ void gpu_matrix_addresses(unsigned long long *out, long lo
 // back to learn whether any was singular.
 #define GPU_SMALL_ROWS 8
 
+// Step j of partial pivoting on lu (n x n): the first of the largest magnitudes in column j
+// from row j down (LAPACK's getrf's pivot) swapped into row j, columns j on.  Returns that
+// row (j where nothing moved); *largest gets the pivot's magnitude (0: a zero pivot).
+template <typename T>
+__device__ __forceinline__ int gpu_small_pivot(T (&lu)[GPU_SMALL_ROWS][GPU_SMALL_ROWS], int j,
+                                               int n, T *largest) {
+  int p = j;
+  *largest = fabs(lu[j][j]);
+  for (int r = j + 1; r < n; r++) {
+    if (fabs(lu[r][j]) > *largest) {
+      *largest = fabs(lu[r][j]);
+      p = r;
+    }
+  }
+  if (p != j) {
+    for (int c = j; c < n; c++) {
+      const T swapped = lu[j][c];
+      lu[j][c] = lu[p][c];
+      lu[p][c] = swapped;
+    }
+  }
+  return p;
+}
+
 template <typename T>
 __device__ __forceinline__ void gpu_small_solve(T *x, int *singular, const T *a,
                                                 long long a_step, const T *b, long long b_step,
@@ -43,24 +67,13 @@ __device__ __forceinline__ void gpu_small_solve(T *x, int *singular, const T *a,
       y[r] = b != NULL ? b[i * b_step + (long long)r * k + side] : (T)(r == side);
     }
     for (int j = 0; j < n; j++) {
-      int p = j;
-      T largest = fabs(lu[j][j]);
-      for (int r = j + 1; r < n; r++) {
-        if (fabs(lu[r][j]) > largest) {
-          largest = fabs(lu[r][j]);
-          p = r;
-        }
-      }
+      T largest;
+      const int p = gpu_small_pivot(lu, j, n, &largest);   // (a zero column swaps nothing)
       if (largest == (T)0) {
         zero_pivot = true;
         continue;
       }
       if (p != j) {
-        for (int c = j; c < n; c++) {
-          const T swapped = lu[j][c];
-          lu[j][c] = lu[p][c];
-          lu[p][c] = swapped;
-        }
         const T swapped = y[j];
         y[j] = y[p];
         y[p] = swapped;
@@ -114,25 +127,11 @@ __device__ __forceinline__ void gpu_small_det(T *det, T *sign, T *logabsdet, con
     T signs = 1, logs = 0;
     bool zero = false;
     for (int j = 0; j < n; j++) {
-      int p = j;
-      T largest = fabs(lu[j][j]);
-      for (int r = j + 1; r < n; r++) {
-        if (fabs(lu[r][j]) > largest) {
-          largest = fabs(lu[r][j]);
-          p = r;
-        }
-      }
+      T largest;
+      if (gpu_small_pivot(lu, j, n, &largest) != j) signs = -signs;
       if (largest == (T)0) {
         zero = true;
         break;
-      }
-      if (p != j) {
-        for (int c = j; c < n; c++) {
-          const T swapped = lu[j][c];
-          lu[j][c] = lu[p][c];
-          lu[p][c] = swapped;
-        }
-        signs = -signs;
       }
       const T u = lu[j][j];
       if (u < (T)0) signs = -signs;

@@ -507,7 +507,8 @@ typedef struct gpu_Module {
 #define GPU_ARGHANDLER "gpu.ArgHandler"
 
 GPU_INTERNAL void gpu_nvrtc_open(lua_State *L);
-/* The CUDA toolkit's include directory (gpu.cuda_include_dir()), or NULL; looks for NVRTC. */
+/* The CUDA toolkit's include directory (gpu.cuda_include_dir()), or NULL: found once, beside
+** the NVRTC that loading would open (without loading it), else under CUDA_HOME. */
 GPU_INTERNAL const char *gpu_cuda_include_dir(void);
 /* Finds a CUDA library where dlopen would: $env_var, else names, else $CUDA_HOME/lib64;
 ** found (PATH_MAX bytes) gets its real path.  Returns whether one was found. */

@@ -88,10 +88,9 @@ local BATCHED_MAX = 32
 -- Stacks of float32 or float64 matrices of at most this many rows are solved and inverted by
 -- batched.cu's gpu_small_solve (a thread a right side), their determinants taken by
 -- gpu_small_det, factored by gpu_small_cholesky and diagonalized by gpu_small_eigh (a thread
--- a matrix): one launch, against cuBLAS's and
--- cuSOLVER's batched routines with their copies and arrays of infos (10000 4 x 4 solves on
--- the H200: 0.12 ms by cuBLAS, CuPy 0.11-0.21).  A field, so that the specs can set it to 0
--- and reach those routines.
+-- a matrix): one launch, against cuBLAS's and cuSOLVER's batched routines with their copies
+-- and arrays of infos (10000 4 x 4 solves on the H200: 0.12 ms by cuBLAS, CuPy 0.11-0.21).
+-- A field, so that the specs can set it to 0 and reach those routines.
 M.small_rows = 8
 
 -- How often each batched routine ran (for the specs, which check that a stack took it);

@@ -128,7 +128,8 @@ local dtypes = {"float32", "float64", "int8", "int16", "int32", "int64", "uint8"
 local option_keys = {"block", "grid", "shared", "stream", "non_blocking", "timing", "blocking",
                      "target", "arch", "options", "include_dirs", "no_extern_c", "name",
                      "headers", "cache", "out", "range", "seed", "axis", "preamble", "dtype",
-                     "order", "keepdims", "async", "axes", "k"}
+                     "order", "keepdims", "async", "axes", "k", "cooperative", "cluster",
+                     "priority", "attach", "libraries"}
 
 local function misspell(s)
   local n = #s
@@ -526,6 +527,7 @@ if gpu_mode then
     function() local b = gpu.mem_alloc(64); b:free(); return b end,
     function() return gpu.Stream() end, function() return gpu.Event() end,
     function() return gpu.host.pagelocked_empty(16, "float32") end,
+    function() return gpu.host.managed_empty(16, "float32") end,
     function() return gpu.array_empty({4, 4}, "float32") end,
   }) do
     check_call("seed", pcall(make))

@@ -16,7 +16,7 @@ local argerror = args.argerror
 -- h, or for a managed array a pageable copy: read element by element, a managed array
 -- would wait for the device at each element where the device has no concurrent access.
 local function readable(h)
-  if not h:is_managed() then return h end
+  if getmetatable(h) ~= HostArray or not h:is_managed() then return h end
   return host.from_bytes(h:bytes(), h.dtype, h.shape)
 end
 

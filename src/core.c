@@ -140,6 +140,7 @@ static void remember_metatables (lua_State *L) {
   static const struct { gpu_ArgKind kind; const char *name; } kinds[] = {
     {GPU_ARG_BUFFER, GPU_BUFFER}, {GPU_ARG_ARRAY, GPU_ARRAY},
     {GPU_ARG_HANDLER, GPU_ARGHANDLER}, {GPU_ARG_SCALAR, GPU_SCALAR},
+    {GPU_ARG_TEXTURE, GPU_TEXTURE}, {GPU_ARG_SURFACE, GPU_SURFACE},
   };
   gpu_State *s = gpu_state(L);
   size_t i;
@@ -157,7 +158,7 @@ static void (*const subsystems[])(lua_State *L) = {
   gpu_error_open, gpu_dtype_open, gpu_device_open, gpu_memory_open, gpu_host_open,
   gpu_array_open, gpu_elementwise_open, gpu_stream_open,
   gpu_nvrtc_open, gpu_blas_open, gpu_fft_open, gpu_solver_open, gpu_module_open, gpu_link_open,
-  gpu_launch_open,
+  gpu_texture_open, gpu_launch_open,
   gpu_kernels_open, gpu_cache_open,
   gpu_dlpack_open,
 };

@@ -112,6 +112,14 @@ __attribute__((visibility("default"))) int luaopen_gpu_core(lua_State *L);
   X(cuGraphLaunch, 10000)                          \
   X(cuGraphExecDestroy, 10000)                     \
   X(cuGraphDestroy, 10000)                         \
+  X(cuArray3DCreate, 3020)                         \
+  X(cuArrayDestroy, 2000)                          \
+  X(cuMemcpy3D, 3020)                              \
+  X(cuMemcpy3DAsync, 3020)                         \
+  X(cuTexObjectCreate, 5000)                       \
+  X(cuTexObjectDestroy, 5000)                      \
+  X(cuSurfObjectCreate, 5000)                      \
+  X(cuSurfObjectDestroy, 5000)                     \
   OPT(cuFuncGetParamInfo, 12040)                  \
   OPT(cuMemPrefetchAsync, 12020)                  \
   OPT(cuLaunchKernelEx, 11060)
@@ -194,7 +202,8 @@ GPU_INTERNAL void gpu_pushcomplex(lua_State *L, double re, double im);
 
 /* The userdata types a kernel argument can be, told apart by metatable identity. */
 typedef enum gpu_ArgKind {
-  GPU_ARG_OTHER, GPU_ARG_BUFFER, GPU_ARG_ARRAY, GPU_ARG_HANDLER, GPU_ARG_SCALAR, GPU_ARG_KINDS
+  GPU_ARG_OTHER, GPU_ARG_BUFFER, GPU_ARG_ARRAY, GPU_ARG_HANDLER, GPU_ARG_SCALAR,
+  GPU_ARG_TEXTURE, GPU_ARG_SURFACE, GPU_ARG_KINDS
 } gpu_ArgKind;
 
 /* Per-lua_State data of the module: a userdata kept in the registry. */
@@ -439,6 +448,9 @@ typedef enum gpu_ReleaseKind {
   GPU_RELEASE_STREAM,       /* cuStreamDestroy */
   GPU_RELEASE_EVENT,        /* cuEventDestroy */
   GPU_RELEASE_GRAPH,        /* cuGraphExecDestroy, then cuGraphDestroy */
+  GPU_RELEASE_CUDA_ARRAY,   /* cuArrayDestroy */
+  GPU_RELEASE_TEXTURE,      /* cuTexObjectDestroy */
+  GPU_RELEASE_SURFACE,      /* cuSurfObjectDestroy */
   GPU_RELEASE_CALLBACK      /* the host's release function (memory it lent Lua) */
 } gpu_ReleaseKind;
 
@@ -453,6 +465,8 @@ typedef struct gpu_Release {
     CUstream stream;
     CUevent event;
     struct { CUgraphExec exec; CUgraph graph; } graph;
+    CUarray array;
+    unsigned long long object;   /* a CUtexObject or CUsurfObject */
     struct { void (*fn)(void *data); void *data; } callback;
   } h;
 } gpu_Release;
@@ -523,6 +537,20 @@ GPU_INTERNAL void gpu_kernels_open(lua_State *L);
 GPU_INTERNAL void gpu_cache_open(lua_State *L);
 GPU_INTERNAL void gpu_module_open(lua_State *L);
 GPU_INTERNAL void gpu_link_open(lua_State *L);
+
+/* ---------------------------------------------------------------- texture.c */
+
+#define GPU_CUDAARRAY "gpu.CudaArray"
+#define GPU_TEXTURE "gpu.TextureObject"
+#define GPU_SURFACE "gpu.SurfaceObject"
+/* The handle of the texture or surface object at idx for a kernel argument, and its Context;
+** 0 with *why set when it, or the array it reads, was freed. */
+GPU_INTERNAL unsigned long long gpu_texture_handle(lua_State *L, int idx, const gpu_Context **ctx,
+                                                   const char **why);
+/* For graphs: -1 when the value at idx is no CUDA array, texture or surface object, else
+** whether it is usable (alive, and what it reads alive). */
+GPU_INTERNAL int gpu_texture_state(lua_State *L, int idx);
+GPU_INTERNAL void gpu_texture_open(lua_State *L);
 GPU_INTERNAL void gpu_launch_open(lua_State *L);
 /* Whether the value at idx is a gpu.Function (launch.c). */
 GPU_INTERNAL int gpu_isfunction(lua_State *L, int idx);

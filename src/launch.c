@@ -608,6 +608,26 @@ static int resolve_unknown (lua_State *L, const gpu_Function *f, int idx, int ar
   return GPU_PARAM_BYVALUE;
 }
 
+/* A texture or surface object for a 64-bit integer parameter (cudaTextureObject_t and
+** cudaSurfaceObject_t are unsigned long long), or one only the driver's size describes: its
+** handle, checked usable and on f's device. */
+static void pack_texture (lua_State *L, const gpu_Function *f, int idx, int argn,
+                          const gpu_Param *p, gpu_ArgKind kind, unsigned char *dst) {
+  const gpu_Context *ctx;
+  const char *why;
+  unsigned long long handle;
+  if (!(p->type == GPU_UINT64 || p->type == GPU_INT64 ||
+        ((p->type == GPU_PARAM_UNKNOWN || p->type == GPU_PARAM_BYVALUE) && p->size == sizeof handle)))
+    kernel_argerror(L, f, argn, "expected %s, got a %s", type_name(p->type),
+                    kind == GPU_ARG_SURFACE ? "surface object" : "texture object");
+  handle = gpu_texture_handle(L, idx, &ctx, &why);
+  if (why != NULL) kernel_argerror(L, f, argn, "%s", why);
+  if (ctx != f->ctx)
+    kernel_argerror(L, f, argn, "object is on device %d, the kernel on device %d", ctx->ordinal,
+                    f->ctx->ordinal);
+  memcpy(dst, &handle, sizeof handle);
+}
+
 /* The host data of the In/Out/InOut at idx (argument argn): its bytes and their count. */
 static const void *handler_bytes (lua_State *L, const gpu_Function *f, int idx, int argn,
                                   size_t *n) {
@@ -688,7 +708,8 @@ static size_t pack_arguments (lua_State *L, gpu_Function *f, int first, int narg
     if (f->nparams < 0) {         /* no declaration: the argument's own type decides */
       int ltype = lua_type(L, idx);
       dyn.type = scalar ? (int)scalar->dtype : ltype == LUA_TSTRING ? GPU_PARAM_BYVALUE
-                                                                  : GPU_PARAM_POINTER;
+               : kind == GPU_ARG_TEXTURE || kind == GPU_ARG_SURFACE ? GPU_UINT64
+               : GPU_PARAM_POINTER;
       if (ltype == LUA_TNUMBER || ltype == LUA_TBOOLEAN)
         kernel_argerror(L, f, i + 1, "the kernel's parameter types are unknown, so a plain %s "
                                      "cannot be converted: pass a typed scalar such as "
@@ -698,7 +719,9 @@ static size_t pack_arguments (lua_State *L, gpu_Function *f, int first, int narg
     } else if (f->sized_by_arguments) {   /* a struct's size only its bytes tell (no driver layout) */
       dyn = *p;
       if (dyn.type == GPU_PARAM_BYVALUE)
-        dyn.size = scalar ? gpu_dtypes[scalar->dtype].itemsize : lua_rawlen(L, idx);
+        dyn.size = scalar ? gpu_dtypes[scalar->dtype].itemsize
+                 : kind == GPU_ARG_TEXTURE || kind == GPU_ARG_SURFACE ? sizeof(unsigned long long)
+                 : lua_rawlen(L, idx);
       p = &dyn;
     }
     if (p == &dyn) {               /* C's layout: each at its natural alignment (at most 8) */
@@ -708,6 +731,10 @@ static size_t pack_arguments (lua_State *L, gpu_Function *f, int first, int narg
         luaL_error(L, "arguments to '%s' exceed %d bytes", f->name, GPU_MAX_PARAM_BYTES);
     }
     dst = f->argbuf + p->offset;
+    if (kind == GPU_ARG_TEXTURE || kind == GPU_ARG_SURFACE) {
+      pack_texture(L, f, idx, i + 1, p, kind, dst);
+      continue;
+    }
     if (p->type == GPU_PARAM_UNKNOWN) {
       dyn = *p;
       dyn.type = resolve_unknown(L, f, idx, i + 1, p, kind);

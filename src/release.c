@@ -48,6 +48,9 @@ static void release_now (const gpu_Release *r) {
       d->cuGraphExecDestroy(r->h.graph.exec);
       d->cuGraphDestroy(r->h.graph.graph);
       break;
+    case GPU_RELEASE_CUDA_ARRAY: d->cuArrayDestroy(r->h.array); break;
+    case GPU_RELEASE_TEXTURE: d->cuTexObjectDestroy((CUtexObject)r->h.object); break;
+    case GPU_RELEASE_SURFACE: d->cuSurfObjectDestroy((CUsurfObject)r->h.object); break;
     case GPU_RELEASE_CALLBACK: break;                        /* run above */
   }
   gpu_context_restore(r->ctx, prev);

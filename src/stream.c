@@ -158,7 +158,8 @@ void gpu_capture_note (lua_State *L, int stream_idx, int obj_idx) {
   if (s == NULL || !s->capturing) return;
   /* host arrays too: a replayed copy reads or writes their page-locked memory */
   if (!gpu_testbuffer(L, obj_idx) && !gpu_testarray(L, obj_idx) &&
-      luaL_testudata(L, obj_idx, GPU_HOSTARRAY) == NULL && gpu_fftplan_state(L, obj_idx) < 0)
+      luaL_testudata(L, obj_idx, GPU_HOSTARRAY) == NULL && gpu_fftplan_state(L, obj_idx) < 0 &&
+      gpu_texture_state(L, obj_idx) < 0)
     return;
   obj_idx = lua_absindex(L, obj_idx);
   lua_getiuservalue(L, stream_idx, 2);       /* the set of objects used so far */
@@ -251,7 +252,10 @@ static int graph_launch (lua_State *L) {
         ((a = gpu_testarray(L, -1)) != NULL && !gpu_array_alive(a)))
       return luaL_error(L, "graph uses a %s that has been freed", b ? "buffer" : "GPU array");
     if (gpu_fftplan_state(L, -1) == 0) return luaL_error(L, "graph uses an FFT plan that has been freed");
-    if (b == NULL && a == NULL && gpu_fftplan_state(L, -1) < 0 && gpu_testhostarray(L, -1) == NULL)
+    if (gpu_texture_state(L, -1) == 0)
+      return luaL_error(L, "graph uses a CUDA array, texture or surface object that has been freed");
+    if (b == NULL && a == NULL && gpu_fftplan_state(L, -1) < 0 && gpu_texture_state(L, -1) < 0 &&
+        gpu_testhostarray(L, -1) == NULL)
       return luaL_error(L, "graph uses a host array that has been freed");   /* freed: not found */
     lua_pop(L, 1);
   }

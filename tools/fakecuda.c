@@ -68,6 +68,9 @@ static CUresult attribute (int *v, CUdevice_attribute a, CUdevice d) {
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *v = 0; break;
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *v = 132; break;
     case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *v = 32; break;
+    case CU_DEVICE_ATTRIBUTE_TEXTURE_PITCH_ALIGNMENT: *v = 32; break;   /* an H100's */
+    /* CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT stays 1: mem_alloc's addresses are 16 bytes past
+    ** malloc's, not 512-byte aligned as a driver's are */
     case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS:   /* FAKE_CUDA_CONCURRENT_MANAGED=0: none */
       *v = getenv("FAKE_CUDA_CONCURRENT_MANAGED") == NULL ||
            strcmp(getenv("FAKE_CUDA_CONCURRENT_MANAGED"), "0") != 0;
@@ -343,6 +346,72 @@ static CUresult link_complete (CUlinkState state, void **cubin, size_t *size) {
 }
 static CUresult link_destroy (CUlinkState state) { free(state); return CUDA_SUCCESS; }
 
+/* CUDA arrays: the descriptor and the texels in host memory, rows packed, counted as device
+** bytes; cuMemcpy3D copies between them and host or "device" memory as the driver does, so
+** specs can round-trip data.  Texture and surface objects are numbers, never read. */
+typedef struct { CUDA_ARRAY3D_DESCRIPTOR desc; size_t row, rows, bytes; unsigned char *data; } fake_array;
+static size_t format_bytes (CUarray_format f) {
+  switch (f) {
+    case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF: return 2;
+    case CU_AD_FORMAT_UNSIGNED_INT32: case CU_AD_FORMAT_SIGNED_INT32: case CU_AD_FORMAT_FLOAT: return 4;
+    default: return 0;
+  }
+}
+static CUresult array_create (CUarray *out, const CUDA_ARRAY3D_DESCRIPTOR *d) {
+  fake_array *a;
+  size_t texel = format_bytes(d->Format) * d->NumChannels;
+  if (texel == 0 || d->Width == 0 || (d->NumChannels != 1 && d->NumChannels != 2 && d->NumChannels != 4))
+    return CUDA_ERROR_INVALID_VALUE;
+  if ((a = (fake_array *)calloc(1, sizeof *a)) == NULL) return CUDA_ERROR_OUT_OF_MEMORY;
+  a->desc = *d;
+  a->row = d->Width * texel;
+  a->rows = d->Height ? d->Height : 1;
+  a->bytes = a->row * a->rows * (d->Depth ? d->Depth : 1);
+  if ((a->data = (unsigned char *)calloc(1, a->bytes)) == NULL) {
+    free(a);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  atomic_fetch_add(&device_bytes, a->bytes);
+  *out = (CUarray)(void *)a;
+  return CUDA_SUCCESS;
+}
+static CUresult array_destroy (CUarray h) {
+  fake_array *a = (fake_array *)(void *)h;
+  atomic_fetch_sub(&device_bytes, a->bytes);
+  free(a->data);
+  free(a);
+  return CUDA_SUCCESS;
+}
+/* The address of byte x of row y of slice z on one side of a copy. */
+static unsigned char *copy_address (CUmemorytype type, const void *host, CUdeviceptr device,
+                                    CUarray array, size_t pitch, size_t height, size_t x,
+                                    size_t y, size_t z) {
+  if (type == CU_MEMORYTYPE_ARRAY) {
+    fake_array *a = (fake_array *)(void *)array;
+    return a->data + (z * a->rows + y) * a->row + x;
+  }
+  return (type == CU_MEMORYTYPE_HOST ? (unsigned char *)(uintptr_t)host
+                                     : (unsigned char *)(uintptr_t)device) + (z * height + y) * pitch + x;
+}
+static CUresult memcpy_3d (const CUDA_MEMCPY3D *c) {
+  size_t y, z;
+  for (z = 0; z < c->Depth; z++)
+    for (y = 0; y < c->Height; y++)
+      memcpy(copy_address(c->dstMemoryType, c->dstHost, c->dstDevice, c->dstArray, c->dstPitch,
+                          c->dstHeight, c->dstXInBytes, c->dstY + y, c->dstZ + z),
+             copy_address(c->srcMemoryType, c->srcHost, c->srcDevice, c->srcArray, c->srcPitch,
+                          c->srcHeight, c->srcXInBytes, c->srcY + y, c->srcZ + z),
+             c->WidthInBytes);
+  return CUDA_SUCCESS;
+}
+static CUresult memcpy_3d_async (const CUDA_MEMCPY3D *c, CUstream s) { (void)s; return memcpy_3d(c); }
+static atomic_ullong next_object = 1;
+static CUresult object_create (unsigned long long *handle) {
+  *handle = atomic_fetch_add(&next_object, 1);
+  return CUDA_SUCCESS;
+}
+
 /* Context limits, remembered as the driver would (STACK_SIZE rounded up to 16 bytes);
 ** FAKE_CUDA_LIMIT=fail makes setting one fail, for the module's error path. */
 static size_t limits[CU_LIMIT_MAX] = {1024, 1 << 20, 8 << 20, 2, 2048, 64};
@@ -397,6 +466,10 @@ static const struct { const char *name; void *fn; } stubs[] = {
   STUB(cuEventQuery, ok) STUB(cuEventElapsedTime, elapsed) STUB(cuStreamBeginCapture, ok)
   STUB(cuStreamEndCapture, end_capture) STUB(cuGraphInstantiateWithFlags, instantiate)
   STUB(cuGraphLaunch, ok) STUB(cuGraphExecDestroy, ok) STUB(cuGraphDestroy, ok)
+  STUB(cuArray3DCreate, array_create) STUB(cuArrayDestroy, array_destroy)
+  STUB(cuMemcpy3D, memcpy_3d) STUB(cuMemcpy3DAsync, memcpy_3d_async)
+  STUB(cuTexObjectCreate, object_create) STUB(cuTexObjectDestroy, ok)
+  STUB(cuSurfObjectCreate, object_create) STUB(cuSurfObjectDestroy, ok)
 #undef STUB
 };
 

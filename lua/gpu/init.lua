@@ -380,6 +380,27 @@ function gpu.capture(fn, stream)
   return graph
 end
 
+-- gpu.to_cuda_array(a[, {channels =, surface =, layered =}]): a new gpu.CudaArray holding the
+-- elements of the GPUArray or host array a (PyCUDA's matrix_to_array); with channels 2 or 4,
+-- a's last dimension holds each texel's channels.
+function gpu.to_cuda_array(a, options)
+  local mt = getmetatable(a)
+  if mt ~= core.types.GPUArray and mt ~= core.types.HostArray then
+    argerror(1, "to_cuda_array", "GPUArray or host array expected, got " .. require("gpu.args").typename(a))
+  end
+  check_options(options, 2, "to_cuda_array", {channels = true, surface = true, layered = true})
+  local shape, channels = a.shape, options and options.channels or 1
+  if channels ~= 1 then
+    if shape[#shape] ~= channels or #shape < 2 then
+      argerror(2, "to_cuda_array", ("option 'channels' is %s: the array's last dimension must be %s")
+        :format(channels, channels))
+    end
+    shape[#shape] = nil
+  end
+  if mt == core.types.GPUArray and not a.is_contiguous then a = a:copy() end
+  return core.CudaArray(shape, a.dtype, options):copy_from(a)
+end
+
 -- GPU arrays: gpu.gpuarray and its shortcuts, then what builds on it.
 require("gpu.gpuarray").install(gpu)
 require("gpu.reduction").install(gpu)

@@ -30,6 +30,10 @@ local scalar_letters = {
   -- complex: kernels/common.cu's types, and CUDA's own from cuComplex.h (the same layout)
   ["lg_complex64"] = "F", ["lg_complex128"] = "D", ["cuFloatComplex"] = "F", ["cuComplex"] = "F",
   ["cuDoubleComplex"] = "D",
+  -- texture and surface objects: handles (unsigned long long) that gpu.TextureObject and
+  -- gpu.SurfaceObject arguments fill in
+  ["cudaTextureObject_t"] = "Q", ["cudaSurfaceObject_t"] = "Q", ["CUtexObject"] = "Q",
+  ["CUsurfObject"] = "Q",
 }
 
 -- Words of C's built-in type names: never a parameter's name.

@@ -293,3 +293,87 @@ describe("freeing a Buffer", function()
     end)
   end
 end)
+
+describe("IPC handles", function()
+  local function hex(bytes)
+    return (bytes:gsub(".", function(c) return ("%02x"):format(c:byte()) end))
+  end
+
+  helpers.gpu_it("share memory with another process, both ways", function()
+    local n = math.random(1000, 100000)
+    local values = helpers.random_integers(n, -2 ^ 28, 2 ^ 28)
+    local buf <close> = gpu.mem_alloc(4 * n, {ipc = true})
+    gpu.memcpy_htod(buf, host.from_table(values, "int32"))
+    local handle = buf:ipc_handle()
+    assert.are.equal(64, #handle)
+    -- the other process reads what this one wrote, and triples it in place with a kernel
+    local out, ok = helpers.run_lua(([[
+      local gpu = require "gpu"
+      local shared = gpu.ipc_open("%s")
+      local a = gpu.array_view(shared, 0, "int32", {%d})
+      local sum = 0
+      for _, v in ipairs(a:get():totable()) do sum = sum + v end
+      a:imul(3)
+      gpu.synchronize()
+      print(#shared, sum)
+      shared:free()
+      shared:free()
+      print(shared)
+    ]]):format(hex(handle), n))
+    assert.is_truthy(ok, out)
+    local sum = 0
+    for _, v in ipairs(values) do sum = sum + v end
+    assert.are.equal(("%d\t%d\ngpu.Buffer(freed)\n"):format(4 * n, sum), out)
+    local got = gpu.from_device(buf, n, "int32")
+    for i = 1, n do assert.are.equal(3 * values[i], got[i]) end
+  end)
+
+  it("refuse what cannot be shared, and name a failed open (stand-in driver)", function()
+    local out, ok = helpers.run_with_fakes([[
+      local gpu = require "gpu"
+      local function try(f)
+        local ok, e = pcall(f)
+        print(ok and "ok" or (tostring(e):gsub("^[^\n]*:%d+: ", "")))
+      end
+      local b = gpu.mem_alloc(64, {ipc = true})
+      local handle = b:ipc_handle()
+      -- within one process the stand-in's handle opens the memory itself
+      local o = gpu.ipc_open(handle)
+      print(#handle, #o, o:ptr() == b:ptr())
+      o:free(); o:free()
+      print(o, b)
+      try(function() local x = gpu.mem_alloc(4):ipc_handle() end)
+      try(function() local x = b:offset(8):ipc_handle() end)
+      try(function() local x = gpu.ipc_open(handle):ipc_handle() end)
+      try(function() local x = gpu.ipc_open("abc") end)
+      try(function() local x = gpu.ipc_open(string.rep("zz", 64)) end)
+      try(function() local x = gpu.mem_alloc(4, {ipc = 1}) end)
+      try(function() local x = gpu.mem_alloc(4, {icp = true}) end)
+      try(function() local x = gpu.ipc_open(3) end)
+      b:free()
+      try(function() local x = b:ipc_handle() end)
+    ]])
+    assert.is_truthy(ok, out)
+    assert.are.equal(table.concat({
+      "64\t64\ttrue",
+      "gpu.Buffer(freed)\t" .. out:match("\t(gpu%.Buffer%(0x%x+, 64 bytes%))"),
+      "calling 'ipc_handle' on bad self (the pool's memory cannot be shared: allocate it with gpu.mem_alloc(n, {ipc = true}))",
+      "calling 'ipc_handle' on bad self (a view: share the allocation it looks into)",
+      "calling 'ipc_handle' on bad self (memory another process shared cannot be shared again)",
+      "bad argument #1 to 'ipc_open' (an IPC handle is 64 bytes (or 128 hex digits), got 3)",
+      "bad argument #1 to 'ipc_open' (an IPC handle in hex has only hex digits)",
+      "bad argument #2 to 'mem_alloc' (option 'ipc' must be a boolean)",
+      "bad argument #2 to 'mem_alloc' (unknown option 'icp')",
+      "bad argument #1 to 'ipc_open' (an IPC handle is 64 bytes (or 128 hex digits), got 1)",
+      "calling 'ipc_handle' on bad self (buffer has been freed)",
+    }, "\n") .. "\n", out)
+    out, ok = helpers.run_with_fakes([[
+      local gpu = require "gpu"
+      local handle = gpu.mem_alloc(64, {ipc = true}):ipc_handle()
+      local ok, e = pcall(gpu.ipc_open, handle)
+      print(gpu.Error.is(e), e.name, e.call)
+    ]], {FAKE_CUDA_IPC_FAIL = "1"})
+    assert.is_truthy(ok, out)
+    assert.are.equal("true\tCUDA_ERROR_FAKE\tcuIpcOpenMemHandle\n", out)
+  end)
+end)

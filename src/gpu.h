@@ -120,9 +120,13 @@ __attribute__((visibility("default"))) int luaopen_gpu_core(lua_State *L);
   X(cuTexObjectDestroy, 5000)                      \
   X(cuSurfObjectCreate, 5000)                      \
   X(cuSurfObjectDestroy, 5000)                     \
+  X(cuMemGetAddressRange, 3020)                    \
   OPT(cuFuncGetParamInfo, 12040)                  \
   OPT(cuMemPrefetchAsync, 12020)                  \
-  OPT(cuLaunchKernelEx, 11060)
+  OPT(cuLaunchKernelEx, 11060)                    \
+  OPT(cuIpcGetMemHandle, 4010)                    \
+  OPT(cuIpcOpenMemHandle, 11000)                  \
+  OPT(cuIpcCloseMemHandle, 4010)
 
 typedef struct gpu_Driver {
 #define GPU_DRIVER_FIELD(name, version) PFN_##name##_v##version name;
@@ -295,6 +299,7 @@ typedef struct gpu_Buffer {
   void *release_data;
   int exports;            /* an allocation's DLPack exports whose consumers are not done yet */
   CUdeviceptr kept;       /* freed by Lua while exported: the memory, released after them */
+  int ipc;                /* another process's memory (gpu.ipc_open): closed, not freed */
 } gpu_Buffer;
 
 #define GPU_BUFFER "gpu.Buffer"
@@ -451,6 +456,7 @@ typedef enum gpu_ReleaseKind {
   GPU_RELEASE_CUDA_ARRAY,   /* cuArrayDestroy */
   GPU_RELEASE_TEXTURE,      /* cuTexObjectDestroy */
   GPU_RELEASE_SURFACE,      /* cuSurfObjectDestroy */
+  GPU_RELEASE_IPC,          /* cuIpcCloseMemHandle */
   GPU_RELEASE_CALLBACK      /* the host's release function (memory it lent Lua) */
 } gpu_ReleaseKind;
 

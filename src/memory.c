@@ -60,40 +60,46 @@ void gpu_gc_account (lua_State *L, gpu_State *s, size_t nbytes) {
   if (s->gc_debt >= s->gc_threshold && lua_gc(L, LUA_GCISRUNNING)) gpu_gc_collect(L, s);
 }
 
-static CUresult device_alloc (const gpu_Driver *d, gpu_Context *c, CUdeviceptr *p, size_t n) {
+static CUresult device_alloc (const gpu_Driver *d, CUmemoryPool pool, CUdeviceptr *p, size_t n) {
   if (n == 0) n = 1;            /* a zero-byte buffer still gets an address: alive is ptr != 0 */
-  return c->pool ? d->cuMemAllocFromPoolAsync(p, n, c->pool, NULL) : d->cuMemAlloc(p, n);
+  return pool ? d->cuMemAllocFromPoolAsync(p, n, pool, NULL) : d->cuMemAlloc(p, n);
 }
 
-void gpu_buffer_acquire (lua_State *L, gpu_Context *c, gpu_Buffer *b, size_t nbytes) {
+/* nbytes into b from c's pool, or where use_pool is 0 (or c has none) from cuMemAlloc. */
+static void acquire (lua_State *L, gpu_Context *c, gpu_Buffer *b, size_t nbytes, int use_pool) {
   const gpu_Driver *d = c->driver;
+  CUmemoryPool pool = use_pool ? c->pool : NULL;
   CUresult r;
   int refused;
   b->ctx = c;
   gpu_gc_account(L, c->state, nbytes);
   gpu_context_enter(L, c);                 /* after the collector: finalizers may switch it */
-  r = device_alloc(d, c, &b->ptr, nbytes);
+  r = device_alloc(d, pool, &b->ptr, nbytes);
   if (r == CUDA_ERROR_OUT_OF_MEMORY) {     /* garbage may be holding device memory */
     gpu_gc_collect(L, c->state);
     gpu_context_enter(L, c);
-    r = device_alloc(d, c, &b->ptr, nbytes);
+    r = device_alloc(d, pool, &b->ptr, nbytes);
     if (r == CUDA_ERROR_OUT_OF_MEMORY && c->pool != NULL &&   /* then the pool's cache */
         gpu_synchronize_device(d, &refused) == CUDA_SUCCESS) {
       d->cuMemPoolTrimTo(c->pool, 0);
-      r = device_alloc(d, c, &b->ptr, nbytes);
+      r = device_alloc(d, pool, &b->ptr, nbytes);
     }
   }
   if (r != CUDA_SUCCESS) b->ptr = 0;
-  gpu_check(L, r, c->pool ? "cuMemAllocFromPoolAsync" : "cuMemAlloc");
+  gpu_check(L, r, pool ? "cuMemAllocFromPoolAsync" : "cuMemAlloc");
   c->state->gc_bytes += nbytes;
   b->size = nbytes;
   b->root = b;
   b->owned = 1;
-  b->pooled = c->pool != NULL;
+  b->pooled = pool != NULL;
 }
 
-gpu_Buffer *gpu_buffer_alloc (lua_State *L, gpu_Context *c, int ctx_idx, int mt_idx,
-                              size_t nbytes) {
+void gpu_buffer_acquire (lua_State *L, gpu_Context *c, gpu_Buffer *b, size_t nbytes) {
+  acquire(L, c, b, nbytes, 1);
+}
+
+static gpu_Buffer *buffer_alloc (lua_State *L, gpu_Context *c, int ctx_idx, int mt_idx,
+                                 size_t nbytes, int use_pool) {
   gpu_Buffer *b;
   ctx_idx = lua_absindex(L, ctx_idx);
   b = (gpu_Buffer *)lua_newuserdatauv(L, sizeof(gpu_Buffer), 1);
@@ -101,8 +107,13 @@ gpu_Buffer *gpu_buffer_alloc (lua_State *L, gpu_Context *c, int ctx_idx, int mt_
   gpu_setmetatable(L, mt_idx, GPU_BUFFER);
   lua_pushvalue(L, ctx_idx);
   lua_setiuservalue(L, -2, 1);
-  gpu_buffer_acquire(L, c, b, nbytes);
+  acquire(L, c, b, nbytes, use_pool);
   return b;
+}
+
+gpu_Buffer *gpu_buffer_alloc (lua_State *L, gpu_Context *c, int ctx_idx, int mt_idx,
+                              size_t nbytes) {
+  return buffer_alloc(L, c, ctx_idx, mt_idx, nbytes, 1);
 }
 
 gpu_Buffer *gpu_buffer_new (lua_State *L, size_t nbytes) {
@@ -124,7 +135,9 @@ void gpu_buffer_release_on (gpu_Buffer *b, CUstream stream) {
     b->ptr = 0;
     return;
   }
-  if (b->owned && b->ptr != 0) {
+  if (b->owned && b->ptr != 0 && b->ipc) {    /* another process's memory: unmapped */
+    gpu_release(b->ctx->state, &(gpu_Release){GPU_RELEASE_IPC, b->ctx, {.device = b->ptr}});
+  } else if (b->owned && b->ptr != 0) {
     /* freed before a collection counted them: those bytes need no collecting */
     gpu_State *s = b->ctx->state;
     s->gc_debt -= b->size < s->gc_debt ? b->size : s->gc_debt;
@@ -209,12 +222,94 @@ static int gpu_free_all_after (lua_State *L) {
   return 0;
 }
 
-/* mem_alloc(nbytes); upvalues: the state and the Buffer metatable (no registry lookups) */
+/*
+** mem_alloc(nbytes[, {ipc = true}]); upvalues: the state and the Buffer metatable (no registry
+** lookups).  ipc: from cuMemAlloc, not the pool, so that buf:ipc_handle() can share it.
+*/
 static int gpu_mem_alloc (lua_State *L) {
+  static const char *const known[] = {"ipc", NULL};
   lua_Integer n = luaL_checkinteger(L, 1);
   gpu_State *s = (gpu_State *)lua_touserdata(L, lua_upvalueindex(1));
+  int ipc = 0;
   luaL_argcheck(L, n >= 0, 1, "size must not be negative");
-  gpu_buffer_alloc(L, gpu_context_find(L, s), -1, lua_upvalueindex(2), (size_t)n);
+  if (gpu_checkoptions(L, 2, known)) {
+    if (lua_getfield(L, 2, "ipc") != LUA_TNIL) {
+      luaL_argcheck(L, lua_isboolean(L, -1), 2, "option 'ipc' must be a boolean");
+      ipc = lua_toboolean(L, -1);
+    }
+    lua_settop(L, 2);
+  }
+  buffer_alloc(L, gpu_context_find(L, s), -1, lua_upvalueindex(2), (size_t)n, !ipc);
+  return 1;
+}
+
+/*
+** buf:ipc_handle() -> the 64 bytes another process passes to gpu.ipc_open (cuIpcGetMemHandle,
+** PyCUDA's mem_get_ipc_handle): for an allocation of mem_alloc(n, {ipc = true}).
+*/
+static int buffer_ipc_handle (lua_State *L) {
+  gpu_Buffer *b = gpu_checkbuffer(L, 1);
+  const gpu_Driver *d = b->ctx->driver;
+  CUipcMemHandle handle;
+  luaL_argcheck(L, b->root == b && !b->face, 1, "a view: share the allocation it looks into");
+  luaL_argcheck(L, !b->ipc, 1, "memory another process shared cannot be shared again");
+  luaL_argcheck(L, !b->pooled, 1, "the pool's memory cannot be shared: allocate it with "
+                                  "gpu.mem_alloc(n, {ipc = true})");
+  if (d->cuIpcGetMemHandle == NULL) return luaL_error(L, "this CUDA driver has no IPC");
+  gpu_context_enter(L, b->ctx);
+  gpu_check(L, d->cuIpcGetMemHandle(&handle, b->ptr), "cuIpcGetMemHandle");
+  lua_pushlstring(L, handle.reserved, sizeof handle.reserved);
+  return 1;
+}
+
+static int hex_digit (int c) {
+  return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10
+       : c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/*
+** ipc_open(handle) -> a Buffer on the memory another process shared by buf:ipc_handle() (its
+** 64 bytes, or those as 128 hex digits): cuIpcOpenMemHandle, peers enabled lazily.  Freeing
+** it unmaps the memory (cuIpcCloseMemHandle); the other process still owns it.
+*/
+static int gpu_ipc_open (lua_State *L) {
+  size_t len, i;
+  const char *text = luaL_checklstring(L, 1, &len);
+  CUipcMemHandle handle;
+  CUdeviceptr base, ptr = 0;
+  const gpu_Driver *d;
+  gpu_Context *c;
+  gpu_Buffer *b;
+  if (len == sizeof handle.reserved) {
+    memcpy(handle.reserved, text, len);
+  } else if (len == 2 * sizeof handle.reserved) {
+    for (i = 0; i < sizeof handle.reserved; i++) {
+      int hi = hex_digit((unsigned char)text[2 * i]), lo = hex_digit((unsigned char)text[2 * i + 1]);
+      luaL_argcheck(L, hi >= 0 && lo >= 0, 1, "an IPC handle in hex has only hex digits");
+      handle.reserved[i] = (char)(hi * 16 + lo);
+    }
+  } else {
+    return luaL_argerror(L, 1, lua_pushfstring(L, "an IPC handle is 64 bytes (or 128 hex "
+                                               "digits), got %I", (lua_Integer)len));
+  }
+  lua_settop(L, 1);
+  c = gpu_context_find(L, gpu_state(L));        /* at 2 */
+  d = c->driver;
+  b = (gpu_Buffer *)lua_newuserdatauv(L, sizeof(gpu_Buffer), 1);   /* at 3, closed */
+  memset(b, 0, sizeof *b);
+  gpu_setmetatable(L, 0, GPU_BUFFER);
+  lua_pushvalue(L, 2);
+  lua_setiuservalue(L, 3, 1);
+  if (d->cuIpcOpenMemHandle == NULL) return luaL_error(L, "this CUDA driver has no IPC");
+  gpu_context_enter(L, c);
+  gpu_check(L, d->cuIpcOpenMemHandle(&ptr, handle, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+            "cuIpcOpenMemHandle");
+  b->ptr = ptr;
+  b->ctx = c;
+  b->root = b;
+  b->owned = 1;
+  b->ipc = 1;                                   /* open: the free closes it from here on */
+  gpu_check(L, d->cuMemGetAddressRange(&base, &b->size, b->ptr), "cuMemGetAddressRange");
   return 1;
 }
 
@@ -453,14 +548,16 @@ void gpu_memory_open (lua_State *L) {
     {"memset_d32", gpu_memset_d32}, {"memset_d8_async", gpu_memset_d8_async},
     {"memset_d16_async", gpu_memset_d16_async}, {"memset_d32_async", gpu_memset_d32_async},
     {"to_device", gpu_to_device}, {"from_device", gpu_from_device},
-    {"free_after", gpu_free_after}, {"free_all_after", gpu_free_all_after}, {NULL, NULL},
+    {"free_after", gpu_free_after}, {"free_all_after", gpu_free_all_after},
+    {"ipc_open", gpu_ipc_open}, {NULL, NULL},
   };
   static const luaL_Reg meta[] = {
     {"__gc", buffer_free}, {"__close", buffer_free}, {"__len", buffer_len},
     {"__tostring", buffer_tostring}, {NULL, NULL},
   };
   static const luaL_Reg methods[] = {
-    {"free", buffer_free}, {"ptr", buffer_ptr}, {"offset", buffer_offset}, {NULL, NULL},
+    {"free", buffer_free}, {"ptr", buffer_ptr}, {"offset", buffer_offset},
+    {"ipc_handle", buffer_ipc_handle}, {NULL, NULL},
   };
   luaL_setfuncs(L, functions, 0);
   gpu_newtype(L, GPU_BUFFER, meta, methods);

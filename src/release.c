@@ -51,6 +51,7 @@ static void release_now (const gpu_Release *r) {
     case GPU_RELEASE_CUDA_ARRAY: d->cuArrayDestroy(r->h.array); break;
     case GPU_RELEASE_TEXTURE: d->cuTexObjectDestroy((CUtexObject)r->h.object); break;
     case GPU_RELEASE_SURFACE: d->cuSurfObjectDestroy((CUsurfObject)r->h.object); break;
+    case GPU_RELEASE_IPC: d->cuIpcCloseMemHandle(r->h.device); break;
     case GPU_RELEASE_CALLBACK: break;                        /* run above */
   }
   gpu_context_restore(r->ctx, prev);

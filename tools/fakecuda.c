@@ -412,6 +412,27 @@ static CUresult object_create (unsigned long long *handle) {
   return CUDA_SUCCESS;
 }
 
+/* IPC: a handle holds the address itself (one process: opening it gives the memory back);
+** FAKE_CUDA_IPC_FAIL=1 makes opening fail, as a handle from a dead process does. */
+static CUresult ipc_get (CUipcMemHandle *h, CUdeviceptr p) {
+  memset(h, 0, sizeof *h);
+  memcpy(h->reserved, &p, sizeof p);
+  return CUDA_SUCCESS;
+}
+static CUresult ipc_open (CUdeviceptr *p, CUipcMemHandle h, unsigned flags) {
+  const char *fail = getenv("FAKE_CUDA_IPC_FAIL");
+  (void)flags;
+  if (fail != NULL && strcmp(fail, "1") == 0) return CUDA_ERROR_INVALID_VALUE;
+  memcpy(p, h.reserved, sizeof *p);
+  return CUDA_SUCCESS;
+}
+/* The whole allocation p starts (mem_alloc's header has its size). */
+static CUresult address_range (CUdeviceptr *base, size_t *size, CUdeviceptr p) {
+  if (base) *base = p;
+  if (size) memcpy(size, (char *)(uintptr_t)p - HEADER, sizeof *size);
+  return CUDA_SUCCESS;
+}
+
 /* Context limits, remembered as the driver would (STACK_SIZE rounded up to 16 bytes);
 ** FAKE_CUDA_LIMIT=fail makes setting one fail, for the module's error path. */
 static size_t limits[CU_LIMIT_MAX] = {1024, 1 << 20, 8 << 20, 2, 2048, 64};
@@ -470,6 +491,8 @@ static const struct { const char *name; void *fn; } stubs[] = {
   STUB(cuMemcpy3D, memcpy_3d) STUB(cuMemcpy3DAsync, memcpy_3d_async)
   STUB(cuTexObjectCreate, object_create) STUB(cuTexObjectDestroy, ok)
   STUB(cuSurfObjectCreate, object_create) STUB(cuSurfObjectDestroy, ok)
+  STUB(cuIpcGetMemHandle, ipc_get) STUB(cuIpcOpenMemHandle, ipc_open) STUB(cuIpcCloseMemHandle, ok)
+  STUB(cuMemGetAddressRange, address_range)
 #undef STUB
 };
 

@@ -44,6 +44,10 @@ __global__ void fetch_u8(cudaTextureObject_t t, int *out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = tex1D<unsigned char>(t, i + 0.5f);
 }
+__global__ void fetch_i32(cudaTextureObject_t t, int *out, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = tex1D<int>(t, i - 2 + 0.5f);
+}
 __global__ void fetch_linear(cudaTextureObject_t t, float *out, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) out[i] = tex1Dfetch<float>(t, i);
@@ -279,6 +283,17 @@ describe("texture objects", function()
     for i = 1, n do
       helpers.assert_close(math.max(-1, shorts[i] / 32767), got[i], 1e-6, "int16 " .. shorts[i])
     end
+    -- integers read as integers take a border colour as integers: two texels each side
+    local ints = random_values(n, "int32")
+    local iarr <close> = gpu.to_cuda_array(gpu.host.from_table(ints, "int32"))
+    local border = math.random(-2 ^ 31, 2 ^ 31 - 1)
+    local itex <close> = gpu.TextureObject(iarr, {address_mode = "border", border_color = border})
+    local iout = gpu.gpuarray.zeros({n + 4}, "int32")
+    m.fetch_i32(itex, iout, n + 4, {block = 256, grid = (n + 4 + 255) // 256})
+    local want = {border, border}
+    for i = 1, n do want[i + 2] = ints[i] end
+    want[n + 3], want[n + 4] = border, border
+    assert.are.same(want, helpers.flat(iout:get()))
   end)
 
   helpers.gpu_it("read GPUArray memory: 1-d linear by tex1Dfetch, 2-d pitched rows", function()
@@ -380,6 +395,10 @@ describe("CUDA arrays and texture objects (stand-in driver)", function()
       try(function() a:copy_to("x") end)
       try(function() a:copy_to(gpu.mem_alloc(8)) end)
       try(function() a:copy_to(gpu.gpuarray.zeros({4, 3, 2}, "int16"):transpose()) end)
+      local s = gpu.Stream()
+      try(function() a:copy_to(gpu.host.zeros({3, 4, 2}, "int16"), s) end)
+      try(function() a:copy_from(string.rep("x", 48), s) end)
+      try(function() a:copy_from(gpu.host.pagelocked_zeros({3, 4, 2}, "int16"), s) end)
       local function texture(resource, options)
         local t = TextureObject(resource, options)
         return t
@@ -396,6 +415,11 @@ describe("CUDA arrays and texture objects (stand-in driver)", function()
       try(function() texture(a, {normalized_coords = "yes"}) end)
       try(function() texture(a, {adress_mode = "clamp"}) end)
       try(function() texture(CudaArray({4}, "float32"), {read_mode = "normalized_float"}) end)
+      try(function() texture(CudaArray({4}, "uint8"), {border_color = 256}) end)
+      try(function() texture(CudaArray({4}, "int16"), {border_color = {1, 2.5}}) end)
+      try(function() texture(CudaArray({4}, "uint8"), {border_color = 255}) end)
+      try(function() texture(CudaArray({4}, "uint8"), {border_color = 2.5, read_mode = "normalized_float"}) end)
+      try(function() texture(gpu.gpuarray.zeros({0}, "float32")) end)
       try(function() texture(gpu.gpuarray.zeros({6}, "float64")) end)
       try(function() texture(gpu.gpuarray.zeros({6}, "float32"), {filter_mode = "linear"}) end)
       try(function() texture(gpu.gpuarray.zeros({6, 5}, "float32")) end)
@@ -450,6 +474,9 @@ describe("CUDA arrays and texture objects (stand-in driver)", function()
       "bad argument #1 to 'copy_to' (GPUArray, gpu.Buffer or host array expected, got string)",
       "bad argument #1 to 'copy_to' (buffer of 8 bytes, the CUDA array holds 48)",
       "bad argument #1 to 'copy_to' (array must be contiguous)",
+      "bad argument #1 to 'copy_to' (async copies need page-locked host memory (gpu.host.pagelocked_empty))",
+      "bad argument #1 to 'copy_from' (async copies need page-locked host memory (gpu.host.pagelocked_empty))",
+      "ok",
       "bad argument #1 to 'TextureObject' (gpu.CudaArray or GPUArray expected, got number)",
       "bad argument #2 to 'TextureObject' (address modes 'wrap' and 'mirror' need normalized_coords = true)",
       "bad argument #2 to 'TextureObject' (option 'address_mode' must be \"wrap\", \"clamp\", \"mirror\" or \"border\", or a list of one to three of them)",
@@ -462,6 +489,11 @@ describe("CUDA arrays and texture objects (stand-in driver)", function()
       "bad argument #2 to 'TextureObject' (option 'normalized_coords' must be a boolean)",
       "bad argument #2 to 'TextureObject' (unknown option 'adress_mode')",
       "bad argument #2 to 'TextureObject' (read_mode 'normalized_float' is for 8- and 16-bit integers, not float32)",
+      "bad argument #2 to 'TextureObject' (option 'border_color' must hold uint8 values for integer reads)",
+      "bad argument #2 to 'TextureObject' (option 'border_color' must hold int16 values for integer reads)",
+      "ok",
+      "ok",
+      "bad argument #1 to 'TextureObject' (array is empty)",
       "bad argument #1 to 'TextureObject' (textures hold int8, uint8, int16, uint16, int32, uint32, float16 or float32 elements, not float64)",
       "bad argument #2 to 'TextureObject' (a texture over a 1-d GPUArray is read with tex1Dfetch: no linear filtering or normalized coordinates)",
       "bad argument #1 to 'TextureObject' (array's rows are 20 bytes apart, not a multiple of 32: copy it to a gpu.CudaArray)",
@@ -471,11 +503,11 @@ describe("CUDA arrays and texture objects (stand-in driver)", function()
       "bad argument #1 to 'SurfaceObject' (CUDA array made without surface = true)",
       "bad argument #1 to 'to_cuda_array' (GPUArray or host array expected, got number)",
       "bad argument #2 to 'to_cuda_array' (option 'channels' is 2: the array's last dimension must be 2)",
-      "gpu.TextureObject(1)\tgpu.SurfaceObject(2)\tinteger\ttrue",
+      "gpu.TextureObject(3)\tgpu.SurfaceObject(4)\tinteger\ttrue",
       "ok",
       "bad argument #2 to 'k' (expected pointer, got a texture object)",
       "bad argument #3 to 'k' (expected int32, got a surface object)",
-      "gpu.CudaArray(freed)\tgpu.TextureObject(1)",
+      "gpu.CudaArray(freed)\tgpu.TextureObject(3)",
       "bad argument #1 to 'k' (the CUDA array it reads has been freed)",
       "the CUDA array it reads has been freed",
       "calling 'get' on bad self (CUDA array has been freed)",

@@ -323,6 +323,13 @@ GPU_INTERNAL void gpu_gc_account(lua_State *L, gpu_State *s, size_t nbytes);
 ** (580 driver), kept in the context's cache once freed. */
 #define GPU_STREAM_DEVICE_BYTES ((size_t)512 << 10)
 #define GPU_GRAPH_DEVICE_BYTES ((size_t)128 << 10)
+/* One try at allocating device memory in Context c (made current): CUDA_ERROR_OUT_OF_MEMORY
+** or another result. */
+typedef CUresult (*gpu_DeviceAttempt)(gpu_Context *c, void *request);
+/* attempt, and on CUDA_ERROR_OUT_OF_MEMORY again after a full collection, then after the pool
+** gave back what it caches: allocations that are not the pool's need that memory too. */
+GPU_INTERNAL CUresult gpu_device_alloc_retrying(lua_State *L, gpu_Context *c,
+                                                gpu_DeviceAttempt attempt, void *request);
 /* A full collection, after which the threshold of gpu_gc_account is set anew. */
 GPU_INTERNAL void gpu_gc_collect(lua_State *L, gpu_State *s);
 /* Frees an owned allocation now (idempotent, never raises): __gc, __close and :free(). */

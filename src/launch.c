@@ -616,10 +616,13 @@ static void pack_texture (lua_State *L, const gpu_Function *f, int idx, int argn
   const gpu_Context *ctx;
   const char *why;
   unsigned long long handle;
-  if (!(p->type == GPU_UINT64 || p->type == GPU_INT64 ||
-        ((p->type == GPU_PARAM_UNKNOWN || p->type == GPU_PARAM_BYVALUE) && p->size == sizeof handle)))
-    kernel_argerror(L, f, argn, "expected %s, got a %s", type_name(p->type),
-                    kind == GPU_ARG_SURFACE ? "surface object" : "texture object");
+  const char *what = kind == GPU_ARG_SURFACE ? "surface object" : "texture object";
+  if ((p->type == GPU_PARAM_UNKNOWN || p->type == GPU_PARAM_BYVALUE) && p->size != sizeof handle)
+    kernel_argerror(L, f, argn, "parameter is %I bytes, a %s %d", (lua_Integer)p->size, what,
+                    (int)sizeof handle);
+  if (!(p->type == GPU_UINT64 || p->type == GPU_INT64 || p->type == GPU_PARAM_UNKNOWN ||
+        p->type == GPU_PARAM_BYVALUE))
+    kernel_argerror(L, f, argn, "expected %s, got a %s", type_name(p->type), what);
   handle = gpu_texture_handle(L, idx, &ctx, &why);
   if (why != NULL) kernel_argerror(L, f, argn, "%s", why);
   if (ctx != f->ctx)

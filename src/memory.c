@@ -65,26 +65,40 @@ static CUresult device_alloc (const gpu_Driver *d, CUmemoryPool pool, CUdevicept
   return pool ? d->cuMemAllocFromPoolAsync(p, n, pool, NULL) : d->cuMemAlloc(p, n);
 }
 
-/* nbytes into b from c's pool, or where use_pool is 0 (or c has none) from cuMemAlloc. */
-static void acquire (lua_State *L, gpu_Context *c, gpu_Buffer *b, size_t nbytes, int use_pool) {
-  const gpu_Driver *d = c->driver;
-  CUmemoryPool pool = use_pool ? c->pool : NULL;
-  CUresult r;
+CUresult gpu_device_alloc_retrying (lua_State *L, gpu_Context *c, gpu_DeviceAttempt attempt,
+                                    void *request) {
   int refused;
-  b->ctx = c;
-  gpu_gc_account(L, c->state, nbytes);
+  CUresult r;
   gpu_context_enter(L, c);                 /* after the collector: finalizers may switch it */
-  r = device_alloc(d, pool, &b->ptr, nbytes);
+  r = attempt(c, request);
   if (r == CUDA_ERROR_OUT_OF_MEMORY) {     /* garbage may be holding device memory */
     gpu_gc_collect(L, c->state);
     gpu_context_enter(L, c);
-    r = device_alloc(d, pool, &b->ptr, nbytes);
+    r = attempt(c, request);
     if (r == CUDA_ERROR_OUT_OF_MEMORY && c->pool != NULL &&   /* then the pool's cache */
-        gpu_synchronize_device(d, &refused) == CUDA_SUCCESS) {
-      d->cuMemPoolTrimTo(c->pool, 0);
-      r = device_alloc(d, pool, &b->ptr, nbytes);
+        gpu_synchronize_device(c->driver, &refused) == CUDA_SUCCESS) {
+      c->driver->cuMemPoolTrimTo(c->pool, 0);
+      r = attempt(c, request);
     }
   }
+  return r;
+}
+
+struct buffer_request { CUdeviceptr *ptr; size_t nbytes; int use_pool; };
+
+static CUresult allocate_buffer (gpu_Context *c, void *request) {
+  struct buffer_request *q = (struct buffer_request *)request;
+  return device_alloc(c->driver, q->use_pool ? c->pool : NULL, q->ptr, q->nbytes);
+}
+
+/* nbytes into b from c's pool, or where use_pool is 0 (or c has none) from cuMemAlloc. */
+static void acquire (lua_State *L, gpu_Context *c, gpu_Buffer *b, size_t nbytes, int use_pool) {
+  CUmemoryPool pool = use_pool ? c->pool : NULL;
+  CUresult r;
+  b->ctx = c;
+  gpu_gc_account(L, c->state, nbytes);
+  r = gpu_device_alloc_retrying(L, c, allocate_buffer,
+                                &(struct buffer_request){&b->ptr, nbytes, use_pool});
   if (r != CUDA_SUCCESS) b->ptr = 0;
   gpu_check(L, r, pool ? "cuMemAllocFromPoolAsync" : "cuMemAlloc");
   c->state->gc_bytes += nbytes;

@@ -247,14 +247,15 @@ static int graph_launch (lua_State *L) {
   for (i = 1; i <= n; i++) {
     gpu_Buffer *b;
     gpu_Array *a = NULL;
+    int texture;
     lua_rawgeti(L, -1, i);
     if (((b = gpu_testbuffer(L, -1)) != NULL && (b->ptr == 0 || b->root == NULL || b->root->ptr == 0)) ||
         ((a = gpu_testarray(L, -1)) != NULL && !gpu_array_alive(a)))
       return luaL_error(L, "graph uses a %s that has been freed", b ? "buffer" : "GPU array");
     if (gpu_fftplan_state(L, -1) == 0) return luaL_error(L, "graph uses an FFT plan that has been freed");
-    if (gpu_texture_state(L, -1) == 0)
+    if ((texture = gpu_texture_state(L, -1)) == 0)
       return luaL_error(L, "graph uses a CUDA array, texture or surface object that has been freed");
-    if (b == NULL && a == NULL && gpu_fftplan_state(L, -1) < 0 && gpu_texture_state(L, -1) < 0 &&
+    if (b == NULL && a == NULL && gpu_fftplan_state(L, -1) < 0 && texture < 0 &&
         gpu_testhostarray(L, -1) == NULL)
       return luaL_error(L, "graph uses a host array that has been freed");   /* freed: not found */
     lua_pop(L, 1);

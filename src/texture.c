@@ -12,6 +12,7 @@
 ** over linear memory) as user value 2, and a launch checks that it is still alive: freeing the
 ** array first leaves the object unusable, never reading freed memory.
 */
+#include <math.h>
 #include <string.h>
 
 #include "gpu.h"
@@ -86,6 +87,13 @@ static int64_t cuda_array_size (const gpu_CudaArray *a) {
   return n;
 }
 
+struct array_request { CUarray *array; const CUDA_ARRAY3D_DESCRIPTOR *desc; };
+
+static CUresult create_array (gpu_Context *c, void *request) {
+  struct array_request *q = (struct array_request *)request;
+  return c->driver->cuArray3DCreate(q->array, q->desc);
+}
+
 /* gpu.CudaArray(shape[, dtype][, {channels = 1, surface = false, layered = false}]) */
 static int gpu_CudaArray_new (lua_State *L) {
   static const char *const known[] = {"channels", "surface", "layered", NULL};
@@ -141,13 +149,7 @@ static int gpu_CudaArray_new (lua_State *L) {
   lua_setiuservalue(L, 4, 1);
   a->ctx = c;
   gpu_gc_account(L, c->state, a->nbytes);
-  gpu_context_enter(L, c);              /* after the collector: finalizers may switch it */
-  r = c->driver->cuArray3DCreate(&a->array, &desc);
-  if (r == CUDA_ERROR_OUT_OF_MEMORY) {  /* garbage may be holding device memory */
-    gpu_gc_collect(L, c->state);
-    gpu_context_enter(L, c);
-    r = c->driver->cuArray3DCreate(&a->array, &desc);
-  }
+  r = gpu_device_alloc_retrying(L, c, create_array, &(struct array_request){&a->array, &desc});
   if (r != CUDA_SUCCESS) a->array = NULL;
   gpu_check(L, r, "cuArray3DCreate");
   c->state->gc_bytes += a->nbytes;
@@ -273,6 +275,10 @@ static int cuda_array_copy (lua_State *L, int to_array) {
   gpu_CudaArray *a = check_cuda_array(L, 1);
   copy_side side = linear_side(L, 2, a, !to_array);
   CUstream stream = gpu_optstream(L, 3);
+  /* as memcpy_htod_async: pageable memory would make the copy synchronous, and a graph
+  ** would replay it from memory it does not keep */
+  if (stream != NULL && side.type == CU_MEMORYTYPE_HOST && !side.pinned)
+    luaL_argerror(L, 2, "async copies need page-locked host memory (gpu.host.pagelocked_empty)");
   copy_array(L, a, &side, stream, to_array);
   lua_settop(L, 1);
   return 1;
@@ -299,6 +305,7 @@ static int cuda_array_get (lua_State *L) {
   copy_side side = {CU_MEMORYTYPE_HOST, 0, NULL, 0};
   lua_settop(L, 1);
   side.host = gpu_hostarray_new(L, a->dtype, n, shape, GPU_HOST_PAGEABLE)->data;
+  check_cuda_array(L, 1);                 /* again: the allocation ran finalizers */
   copy_array(L, a, &side, NULL, 0);
   return 1;
 }
@@ -390,10 +397,10 @@ static void read_address_modes (lua_State *L, int arg, int idx, CUaddress_mode m
   }
 }
 
-static void read_border_color (lua_State *L, int arg, int idx, float color[4]) {
+static void read_border_color (lua_State *L, int arg, int idx, double color[4]) {
   int i, n = lua_type(L, idx) == LUA_TTABLE ? (int)lua_rawlen(L, idx) : 0;
   if (lua_type(L, idx) == LUA_TNUMBER) {
-    color[0] = color[1] = color[2] = color[3] = (float)lua_tonumber(L, idx);
+    color[0] = color[1] = color[2] = color[3] = lua_tonumber(L, idx);
     return;
   }
   if (n < 1 || n > 4)
@@ -401,7 +408,7 @@ static void read_border_color (lua_State *L, int arg, int idx, float color[4]) {
   for (i = 0; i < 4; i++) {
     if (lua_rawgeti(L, idx, i < n ? i + 1 : n) != LUA_TNUMBER)
       luaL_argerror(L, arg, "option 'border_color' must be a number or a list of one to four");
-    color[i] = (float)lua_tonumber(L, -1);
+    color[i] = lua_tonumber(L, -1);
     lua_pop(L, 1);
   }
 }
@@ -422,6 +429,7 @@ static void linear_resource (lua_State *L, const gpu_Array *g, int channels, int
   int dims = g->ndim - (channels > 1), align;
   gpu_Context *c = g->buffer->ctx;
   check_texel_dtype(L, 1, g->dtype);
+  if (g->size == 0) luaL_argerror(L, 1, "array is empty");
   if (channels > 1 && (g->ndim < 2 || g->shape[g->ndim - 1] != channels))
     luaL_argerror(L, options, lua_pushfstring(L, "option 'channels' is %d: the array's last "
                                               "dimension must be %d", channels, channels));
@@ -493,12 +501,10 @@ static int gpu_TextureObject_new (lua_State *L) {
   int channels = 1, filter = 0, read = 0, normalized = 0, i;
   CUaddress_mode modes[3] = {CU_TR_ADDRESS_MODE_CLAMP, CU_TR_ADDRESS_MODE_CLAMP,
                              CU_TR_ADDRESS_MODE_CLAMP};
-  float border[4] = {0, 0, 0, 0};
+  double border[4] = {0, 0, 0, 0};
   if (a == NULL && g == NULL)
     return luaL_argerror(L, 1, lua_pushfstring(L, "gpu.CudaArray or GPUArray expected, got %s",
                                                luaL_typename(L, 1)));
-  if (a != NULL && a->array == NULL) return gpu_freed_error(L, 1, "CUDA array");
-  if (g != NULL && !gpu_array_alive(g)) return gpu_freed_error(L, 1, "array");
   lua_settop(L, 2);
   if (gpu_checkoptions(L, 2, known)) {
     if (lua_getfield(L, 2, "address_mode") != LUA_TNIL) read_address_modes(L, 2, -1, modes);
@@ -517,14 +523,18 @@ static int gpu_TextureObject_new (lua_State *L) {
     }
     lua_settop(L, 2);
   }
+  c = a != NULL ? a->ctx : g->buffer != NULL ? g->buffer->ctx : NULL;
+  /* allocated before the resource is looked at: the options' metamethods and the collector's
+  ** finalizers have run by then, and whatever they freed is seen as freed */
+  t = c != NULL ? new_object(L, GPU_TEXTURE, c) : NULL;   /* at 3 */
+  if (a != NULL && a->array == NULL) return gpu_freed_error(L, 1, "CUDA array");
+  if (g != NULL && !gpu_array_alive(g)) return gpu_freed_error(L, 1, "array");
   if (a != NULL) {
-    c = a->ctx;
     dtype = a->dtype;
     memset(&res, 0, sizeof res);
     res.resType = CU_RESOURCE_TYPE_ARRAY;
     res.res.array.hArray = a->array;
   } else {
-    c = g->buffer->ctx;
     dtype = g->dtype;
     linear_resource(L, g, channels, 2, &res);
     if (res.resType == CU_RESOURCE_TYPE_LINEAR && (filter != 0 || normalized))
@@ -547,8 +557,24 @@ static int gpu_TextureObject_new (lua_State *L) {
   tex.filterMode = filter ? CU_TR_FILTER_MODE_LINEAR : CU_TR_FILTER_MODE_POINT;
   tex.flags = (normalized ? CU_TRSF_NORMALIZED_COORDINATES : 0) |
               (read == 0 && gpu_dtypes[dtype].kind != 'f' ? CU_TRSF_READ_AS_INTEGER : 0);
-  memcpy(tex.borderColor, border, sizeof border);
-  t = new_object(L, GPU_TEXTURE, c);              /* at 3 */
+  for (i = 0; i < 4; i++) {
+    if (tex.flags & CU_TRSF_READ_AS_INTEGER) {
+      /* integers read as integers take the border's bits as such (cuda.h: "reinterpret_cast"
+      ** them to float), as 32-bit signed or unsigned values */
+      int bits_wide = 8 * gpu_dtypes[dtype].itemsize, is_unsigned = gpu_dtypes[dtype].kind == 'u';
+      double lo = is_unsigned ? 0 : -ldexp(1, bits_wide - 1);
+      double hi = is_unsigned ? ldexp(1, bits_wide) - 1 : ldexp(1, bits_wide - 1) - 1;
+      uint32_t bits;
+      if (!(border[i] >= lo && border[i] <= hi && border[i] == floor(border[i])))
+        return luaL_argerror(L, 2, lua_pushfstring(L, "option 'border_color' must hold %s "
+                                                   "values for integer reads", gpu_dtypes[dtype].name));
+      bits = gpu_dtypes[dtype].kind == 'u' ? (uint32_t)(int64_t)border[i]
+                                          : (uint32_t)(int32_t)(int64_t)border[i];
+      memcpy(&tex.borderColor[i], &bits, sizeof bits);
+    } else {
+      tex.borderColor[i] = (float)border[i];
+    }
+  }
   t->array = a;
   t->linear = g;
   gpu_context_enter(L, c);

@@ -166,3 +166,71 @@ describe("devices without a driver", function()
     end)
   end
 end)
+
+describe("peer access", function()
+  helpers.multi_gpu_it("copies between devices and lets kernels read a peer's memory", function()
+    local n = math.random(1000, 100000)
+    local values = helpers.random_integers(n, -2 ^ 30, 2 ^ 30)
+    local ok, err = pcall(function()
+      gpu.set_device(0)
+      local twice = gpu.SourceModule([[
+        __global__ void twice(const int *src, int *dst, int n) {
+          int i = blockIdx.x * blockDim.x + threadIdx.x;
+          if (i < n) dst[i] = 2 * src[i];
+        }
+      ]]):get_function("twice")
+      local on0 = gpu.to_device(gpu.host.from_table(values, "int32"))
+      gpu.set_device(1)
+      local on1 = gpu.mem_alloc(4 * n)
+      gpu.memcpy_peer(on1, on0)
+      assert.are.same(values, gpu.from_device(on1, n, "int32"):totable())
+      gpu.set_device(0)
+      local back = gpu.mem_alloc(4 * n)
+      local s = gpu.Stream()
+      gpu.memcpy_peer_async(back, on1, 4 * n, s)
+      s:synchronize()
+      assert.are.same(values, gpu.from_device(back, n, "int32"):totable())
+      local launch = {block = 256, grid = (n + 255) // 256}
+      local refused = "bad argument #1 to 'twice' (buffer is on device 1, the kernel on device 0)"
+      helpers.assert_error(refused, function() twice(on1, back, n, launch) end)
+      if gpu.Device(0):can_access_peer(1) then
+        gpu.enable_peer_access(1)
+        gpu.enable_peer_access(gpu.Device(1))          -- again: nothing changes
+        twice(on1, back, n, launch)                     -- reads device 1's memory directly
+        gpu.synchronize()
+        local got = gpu.from_device(back, n, "int32")
+        for i = 1, n do assert.are.equal(2 * values[i], got[i]) end
+        gpu.disable_peer_access(1)
+        gpu.disable_peer_access(1)
+        helpers.assert_error(refused, function() twice(on1, back, n, launch) end)
+      end
+    end)
+    gpu.set_device(0)
+    assert(ok, err)
+  end)
+
+  it("refuses a device's own memory and bad devices (stand-in driver)", function()
+    local out, ok = helpers.run_with_fakes([[
+      local gpu = require "gpu"
+      local function try(f)
+        local ok, e = pcall(f)
+        print(ok and "ok" or (tostring(e):gsub("^[^\n]*:%d+: ", "")))
+      end
+      try(function() gpu.enable_peer_access(0) end)
+      try(function() gpu.disable_peer_access(gpu.Device(0)) end)
+      try(function() gpu.enable_peer_access(1) end)
+      print(gpu.Device(0):can_access_peer(0))
+      local a, b = gpu.to_device("abcd"), gpu.mem_alloc(4)
+      gpu.memcpy_peer(b, a)
+      print(gpu.from_device(b, 4, "uint8"))
+    ]])
+    assert.is_truthy(ok, out)
+    assert.are.equal(table.concat({
+      "bad argument #1 to 'enable_peer_access' (a device's own memory needs no peer access)",
+      "bad argument #1 to 'disable_peer_access' (a device's own memory needs no peer access)",
+      "bad argument #1 to 'enable_peer_access' (device ordinal 1 out of range (1 device))",
+      "false",
+      "[ 97  98  99 100]",
+    }, "\n") .. "\n", out)
+  end)
+end)

@@ -21,6 +21,16 @@ function helpers.gpu_it(name, fn)
   return busted.pending(name .. " (no GPU: " .. why .. ")")
 end
 
+-- multi_gpu_it(name, fn): a spec that needs two devices, tagged #gpu: pending with the reason
+-- where there are fewer (on a one-GPU machine too: it cannot pass there).
+function helpers.multi_gpu_it(name, fn)
+  if available and gpu.device_count() < 2 then
+    return busted.pending(name .. " #gpu (needs two devices; this machine has " ..
+                          gpu.device_count() .. ")")
+  end
+  return helpers.gpu_it(name, fn)
+end
+
 -- The error fn raises, with Lua's "file:line: " position stripped from string messages.
 function helpers.error_of(fn, ...)
   local ok, err = pcall(fn, ...)

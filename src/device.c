@@ -177,6 +177,8 @@ static gpu_Context *context_new (lua_State *L, const gpu_Driver *d, int ordinal,
   return c;
 }
 
+static gpu_Context *context_of (lua_State *L, const gpu_Driver *d, int ordinal);
+
 gpu_Context *gpu_context_push (lua_State *L) {
   gpu_Context *c = gpu_context_find(L, gpu_state(L));
   gpu_context_enter(L, c);
@@ -193,6 +195,14 @@ gpu_Context *gpu_context_find (lua_State *L, gpu_State *s) {
   }
   d = gpu_driver(L);
   ordinal = current_ordinal(L, d);
+  c = context_of(L, d, ordinal);
+  s->current = c;
+  return c;
+}
+
+/* Pushes the state's Context of device ordinal, made on first use (and left current then). */
+static gpu_Context *context_of (lua_State *L, const gpu_Driver *d, int ordinal) {
+  gpu_Context *c;
   lua_getfield(L, LUA_REGISTRYINDEX, "gpu.contexts");
   if (lua_rawgeti(L, -1, ordinal) == LUA_TUSERDATA) {
     c = (gpu_Context *)lua_touserdata(L, -1);
@@ -204,7 +214,6 @@ gpu_Context *gpu_context_find (lua_State *L, gpu_State *s) {
     lua_rawseti(L, -3, ordinal);
     lua_remove(L, -2);
   }
-  s->current = c;
   return c;
 }
 
@@ -526,6 +535,52 @@ static int device_ordinal (lua_State *L) {
   return 1;
 }
 
+/* A device argument: a gpu.Device or an ordinal. */
+static int check_device_arg (lua_State *L, int arg, const gpu_Driver *d) {
+  int ordinal = gpu_device_ordinal_at(L, arg);
+  return ordinal >= 0 ? ordinal : check_ordinal(L, arg, d);
+}
+
+/* dev:can_access_peer(other) -> whether dev's kernels can reach other's memory directly */
+static int device_can_access_peer (lua_State *L) {
+  gpu_Device *dev = (gpu_Device *)luaL_checkudata(L, 1, GPU_DEVICE);
+  const gpu_Driver *d = gpu_driver(L);
+  CUdevice other;
+  int can = 0;
+  gpu_check(L, d->cuDeviceGet(&other, check_device_arg(L, 2, d)), "cuDeviceGet");
+  if (other != dev->device)
+    gpu_check(L, d->cuDeviceCanAccessPeer(&can, dev->device, other), "cuDeviceCanAccessPeer");
+  lua_pushboolean(L, can);
+  return 1;
+}
+
+/*
+** enable_peer_access(peer) / disable_peer_access(peer): whether the current device's context
+** maps the memory of device peer (a gpu.Device or ordinal), so that its kernels may take that
+** device's buffers and arrays as arguments (cuCtxEnablePeerAccess).  Idempotent.
+*/
+static int peer_access (lua_State *L, int enable) {
+  const gpu_Driver *d = gpu_driver(L);
+  int ordinal = check_device_arg(L, 1, d);
+  gpu_Context *c, *peer;
+  CUresult r;
+  lua_settop(L, 1);
+  c = gpu_context_find(L, gpu_state(L));
+  peer = context_of(L, d, ordinal);
+  luaL_argcheck(L, peer != c, 1, "a device's own memory needs no peer access");
+  luaL_argcheck(L, ordinal < 64, 1, "device ordinals past 63 are not tracked");
+  gpu_context_enter(L, c);                  /* context_of may have made peer's current */
+  r = enable ? d->cuCtxEnablePeerAccess(peer->ctx, 0) : d->cuCtxDisablePeerAccess(peer->ctx);
+  if (r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED && r != CUDA_ERROR_PEER_ACCESS_NOT_ENABLED)
+    gpu_check(L, r, enable ? "cuCtxEnablePeerAccess" : "cuCtxDisablePeerAccess");
+  if (enable) c->peers |= (uint64_t)1 << ordinal;
+  else c->peers &= ~((uint64_t)1 << ordinal);
+  return 0;
+}
+
+static int gpu_enable_peer_access (lua_State *L) { return peer_access(L, 1); }
+static int gpu_disable_peer_access (lua_State *L) { return peer_access(L, 0); }
+
 static int device_tostring (lua_State *L) {
   gpu_Device *dev = (gpu_Device *)luaL_checkudata(L, 1, GPU_DEVICE);
   char name[256] = "?";
@@ -549,7 +604,9 @@ void gpu_device_open (lua_State *L) {
     {"device_ordinal", gpu_device_ordinal},
     {"synchronize", gpu_synchronize}, {"mem_get_info", gpu_mem_get_info},
     {"mem_pool_info", gpu_mem_pool_info}, {"free_pool", gpu_free_pool},
-    {"get_limit", gpu_get_limit}, {"set_limit", gpu_set_limit}, {NULL, NULL},
+    {"get_limit", gpu_get_limit}, {"set_limit", gpu_set_limit},
+    {"enable_peer_access", gpu_enable_peer_access},
+    {"disable_peer_access", gpu_disable_peer_access}, {NULL, NULL},
   };
   static const luaL_Reg device_meta[] = {
     {"__tostring", device_tostring}, {"__eq", device_eq}, {NULL, NULL},
@@ -558,7 +615,7 @@ void gpu_device_open (lua_State *L) {
     {"name", device_name}, {"compute_capability", device_compute_capability},
     {"total_memory", device_total_memory}, {"attribute", device_attribute},
     {"attributes", device_attributes}, {"pci_bus_id", device_pci_bus_id},
-    {"ordinal", device_ordinal}, {NULL, NULL},
+    {"ordinal", device_ordinal}, {"can_access_peer", device_can_access_peer}, {NULL, NULL},
   };
   static const luaL_Reg context_meta[] = {{NULL, NULL}};   /* released with the state */
   luaL_setfuncs(L, functions, 0);

@@ -121,6 +121,11 @@ __attribute__((visibility("default"))) int luaopen_gpu_core(lua_State *L);
   X(cuSurfObjectCreate, 5000)                      \
   X(cuSurfObjectDestroy, 5000)                     \
   X(cuMemGetAddressRange, 3020)                    \
+  X(cuDeviceCanAccessPeer, 4000)                   \
+  X(cuCtxEnablePeerAccess, 4000)                   \
+  X(cuCtxDisablePeerAccess, 4000)                  \
+  X(cuMemcpyPeer, 4000)                            \
+  X(cuMemcpyPeerAsync, 4000)                       \
   OPT(cuFuncGetParamInfo, 12040)                  \
   OPT(cuMemPrefetchAsync, 12020)                  \
   OPT(cuLaunchKernelEx, 11060)                    \
@@ -257,7 +262,13 @@ typedef struct gpu_Context {
   void *solver_syevj;     /* and the syevjInfo of its syevjBatched, made on first use */
   void *solver_gesvdj;    /* and the gesvdjInfo of its gesvdjBatched, made on first use */
   int ref;                /* registry reference: hot paths push it without a table lookup */
+  uint64_t peers;         /* ordinals whose memory this context maps (enable_peer_access) */
 } gpu_Context;
+
+/* Whether kernels in c may take memory of Context m as arguments: its own, or a peer's. */
+static inline int gpu_context_reaches (const gpu_Context *c, const gpu_Context *m) {
+  return c == m || (m->ordinal < 64 && ((c->peers >> m->ordinal) & 1));
+}
 
 #define GPU_CONTEXT "gpu.Context"
 

@@ -500,7 +500,7 @@ static CUdeviceptr device_pointer (lua_State *L, const gpu_Function *f, int idx,
   if (kind == GPU_ARG_ARRAY) {
     gpu_Array *a = (gpu_Array *)lua_touserdata(L, idx);
     if (!gpu_array_alive(a)) kernel_argerror(L, f, argn, "array has been freed");
-    if (a->buffer->ctx != f->ctx)
+    if (!gpu_context_reaches(f->ctx, a->buffer->ctx))
       kernel_argerror(L, f, argn, "array is on device %d, the kernel on device %d",
                       a->buffer->ctx->ordinal, f->ctx->ordinal);
     return a->ptr;
@@ -508,7 +508,7 @@ static CUdeviceptr device_pointer (lua_State *L, const gpu_Function *f, int idx,
     gpu_Buffer *b = (gpu_Buffer *)lua_touserdata(L, idx);
     if (b->ptr == 0 || b->root == NULL || b->root->ptr == 0)
       kernel_argerror(L, f, argn, "buffer has been freed");
-    if (b->ctx != f->ctx)
+    if (!gpu_context_reaches(f->ctx, b->ctx))
       kernel_argerror(L, f, argn, "buffer is on device %d, the kernel on device %d",
                       b->ctx->ordinal, f->ctx->ordinal);
     return b->ptr;

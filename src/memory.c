@@ -456,9 +456,17 @@ static int dtod (lua_State *L, int async) {
     gpu_capture_note(L, 4, 2);
   }
   s = copy_stream(s, dst->ctx);
-  if (async || s) gpu_check(L, d->cuMemcpyDtoDAsync(dst->ptr, src->ptr, (size_t)n, s),
-                            "cuMemcpyDtoDAsync");
-  else gpu_check(L, d->cuMemcpyDtoD(dst->ptr, src->ptr, (size_t)n), "cuMemcpyDtoD");
+  if (dst->ctx != src->ctx) {       /* between devices: direct where peers, else staged */
+    if (async || s) gpu_check(L, d->cuMemcpyPeerAsync(dst->ptr, dst->ctx->ctx, src->ptr,
+                                                      src->ctx->ctx, (size_t)n, s),
+                              "cuMemcpyPeerAsync");
+    else gpu_check(L, d->cuMemcpyPeer(dst->ptr, dst->ctx->ctx, src->ptr, src->ctx->ctx,
+                                      (size_t)n), "cuMemcpyPeer");
+  } else if (async || s) {
+    gpu_check(L, d->cuMemcpyDtoDAsync(dst->ptr, src->ptr, (size_t)n, s), "cuMemcpyDtoDAsync");
+  } else {
+    gpu_check(L, d->cuMemcpyDtoD(dst->ptr, src->ptr, (size_t)n), "cuMemcpyDtoD");
+  }
   wait_host_stream(L, async, s);
   return 0;
 }
@@ -558,6 +566,7 @@ void gpu_memory_open (lua_State *L) {
     {"memcpy_htod", gpu_memcpy_htod}, {"memcpy_htod_async", gpu_memcpy_htod_async},
     {"memcpy_dtoh", gpu_memcpy_dtoh}, {"memcpy_dtoh_async", gpu_memcpy_dtoh_async},
     {"memcpy_dtod", gpu_memcpy_dtod}, {"memcpy_dtod_async", gpu_memcpy_dtod_async},
+    {"memcpy_peer", gpu_memcpy_dtod}, {"memcpy_peer_async", gpu_memcpy_dtod_async},
     {"memset_d8", gpu_memset_d8}, {"memset_d16", gpu_memset_d16},
     {"memset_d32", gpu_memset_d32}, {"memset_d8_async", gpu_memset_d8_async},
     {"memset_d16_async", gpu_memset_d16_async}, {"memset_d32_async", gpu_memset_d32_async},

@@ -433,6 +433,22 @@ static CUresult address_range (CUdeviceptr *base, size_t *size, CUdeviceptr p) {
   return CUDA_SUCCESS;
 }
 
+/* One device: no peers; a copy "between devices" is a copy. */
+static CUresult can_access_peer (int *can, CUdevice a, CUdevice b) {
+  (void)a; (void)b;
+  *can = 0;
+  return CUDA_SUCCESS;
+}
+static CUresult copy_peer (CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n) {
+  (void)dc; (void)sc;
+  return copy(dst, src, n);
+}
+static CUresult copy_peer_async (CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc,
+                                 size_t n, CUstream s) {
+  (void)s;
+  return copy_peer(dst, dc, src, sc, n);
+}
+
 /* Context limits, remembered as the driver would (STACK_SIZE rounded up to 16 bytes);
 ** FAKE_CUDA_LIMIT=fail makes setting one fail, for the module's error path. */
 static size_t limits[CU_LIMIT_MAX] = {1024, 1 << 20, 8 << 20, 2, 2048, 64};
@@ -493,6 +509,9 @@ static const struct { const char *name; void *fn; } stubs[] = {
   STUB(cuSurfObjectCreate, object_create) STUB(cuSurfObjectDestroy, ok)
   STUB(cuIpcGetMemHandle, ipc_get) STUB(cuIpcOpenMemHandle, ipc_open) STUB(cuIpcCloseMemHandle, ok)
   STUB(cuMemGetAddressRange, address_range)
+  STUB(cuDeviceCanAccessPeer, can_access_peer) STUB(cuCtxEnablePeerAccess, ok)
+  STUB(cuCtxDisablePeerAccess, ok) STUB(cuMemcpyPeer, copy_peer)
+  STUB(cuMemcpyPeerAsync, copy_peer_async)
 #undef STUB
 };
 

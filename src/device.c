@@ -573,6 +573,14 @@ static int peer_access (lua_State *L, int enable) {
   r = enable ? d->cuCtxEnablePeerAccess(peer->ctx, 0) : d->cuCtxDisablePeerAccess(peer->ctx);
   if (r != CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED && r != CUDA_ERROR_PEER_ACCESS_NOT_ENABLED)
     gpu_check(L, r, enable ? "cuCtxEnablePeerAccess" : "cuCtxDisablePeerAccess");
+  if (peer->pool != NULL) {   /* the context's mapping leaves out stream-ordered pools */
+    CUmemAccessDesc access;
+    memset(&access, 0, sizeof access);
+    access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    access.location.id = (int)c->device;
+    access.flags = enable ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    gpu_check(L, d->cuMemPoolSetAccess(peer->pool, &access, 1), "cuMemPoolSetAccess");
+  }
   if (enable) c->peers |= (uint64_t)1 << ordinal;
   else c->peers &= ~((uint64_t)1 << ordinal);
   return 0;

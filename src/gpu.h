@@ -61,6 +61,7 @@ __attribute__((visibility("default"))) int luaopen_gpu_core(lua_State *L);
   X(cuMemPoolSetAttribute, 11020)                  \
   X(cuMemPoolGetAttribute, 11020)                  \
   X(cuMemPoolTrimTo, 11020)                        \
+  X(cuMemPoolSetAccess, 11020)                     \
   X(cuMemHostAlloc, 2020)                          \
   X(cuMemFreeHost, 2000)                           \
   X(cuMemAllocManaged, 6000)                       \

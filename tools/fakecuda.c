@@ -479,6 +479,7 @@ static const struct { const char *name; void *fn; } stubs[] = {
   STUB(cuMemAllocFromPoolAsync, pool_alloc) STUB(cuMemFreeAsync, free_async)
   STUB(cuMemPoolCreate, pool_create) STUB(cuMemPoolDestroy, ok) STUB(cuMemPoolSetAttribute, ok)
   STUB(cuMemPoolGetAttribute, pool_get) STUB(cuMemPoolTrimTo, ok)
+  STUB(cuMemPoolSetAccess, ok)
   STUB(cuMemHostAlloc, host_alloc) STUB(cuMemFreeHost, host_free)
   STUB(cuMemAllocManaged, managed_alloc) STUB(cuStreamAttachMemAsync, ok)
   STUB(cuMemPrefetchAsync, ok)

@@ -244,20 +244,24 @@ static int graph_launch (lua_State *L) {
   lua_Integer i, n;
   lua_getiuservalue(L, 1, 2);
   n = (lua_Integer)lua_rawlen(L, -1);
-  for (i = 1; i <= n; i++) {
+  for (i = 1; i <= n; i++) {      /* each object tested by kind until one matches */
     gpu_Buffer *b;
-    gpu_Array *a = NULL;
-    int texture;
+    gpu_Array *a;
+    int state;
     lua_rawgeti(L, -1, i);
-    if (((b = gpu_testbuffer(L, -1)) != NULL && (b->ptr == 0 || b->root == NULL || b->root->ptr == 0)) ||
-        ((a = gpu_testarray(L, -1)) != NULL && !gpu_array_alive(a)))
-      return luaL_error(L, "graph uses a %s that has been freed", b ? "buffer" : "GPU array");
-    if (gpu_fftplan_state(L, -1) == 0) return luaL_error(L, "graph uses an FFT plan that has been freed");
-    if ((texture = gpu_texture_state(L, -1)) == 0)
-      return luaL_error(L, "graph uses a CUDA array, texture or surface object that has been freed");
-    if (b == NULL && a == NULL && gpu_fftplan_state(L, -1) < 0 && texture < 0 &&
-        gpu_testhostarray(L, -1) == NULL)
-      return luaL_error(L, "graph uses a host array that has been freed");   /* freed: not found */
+    if ((b = gpu_testbuffer(L, -1)) != NULL) {
+      if (b->ptr == 0 || b->root == NULL || b->root->ptr == 0)
+        return luaL_error(L, "graph uses a buffer that has been freed");
+    } else if ((a = gpu_testarray(L, -1)) != NULL) {
+      if (!gpu_array_alive(a)) return luaL_error(L, "graph uses a GPU array that has been freed");
+    } else if ((state = gpu_fftplan_state(L, -1)) >= 0) {
+      if (state == 0) return luaL_error(L, "graph uses an FFT plan that has been freed");
+    } else if ((state = gpu_texture_state(L, -1)) >= 0) {
+      if (state == 0)
+        return luaL_error(L, "graph uses a CUDA array, texture or surface object that has been freed");
+    } else if (gpu_testhostarray(L, -1) == NULL) {   /* a host array's test fails once freed */
+      return luaL_error(L, "graph uses a host array that has been freed");
+    }
     lua_pop(L, 1);
   }
   gpu_context_enter(L, g->ctx);
